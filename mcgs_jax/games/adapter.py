@@ -1,0 +1,247 @@
+"""Turns a game environment and an evaluator into the functions a search calls.
+
+`make_game(spec)` returns a `Game` whose `root` and `recurrent_fn` follow mctx's
+(MuZero-style) conventions for two-player zero-sum games, so they can be handed to
+`mctx.muzero_policy` as well as to `mcgs_jax`'s policies. A node's embedding is the
+batched environment state itself (a pytree of `[B, ...]` arrays).
+
+Conventions of `recurrent_fn(params, rng_key, action, state)`, with
+`mover = state.current_player` and `next_state = step(state, action)`:
+  * `reward` `[B]`: `next_state.rewards[mover]`, the reward of the move for the
+    player who made it.
+  * `discount` `[B]`: `0` when `next_state` is over (terminated or truncated), else
+    `-1` when the player to move changes and `+1` when the mover moves again.
+  * `prior_logits` `[B, A]`: the evaluator's logits at `next_state`, shifted so the
+    largest is 0, with every illegal action set to `finfo(float32).min` (finite:
+    never -inf, never NaN, even when no action is legal).
+  * `value` `[B]`: the evaluator's value of `next_state` for its player to move; 0
+    when `next_state` is over.
+Stepping a finished state is a no-op with zero reward, so a search that walks below
+a terminal node sees reward 0, discount 0 and value 0 there.
+
+Supported specs of `make_game`:
+  * a pgx env id with a key in `mcgs_jax.games.keys` (`keys.SUPPORTED_ENV_IDS`:
+    `"tic_tac_toe"`, `"connect_four"`, `"othello"`, `"hex"`, `"go_9x9"`, `"chess"`,
+    ...). Other pgx ids raise `ValueError` rather than fall back to a generic key:
+    pgx states carry step counters and history that a bit-for-bit key would split
+    on (no transpositions found) and that a hand-picked partial key could wrongly
+    merge. Build a `Game` directly with your own `hash_fn` for them.
+  * `"nim"` or `"nim:3,4,5"`: Nim with the given heaps (`mcgs_jax.games.nim`).
+  * `"dag"` or `"dag:actions=3,depth=6,width=5,seed=0"`: the layered DAG game
+    (`mcgs_jax.games.dag`); keys are `actions` (or `num_actions`), `depth`, `width`,
+    `seed`, `illegal_fraction`.
+  * an env object: one with a `transposition_words(state) -> uint32 [W]` method (Nim,
+    DAG and look-alikes) or a pgx env whose `id` is supported as above.
+"""
+
+import dataclasses
+import functools
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax import evaluators
+from mcgs_jax import hashing
+from mcgs_jax.types import RecurrentFnOutput, RootFnOutput
+
+_DAG_ARGUMENT_NAMES = {"actions": "num_actions", "num_actions": "num_actions",
+                       "depth": "depth", "width": "width", "seed": "seed",
+                       "illegal_fraction": "illegal_fraction"}
+
+
+def mask_invalid_logits(logits, invalid_actions):
+  """`[B, A]` logits shifted so their maximum is 0, `finfo.min` where invalid.
+
+  As mctx does it: the result is finite everywhere, and a row with every action
+  invalid is all `finfo.min` rather than NaN.
+  """
+  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+  return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_env_step(env) -> Callable:
+  """`jax.jit(env.step)`, compiled once per env (eager pgx steps take ~0.3 s)."""
+  return jax.jit(env.step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+  """A game environment bound to an evaluator and a transposition key.
+
+  Every field is hashable (the env and the functions hash by identity), so a `Game`
+  or its bound methods can be closed over or passed as static arguments to
+  `jax.jit`.
+
+  Attributes:
+    env: a pgx env or an object with the same protocol (`init(key)`,
+      `step(state, action)`, `num_actions`; states with `current_player`,
+      `rewards [num_players]`, `terminated`, `legal_action_mask [A]`, optionally
+      `truncated` and `observation`).
+    evaluator: `evaluate(params, rng_key, state) -> (logits [B, A], value [B])`, see
+      `mcgs_jax.evaluators`.
+    hash_fn: state batch -> uint32 `[B, L]` transposition keys.
+    num_actions: `A`.
+  """
+  env: Any
+  evaluator: Callable
+  hash_fn: Callable
+  num_actions: int
+
+  def init(self, rng_key, batch_size: int):
+    """`batch_size` initial states, one key each (pgx draws the first player)."""
+    return jax.vmap(self.env.init)(jax.random.split(rng_key, batch_size))
+
+  def step(self, state, action):
+    """Plays `action` (`[B]` int) in every game of the batch."""
+    return jax.vmap(self.env.step)(state, jnp.asarray(action, jnp.int32))
+
+  def invalid_actions(self, state):
+    """`[B, A]` bool, True for the actions that are illegal in `state`."""
+    return ~state.legal_action_mask
+
+  def _evaluate(self, params, rng_key, state):
+    """The evaluator at `state`, illegal actions masked, value 0 for finished games."""
+    logits, value = self.evaluator(params, rng_key, state)
+    prior_logits = mask_invalid_logits(jnp.asarray(logits, jnp.float32),
+                                       self.invalid_actions(state))
+    value = jnp.where(evaluators.is_finished(state), 0.0,
+                      jnp.asarray(value, jnp.float32))
+    return prior_logits, value
+
+  def root(self, params, rng_key, state) -> RootFnOutput:
+    """The search's root: evaluation of `state` (a batch), embedding = `state`."""
+    prior_logits, value = self._evaluate(params, rng_key, state)
+    return RootFnOutput(prior_logits=prior_logits, value=value, embedding=state)
+
+  def recurrent_fn(self, params, rng_key, action, state):
+    """One move of every game; see the module docstring for the conventions.
+
+    Args:
+      params: the evaluator's parameters.
+      rng_key: one key for the whole batch (the evaluator splits it per game).
+      action: `[B]` int32.
+      state: the batch of states (the parent nodes' embeddings).
+
+    Returns:
+      `(RecurrentFnOutput, next_state)`.
+    """
+    mover = state.current_player
+    next_state = self.step(state, action)
+    reward = evaluators.rewards_of(next_state, mover)
+    turn_sign = jnp.where(next_state.current_player == mover, 1.0, -1.0)
+    discount = jnp.where(evaluators.is_finished(next_state), 0.0, turn_sign)
+    prior_logits, value = self._evaluate(params, rng_key, next_state)
+    output = RecurrentFnOutput(reward=reward, discount=discount.astype(jnp.float32),
+                               prior_logits=prior_logits, value=value)
+    return output, next_state
+
+  def play(self, actions: Sequence[int], rng_key: Optional[jax.Array] = None):
+    """The unbatched state reached by playing `actions` from `env.init(rng_key)`.
+
+    `rng_key` defaults to `jax.random.PRNGKey(0)`; with pgx it decides which player
+    id moves first. Raises `ValueError` naming the move and its index when a move is
+    out of range, illegal, or played after the game ended.
+    """
+    if rng_key is None:
+      rng_key = jax.random.PRNGKey(0)
+    state = self.env.init(rng_key)
+    step = _jitted_env_step(self.env)
+    for index, action in enumerate(actions):
+      if not 0 <= action < self.num_actions:
+        raise ValueError(f"move {index} ({action}) is out of range "
+                         f"[0, {self.num_actions})")
+      if bool(state.terminated):
+        raise ValueError(f"move {index} ({action}) is played after the game ended")
+      if not bool(state.legal_action_mask[action]):
+        raise ValueError(f"move {index} ({action}) is illegal")
+      state = step(state, jnp.int32(action))
+    return state
+
+
+def _words_hash_fn(transposition_words: Callable, lanes: int) -> Callable:
+  """Batched hash from an unbatched `transposition_words(state) -> uint32 [W]`."""
+
+  def hash_fn(state):
+    return hashing.hash_words(jax.vmap(transposition_words)(state), lanes=lanes)
+
+  return hash_fn
+
+
+def _pgx_hash_fn(env_id: str, lanes: int) -> Callable:
+  """The key `mcgs_jax.games.keys` defines for a pgx game; ValueError if none."""
+  from mcgs_jax.games import keys  # pylint: disable=import-outside-toplevel
+  return keys.transposition_key_fn(env_id, lanes=lanes)
+
+
+def _hash_fn_for_env(env, lanes: int) -> Callable:
+  """The transposition key of an env object (see `make_game`)."""
+  if hasattr(env, "transposition_words"):
+    return _words_hash_fn(env.transposition_words, lanes)
+  env_id = getattr(env, "id", None)
+  if isinstance(env_id, str):
+    return _pgx_hash_fn(env_id, lanes)
+  raise ValueError(
+      f"cannot derive a transposition key for {env!r}: it has neither a "
+      "transposition_words method nor a pgx id; build a Game with your own hash_fn")
+
+
+def _parse_dag_arguments(text: str) -> dict:
+  """`"actions=3,depth=6"` -> `{"num_actions": 3, "depth": 6}` (ints or floats)."""
+  arguments = {}
+  for item in filter(None, text.split(",")):
+    name, separator, value = item.partition("=")
+    name = name.strip()
+    if not separator or name not in _DAG_ARGUMENT_NAMES:
+      raise ValueError(f"bad dag argument {item!r}; expected name=value with name in "
+                       f"{sorted(_DAG_ARGUMENT_NAMES)}")
+    try:
+      number = float(value) if name == "illegal_fraction" else int(value)
+    except ValueError as error:
+      raise ValueError(f"bad value in dag argument {item!r}") from error
+    arguments[_DAG_ARGUMENT_NAMES[name]] = number
+  return arguments
+
+
+def _env_from_spec(spec: str):
+  """The env named by a `make_game` spec string."""
+  name, _, arguments = spec.partition(":")
+  if name == "nim":
+    from mcgs_jax.games import nim  # pylint: disable=import-outside-toplevel
+    return nim.Nim(nim.parse_heaps(arguments)) if arguments else nim.Nim()
+  if name == "dag":
+    from mcgs_jax.games import dag  # pylint: disable=import-outside-toplevel
+    return dag.DagGame(**_parse_dag_arguments(arguments))
+  import pgx  # pylint: disable=import-outside-toplevel
+  if arguments or name not in pgx.available_envs():
+    raise ValueError(f"unknown game {spec!r}: expected 'nim[:heaps]', "
+                     f"'dag[:name=value,...]' or a pgx env id {pgx.available_envs()}")
+  return pgx.make(name)
+
+
+def make_game(game, evaluator: Optional[Callable] = None, *,
+              lanes: int = hashing.DEFAULT_LANES) -> Game:
+  """Builds a `Game` from a spec string or an env object.
+
+  Args:
+    game: a spec string (`"connect_four"`, `"tic_tac_toe"`, `"nim:3,4,5"`,
+      `"dag:actions=3,depth=6,width=5,seed=0"`, ...; see the module docstring) or an
+      env object.
+    evaluator: `evaluate(params, rng_key, state) -> (logits, value)`; defaults to
+      `evaluators.uniform_evaluator()`.
+    lanes: uint32 lanes of the transposition key (2 = 64 bits).
+
+  Raises:
+    ValueError: for an unknown or malformed spec, or a game without a transposition
+      key.
+  """
+  if isinstance(game, str):
+    env = _env_from_spec(game)
+  else:
+    env = game
+  hash_fn = _hash_fn_for_env(env, lanes)
+  if evaluator is None:
+    evaluator = evaluators.uniform_evaluator()
+  return Game(env=env, evaluator=evaluator, hash_fn=hash_fn,
+              num_actions=int(env.num_actions))

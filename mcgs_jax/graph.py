@@ -1,0 +1,164 @@
+"""The search graph: fixed-capacity node, edge and hash-slot arrays per game."""
+
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax import types
+
+ROOT_INDEX = 0
+UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
+
+
+@chex.dataclass(frozen=True)
+class Graph:
+  """A batch of search graphs. `B` games, capacity `N` nodes, `A` actions,
+  `L` key lanes (0 in tree mode), `C` hash slots (0 in tree mode).
+
+  Node 0 is the root; new nodes take the next free index. Every field has a leading
+  batch axis; selection functions receive one game's graph (under `jax.vmap`).
+
+  node_visits: `[B, N]` int32, `N(n) = 1 + sum_a N(n, a)` for a non-terminal node;
+    for a terminal node, the number of playouts that ended there.
+  raw_values: `[B, N]` float, `U(n)`, the node's own evaluation (0 for terminal
+    nodes, whose reward is on the edge that leads there).
+  node_values: `[B, N]` float, `Q(n) = (U(n) + sum_a N(n, a) Q(n, a)) / N(n)`.
+  node_keys: `[B, N, L]` uint32, transposition key of the node's state.
+  node_terminal: `[B, N]` bool, no playout continues below this node.
+  path_marks: `[B, N]` int32, root visit count of the last playout that passed
+    through the node (the cycle guard reads it); -1 when never.
+  children_index: `[B, N, A]` int32, child node of each edge, `UNEXPANDED` (-1) if
+    the action was never expanded.
+  children_prior_logits: `[B, N, A]` float, prior logits at the node.
+  edge_visits: `[B, N, A]` int32, `N(n, a)`: how often selection at n chose a.
+  edge_rewards: `[B, N, A]` float, reward of the transition.
+  edge_discounts: `[B, N, A]` float, discount of the transition.
+  embeddings: pytree of `[B, N, ...]`, the recurrent state of every node.
+  hash_slots: `[B, C]` int32, node index held by each slot, -1 when empty.
+  num_nodes: `[B]` int32, nodes in use.
+  transposition_hits: `[B]` int32, expansions that found their state already in
+    the graph and linked to it.
+  dropped_inserts: `[B]` int32, new nodes not entered in the hash table because
+    their probe window was full (they stay unshared: a transposition may be missed,
+    never a wrong merge).
+  capacity_overflows: `[B]` int32, playouts that needed a new node when all `N`
+    were in use; they stopped one edge short and added nothing.
+  root_invalid_actions: `[B, A]` bool, actions the root may not select.
+  extra_data: anything a policy keeps beside the graph (e.g. Gumbel noise).
+  """
+  node_visits: chex.Array
+  raw_values: chex.Array
+  node_values: chex.Array
+  node_keys: chex.Array
+  node_terminal: chex.Array
+  path_marks: chex.Array
+  children_index: chex.Array
+  children_prior_logits: chex.Array
+  edge_visits: chex.Array
+  edge_rewards: chex.Array
+  edge_discounts: chex.Array
+  embeddings: Any
+  hash_slots: chex.Array
+  num_nodes: chex.Array
+  transposition_hits: chex.Array
+  dropped_inserts: chex.Array
+  capacity_overflows: chex.Array
+  root_invalid_actions: chex.Array
+  extra_data: Any = None
+
+  @property
+  def batch_size(self) -> int:
+    return self.children_index.shape[0]
+
+  @property
+  def capacity(self) -> int:
+    return self.children_index.shape[-2]
+
+  @property
+  def num_actions(self) -> int:
+    return self.children_index.shape[-1]
+
+  def qvalues(self, node_index):
+    """`Q(n, a) = r(n, a) + discount(n, a) * Q(child)`, 0 for unexpanded actions.
+
+    Works on one game (`node_index` a scalar, returns `[A]`) and on the batch
+    (`node_index` `[B]`, returns `[B, A]`).
+    """
+    if self.children_index.ndim == 2:
+      return _edge_qvalues(self, node_index)
+    return jax.vmap(_edge_qvalues)(self, node_index)
+
+  def summary(self) -> types.SearchSummary:
+    """Root statistics of every game, as `mctx.Tree.summary()`."""
+    root = jnp.full((self.batch_size,), ROOT_INDEX)
+    value = self.node_values[:, ROOT_INDEX]
+    visit_counts = self.edge_visits[:, ROOT_INDEX].astype(value.dtype)
+    total = jnp.sum(visit_counts, axis=-1, keepdims=True)
+    # A root with no visited edge (every action invalid) gets all-zero probabilities
+    # rather than 0/0.
+    visit_probs = visit_counts / jnp.maximum(total, 1)
+    return types.SearchSummary(visit_counts=visit_counts, visit_probs=visit_probs,
+                               value=value, qvalues=self.qvalues(root))
+
+
+def _edge_qvalues(graph: Graph, node_index):
+  children = graph.children_index[node_index]
+  child_values = graph.node_values[jnp.maximum(children, 0)]
+  child_values = jnp.where(children >= 0, child_values, 0.0)
+  return graph.edge_rewards[node_index] + graph.edge_discounts[node_index] * child_values
+
+
+def empty_graph(root: types.RootFnOutput, *, capacity: int,
+                num_slots: int, root_key, root_invalid_actions,
+                extra_data=None) -> Graph:
+  """A graph whose only node is the root.
+
+  Args:
+    root: the root evaluation, `[B, A]` logits, `[B]` value, `[B, ...]` embedding.
+    capacity: `N`, nodes per game including the root.
+    num_slots: `C`, hash slots per game, a power of two (0 in tree mode).
+    root_key: `[B, L]` uint32 key of the root state (`L = 0` in tree mode).
+    root_invalid_actions: `[B, A]` bool. A root whose every action is invalid is
+      terminal: playouts end there and no node is ever added.
+  """
+  batch_size, num_actions = root.prior_logits.shape
+  value_dtype = root.value.dtype
+
+  def node_table(root_entry, fill, dtype):
+    root_entry = jnp.asarray(root_entry, dtype)
+    table = jnp.full((batch_size, capacity) + root_entry.shape[1:], fill, dtype)
+    return table.at[:, ROOT_INDEX].set(root_entry)
+
+  def edge_table(fill, dtype):
+    return jnp.full((batch_size, capacity, num_actions), fill, dtype)
+
+  embeddings = jax.tree_util.tree_map(
+      lambda leaf: node_table(leaf, 0, leaf.dtype), root.embedding)
+  root_terminal = jnp.all(root_invalid_actions, axis=-1)
+  hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
+  if num_slots:
+    start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
+    hash_slots = hash_slots.at[jnp.arange(batch_size), start].set(ROOT_INDEX)
+  zeros = jnp.zeros((batch_size,), jnp.int32)
+  return Graph(
+      node_visits=node_table(jnp.ones((batch_size,)), 0, jnp.int32),
+      raw_values=node_table(root.value, 0, value_dtype),
+      node_values=node_table(root.value, 0, value_dtype),
+      node_keys=node_table(root_key, 0, jnp.uint32),
+      node_terminal=node_table(root_terminal, False, jnp.bool_),
+      path_marks=node_table(jnp.full((batch_size,), -1), -1, jnp.int32),
+      children_index=edge_table(UNEXPANDED, jnp.int32),
+      children_prior_logits=node_table(root.prior_logits, 0, root.prior_logits.dtype),
+      edge_visits=edge_table(0, jnp.int32),
+      edge_rewards=edge_table(0, value_dtype),
+      edge_discounts=edge_table(0, value_dtype),
+      embeddings=embeddings,
+      hash_slots=hash_slots,
+      num_nodes=zeros + 1,
+      transposition_hits=zeros,
+      dropped_inserts=zeros,
+      capacity_overflows=zeros,
+      root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
+      extra_data=extra_data)

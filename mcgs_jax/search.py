@@ -1,0 +1,327 @@
+"""One simulation is `select`, `expand`, `backup`; `search` runs many.
+
+All three work on the whole batch. Per-game work (the selection rules, the hash
+probe) is written for one game and lifted with `jax.vmap`; the loops over depth run
+at batch level with a scalar trip condition, so XLA never selects over the graph
+arrays per game, and the cost of one simulation does not grow with capacity.
+"""
+
+from typing import Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax import checks
+from mcgs_jax import hashing
+from mcgs_jax import types
+from mcgs_jax.graph import Graph, ROOT_INDEX, empty_graph
+
+
+@chex.dataclass(frozen=True)
+class Path:
+  """The playout of one simulation in every game (`D` = longest path allowed).
+
+  nodes: `[B, D]` int32, node at depth d, valid for `d < length`.
+  actions: `[B, D]` int32, action chosen at depth d, valid for `d < length`.
+  length: `[B]` int32, edges taken; 0 when the root is terminal.
+  leaf: `[B]` int32, node where the playout ended (set by `expand`): the child of
+    the last edge, the root when `length == 0`, -1 when the node the last edge needed
+    did not fit in the graph (that edge is then not counted).
+  leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
+  """
+  nodes: chex.Array
+  actions: chex.Array
+  length: chex.Array
+  leaf: chex.Array
+  leaf_is_new: chex.Array
+
+
+def _drop_unless(condition, index, out_of_bounds):
+  """`index` where `condition`, else an index that a `mode='drop'` scatter ignores."""
+  return jnp.where(condition, index, out_of_bounds)
+
+
+def select(rng_key, graph: Graph, *, root_action_selection_fn,
+           interior_action_selection_fn, max_depth: int, transpositions: bool = True,
+           stop_at_transposition: bool = True):
+  """Descends from the root of every game until the playout ends.
+
+  A playout ends after choosing an edge whose child is not expanded, is terminal, is
+  already on this path (cycle guard), is visited more often than the edge
+  (`N(child) > N(n, a)`, when `stop_at_transposition`), or at `max_depth` edges.
+
+  Args:
+    rng_key: one key; split into one per game (as mctx does).
+    graph: the batch of graphs.
+    root_action_selection_fn: `(key, graph, node) -> action`, on one game.
+    interior_action_selection_fn: `(key, graph, node, depth) -> action`, on one game.
+    max_depth: most edges in a path.
+    transpositions: graph mode (enables the cycle guard and the transposition stop).
+    stop_at_transposition: end the playout at a child visited more than its edge.
+
+  Returns:
+    `(graph, path)`: the graph with the path's nodes stamped in `path_marks`, and the
+    `Path` (its `leaf` still unset).
+  """
+  batch_size, capacity = graph.batch_size, graph.capacity
+  batch = jnp.arange(batch_size)
+  buffer_depth = min(max_depth, capacity)
+  stamp = graph.node_visits[:, ROOT_INDEX]
+  root_terminal = graph.node_terminal[:, ROOT_INDEX]
+  path_marks = graph.path_marks.at[:, ROOT_INDEX].set(stamp)
+
+  def split_keys(keys):
+    pairs = jax.vmap(jax.random.split)(keys)
+    return pairs[:, 0], pairs[:, 1]
+
+  def advance(carry, actions):
+    depth, node, active, keys, nodes, path_actions, length, path_marks = carry
+    nodes = nodes.at[:, depth].set(node)
+    path_actions = path_actions.at[:, depth].set(actions)
+    length = jnp.where(active, depth + 1, length)
+    child = graph.children_index[batch, node, actions]
+    known_child = jnp.maximum(child, 0)
+    proceed = (active & (child >= 0) & ~graph.node_terminal[batch, known_child]
+               & (depth + 1 < max_depth))
+    if transpositions:
+      proceed &= path_marks[batch, known_child] != stamp
+      if stop_at_transposition:
+        proceed &= (graph.node_visits[batch, known_child]
+                    <= graph.edge_visits[batch, node, actions])
+    path_marks = path_marks.at[batch, _drop_unless(proceed, known_child, capacity)].set(
+        stamp, mode="drop")
+    node = jnp.where(proceed, child, node)
+    return (depth + 1, node, proceed, keys, nodes, path_actions, length, path_marks)
+
+  keys, selection_keys = split_keys(jax.random.split(rng_key, batch_size))
+  root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
+  root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(
+      selection_keys, graph, root)
+  carry = (jnp.int32(0), root, ~root_terminal, keys,
+           jnp.zeros((batch_size, buffer_depth), jnp.int32),
+           jnp.zeros((batch_size, buffer_depth), jnp.int32),
+           jnp.zeros((batch_size,), jnp.int32), path_marks)
+  carry = advance(carry, root_actions)
+
+  def keep_going(carry):
+    depth, _, active = carry[:3]
+    return (depth < buffer_depth) & jnp.any(active)
+
+  def interior_step(carry):
+    depth, node, active, keys = carry[:4]
+    keys, selection_keys = split_keys(keys)
+    actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
+        selection_keys, graph, node, depth)
+    return advance((depth, node, active, keys) + carry[4:], actions)
+
+  carry = jax.lax.while_loop(keep_going, interior_step, carry)
+  _, _, _, _, nodes, path_actions, length, path_marks = carry
+  path = Path(nodes=nodes, actions=path_actions, length=length,
+              leaf=jnp.where(length == 0, ROOT_INDEX, -1).astype(jnp.int32),
+              leaf_is_new=jnp.zeros((batch_size,), jnp.bool_))
+  return graph.replace(path_marks=path_marks), path
+
+
+def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
+           hash_fn=None, transpositions: bool = True,
+           probe_window: int = hashing.DEFAULT_PROBE_WINDOW):
+  """Evaluates the last edge of every path and links it to its child.
+
+  One batched `recurrent_fn` call for all games. Where the last edge is unexpanded,
+  the new state is looked up by its key (graph mode): found, the edge links to the
+  existing node (a transposition hit); not found, a node is added, or, when the
+  graph is full, nothing is and the playout stops one edge short (counted in
+  `capacity_overflows`). Games whose last edge already has a child only get their
+  `path.leaf` set.
+
+  Returns:
+    `(graph, path)` with `path.leaf` and `path.leaf_is_new` set.
+  """
+  batch_size, capacity = graph.batch_size, graph.capacity
+  batch = jnp.arange(batch_size)
+  last = jnp.maximum(path.length - 1, 0)
+  parent = path.nodes[batch, last]
+  action = path.actions[batch, last]
+  child = graph.children_index[batch, parent, action]
+  needs_node = (path.length > 0) & (child < 0)
+
+  parent_embedding = jax.tree_util.tree_map(lambda x: x[batch, parent], graph.embeddings)
+  output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
+  checks.check_recurrent_output(output, embedding, parent_embedding, batch_size,
+                                graph.num_actions)
+  discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
+  terminal = discount == 0
+  # A terminal state's value never reaches its parents (discount 0); store 0.
+  value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
+
+  if transpositions:
+    key = checks.check_key(hash_fn(embedding), batch_size)
+    if key.shape[1] != graph.node_keys.shape[2]:
+      raise ValueError(f"hash_fn returned {key.shape[1]} lanes; the root key has "
+                       f"{graph.node_keys.shape[2]}")
+    found, free_slot = jax.vmap(hashing.probe, in_axes=(0, 0, 0, None))(
+        graph.hash_slots, graph.node_keys, key, probe_window)
+    linked = needs_node & (found >= 0)
+  else:
+    key = graph.node_keys[:, 0]
+    found = jnp.full((batch_size,), -1, jnp.int32)
+    linked = jnp.zeros((batch_size,), jnp.bool_)
+  has_room = graph.num_nodes < capacity
+  create = needs_node & ~linked & has_room
+  overflow = needs_node & ~linked & ~has_room
+  new_node = _drop_unless(create, graph.num_nodes, capacity)
+  new_child = jnp.where(linked, found, graph.num_nodes)
+  edge_parent = _drop_unless(linked | create, parent, capacity)
+
+  def set_node(table, values):
+    return table.at[batch, new_node].set(values, mode="drop")
+
+  def set_edge(table, values):
+    return table.at[batch, edge_parent, action].set(values, mode="drop")
+
+  hash_slots = graph.hash_slots
+  dropped = jnp.zeros((batch_size,), jnp.bool_)
+  if transpositions:
+    insert = create & (free_slot >= 0)
+    dropped = create & (free_slot < 0)
+    hash_slots = hash_slots.at[
+        batch, _drop_unless(insert, free_slot, hash_slots.shape[1])].set(
+            graph.num_nodes, mode="drop")
+
+  graph = graph.replace(
+      node_visits=set_node(graph.node_visits, 1),
+      raw_values=set_node(graph.raw_values, value),
+      node_values=set_node(graph.node_values, value),
+      node_keys=set_node(graph.node_keys, key),
+      node_terminal=set_node(graph.node_terminal, terminal),
+      children_prior_logits=set_node(
+          graph.children_prior_logits,
+          output.prior_logits.astype(graph.children_prior_logits.dtype)),
+      embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
+      children_index=set_edge(graph.children_index, new_child),
+      edge_rewards=set_edge(graph.edge_rewards,
+                            jnp.asarray(output.reward, graph.edge_rewards.dtype)),
+      edge_discounts=set_edge(graph.edge_discounts, discount),
+      hash_slots=hash_slots,
+      num_nodes=graph.num_nodes + create,
+      transposition_hits=graph.transposition_hits + linked,
+      dropped_inserts=graph.dropped_inserts + dropped,
+      capacity_overflows=graph.capacity_overflows + overflow)
+  leaf = jnp.where(path.length == 0, ROOT_INDEX,
+                   jnp.where(needs_node, jnp.where(overflow, -1, new_child), child))
+  return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create)
+
+
+def recompute_node(graph: Graph, node_index):
+  """`(N(n), Q(n))` of one game's node from its edges (the idempotent update):
+  `N(n) = 1 + sum_a N(n, a)`, `Q(n) = (U(n) + sum_a N(n, a) Q(n, a)) / N(n)`."""
+  edge_visits = graph.edge_visits[node_index]
+  visits = 1 + jnp.sum(edge_visits)
+  # Unvisited edges weigh 0; where() keeps a NaN in an unexpanded slot out of the sum.
+  weighted = jnp.where(edge_visits > 0, edge_visits * graph.qvalues(node_index), 0.0)
+  value = (graph.raw_values[node_index] + jnp.sum(weighted)) / visits
+  return visits.astype(jnp.int32), value.astype(graph.node_values.dtype)
+
+
+def backup(graph: Graph, path: Path) -> Graph:
+  """Counts the playout on its edges and recomputes every node on the path.
+
+  Walks the path from its end to the root: `N(n, a) += 1` on each edge (the last one
+  only if its child exists), then the idempotent update of `n`. A playout that ended
+  at a terminal node adds one to that node's visits.
+  """
+  batch_size, capacity = graph.batch_size, graph.capacity
+  batch = jnp.arange(batch_size)
+  leaf = jnp.maximum(path.leaf, 0)
+  arrived = (path.leaf >= 0) & graph.node_terminal[batch, leaf] & ~path.leaf_is_new
+  graph = graph.replace(node_visits=graph.node_visits.at[
+      batch, _drop_unless(arrived, leaf, capacity)].add(1, mode="drop"))
+  longest = jnp.max(path.length)
+
+  def update(step, graph):
+    depth = longest - 1 - step
+    on_path = depth < path.length
+    node = path.nodes[:, depth]
+    count_edge = on_path & ((depth < path.length - 1) | (path.leaf >= 0))
+    edge_visits = graph.edge_visits.at[
+        batch, _drop_unless(count_edge, node, capacity), path.actions[:, depth]].add(
+            1, mode="drop")
+    graph = graph.replace(edge_visits=edge_visits)
+    visits, value = jax.vmap(recompute_node)(graph, node)
+    target = _drop_unless(on_path, node, capacity)
+    return graph.replace(
+        node_visits=graph.node_visits.at[batch, target].set(visits, mode="drop"),
+        node_values=graph.node_values.at[batch, target].set(value, mode="drop"))
+
+  return jax.lax.fori_loop(0, longest, update, graph)
+
+
+def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
+           root_action_selection_fn, interior_action_selection_fn,
+           num_simulations: int, max_depth: Optional[int] = None,
+           invalid_actions=None, hash_fn=None, transpositions: bool = True,
+           stop_at_transposition: bool = True, capacity: Optional[int] = None,
+           probe_window: int = hashing.DEFAULT_PROBE_WINDOW, extra_data=None,
+           loop_fn=jax.lax.fori_loop) -> Graph:
+  """Runs `num_simulations` playouts in every game and returns the graph.
+
+  Args:
+    params: passed to `recurrent_fn`.
+    rng_key: one key for the whole search (same key, same graph).
+    root: `RootFnOutput` with `[B, A]` logits, `[B]` value and `[B, ...]` embedding.
+    recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
+      embedding)`, as in mctx.
+    root_action_selection_fn, interior_action_selection_fn: selection rules on one
+      game's graph (see `mcgs_jax.selection`).
+    num_simulations: playouts per game, >= 1.
+    max_depth: most edges in one playout (default: `num_simulations`, as mctx).
+    invalid_actions: `[B, A]` bool, actions the root may not choose. A row that is
+      all True makes that root terminal: nothing is expanded, every playout ends at
+      the root, and its visit counts stay zero.
+    hash_fn: `embedding [B, ...] -> uint32 [B, L]`, the transposition key (default
+      `hash_pytree`). Unused in tree mode.
+    transpositions: graph mode (True) or classic MCTS (False) with the same code.
+    stop_at_transposition: end a playout at a child visited more than its edge.
+    capacity: nodes per game, root included (default `num_simulations + 1`), >= 2.
+    probe_window: hash slots read per lookup.
+    extra_data: stored as `graph.extra_data` (read by selection rules).
+    loop_fn: the loop over simulations (`jax.lax.fori_loop`, or `hk.fori_loop`).
+
+  Returns:
+    The `Graph`, with root statistics in `graph.summary()`.
+  """
+  batch_size, num_actions = checks.check_root(root)
+  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
+  max_depth = checks.check_int("max_depth", num_simulations if max_depth is None
+                               else max_depth, minimum=1)
+  capacity = checks.check_int("capacity", num_simulations + 1 if capacity is None
+                              else capacity, minimum=2)
+  probe_window = checks.check_int("probe_window", probe_window, minimum=1)
+  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
+  if transpositions:
+    hash_fn = hash_fn or hashing.hash_pytree
+    root_key = checks.check_key(hash_fn(root.embedding), batch_size)
+    num_slots = hashing.num_slots_for(capacity)
+    probe_window = min(probe_window, num_slots)
+  else:
+    root_key = jnp.zeros((batch_size, 0), jnp.uint32)
+    num_slots = 0
+  graph = empty_graph(root, capacity=capacity, num_slots=num_slots, root_key=root_key,
+                      root_invalid_actions=invalid_actions, extra_data=extra_data)
+
+  def simulate(unused_index, carry):
+    rng_key, graph = carry
+    rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
+    graph, path = select(select_key, graph,
+                         root_action_selection_fn=root_action_selection_fn,
+                         interior_action_selection_fn=interior_action_selection_fn,
+                         max_depth=max_depth, transpositions=transpositions,
+                         stop_at_transposition=stop_at_transposition)
+    graph, path = expand(params, expand_key, graph, path, recurrent_fn=recurrent_fn,
+                         hash_fn=hash_fn, transpositions=transpositions,
+                         probe_window=probe_window)
+    return rng_key, backup(graph, path)
+
+  _, graph = loop_fn(0, num_simulations, simulate, (rng_key, graph))
+  return graph

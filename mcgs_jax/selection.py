@@ -1,0 +1,62 @@
+"""Selection rules. Each picks one action at one node of one game's graph.
+
+A root rule is called as `fn(rng_key, graph, node_index)`, an interior rule as
+`fn(rng_key, graph, node_index, depth)`, with an unbatched graph (the search vmaps
+them), exactly as in mctx, so custom mctx rules port by renaming
+`tree.children_visits` to `graph.edge_visits`.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax import qtransforms
+from mcgs_jax.graph import Graph
+
+# Scale of the random tie-break added to every score (as mctx, so that equal scores
+# are broken the same way for the same key).
+TIE_BREAK_SCALE = 1e-7
+
+
+def masked_argmax(scores, invalid_actions):
+  """The valid action with the highest score (action 0 when none is valid)."""
+  if invalid_actions is not None:
+    # -inf only reaches argmax, never a softmax, so it cannot produce NaN.
+    scores = jnp.where(invalid_actions, -jnp.inf, scores)
+  return jnp.argmax(scores, axis=-1).astype(jnp.int32)
+
+
+def muzero_action_selection(rng_key, graph: Graph, node_index, depth, *,
+                            pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
+                            qtransform=qtransforms.qtransform_by_parent_and_siblings):
+  """PUCT on edge visits:
+  `argmax_a  qtransform(Q)(n, a) + c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`
+  with `c(n) = pb_c_init + log((N(n) + pb_c_base + 1) / pb_c_base)`.
+
+  `N(n) = 1 + sum_b N(n, b)`, as in mctx, so in tree mode this is mctx's rule exactly.
+  At depth 0 the root's invalid actions are never chosen.
+  """
+  edge_visits = graph.edge_visits[node_index]
+  node_visits = graph.node_visits[node_index]
+  exploration = pb_c_init + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
+  prior = jax.nn.softmax(graph.children_prior_logits[node_index])
+  policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
+  value_score = qtransform(graph, node_index)
+  tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
+  return masked_argmax(value_score + policy_score + tie_break,
+                       graph.root_invalid_actions * (depth == 0))
+
+
+def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
+  """`muzero_action_selection` at depth 0 (root invalid actions masked)."""
+  return muzero_action_selection(rng_key, graph, node_index, 0, **kwargs)
+
+
+def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform):
+  """The (root, interior) pair of PUCT rules with these hyperparameters."""
+  interior = functools.partial(muzero_action_selection, pb_c_init=pb_c_init,
+                               pb_c_base=pb_c_base, qtransform=qtransform)
+  root = functools.partial(muzero_root_action_selection, pb_c_init=pb_c_init,
+                           pb_c_base=pb_c_base, qtransform=qtransform)
+  return root, interior

@@ -1,0 +1,80 @@
+"""Inputs and outputs of a search, named and shaped as in mctx so that code written
+for `mctx` runs unchanged against `mcgs_jax`."""
+
+from typing import Any, Callable, Tuple
+
+import chex
+
+Params = Any
+Embedding = Any  # any pytree whose leaves have a leading batch axis `[B, ...]`
+
+
+@chex.dataclass(frozen=True)
+class RootFnOutput:
+  """The evaluation of the root state of every game in the batch.
+
+  prior_logits: `[B, A]` float, policy logits at the root.
+  value: `[B]` float, value of the root state for the player to move.
+  embedding: pytree of `[B, ...]` arrays, the state handed to `recurrent_fn`.
+  """
+  prior_logits: chex.Array
+  value: chex.Array
+  embedding: Embedding
+
+
+@chex.dataclass(frozen=True)
+class RecurrentFnOutput:
+  """What `recurrent_fn` returns for one transition of every game.
+
+  reward: `[B]` float, reward of the transition for the player who moved.
+  discount: `[B]` float, multiplies the value of the next state: `-1` between the two
+    players of a zero-sum game, `1` in a one-player game, `0` when the next state is
+    terminal (the search then never looks below it).
+  prior_logits: `[B, A]` float, policy logits at the next state.
+  value: `[B]` float, value of the next state for its player to move.
+  """
+  reward: chex.Array
+  discount: chex.Array
+  prior_logits: chex.Array
+  value: chex.Array
+
+
+RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
+                       Tuple[RecurrentFnOutput, Embedding]]
+HashFn = Callable[[Embedding], chex.Array]
+
+
+@chex.dataclass(frozen=True)
+class SearchSummary:
+  """Statistics at the root of every game, as `mctx.SearchSummary`.
+
+  visit_counts: `[B, A]` float, edge visits `N(root, a)`.
+  visit_probs: `[B, A]` float, `visit_counts` normalised to sum to one (all zero when
+    the root has no visited edge, e.g. every action invalid).
+  value: `[B]` float, `Q(root)`.
+  qvalues: `[B, A]` float, `r(root, a) + discount(root, a) * Q(child)`; 0 for an
+    unexpanded action.
+  """
+  visit_counts: chex.Array
+  visit_probs: chex.Array
+  value: chex.Array
+  qvalues: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class PolicyOutput:
+  """What a policy returns.
+
+  action: `[B]` int32, the action to play.
+  action_weights: `[B, A]` float, the policy target (visit distribution for
+    `muzero_policy`); never NaN.
+  search_graph: the `Graph` the search built; `search_tree` is an alias of it so that
+    code written for mctx keeps working.
+  """
+  action: chex.Array
+  action_weights: chex.Array
+  search_graph: Any
+
+  @property
+  def search_tree(self):
+    return self.search_graph

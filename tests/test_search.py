@@ -1,0 +1,228 @@
+"""The engine: invariants of searched graphs, transpositions, overflow, determinism,
+batching, cycles and hash collisions, and bad input."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mcgs_jax as mg
+from invariants import check_graph, to_numpy
+from toy_games import commuting_game
+
+ROOT, RECURRENT = commuting_game()
+SIMS = 40
+
+
+@functools.partial(jax.jit, static_argnames=("num_simulations", "batch_size", "options"))
+def run(key, *, num_simulations=SIMS, batch_size=4, options=()):
+  out = mg.muzero_policy(None, key, ROOT(batch_size), RECURRENT, num_simulations,
+                         dirichlet_fraction=0.25, **dict(options))
+  return out
+
+
+def test_invariants_graph_and_tree():
+  for transpositions in (True, False):
+    out = run(jax.random.PRNGKey(0), options=(("transpositions", transpositions),))
+    check_graph(out.search_graph, SIMS, tree_mode=not transpositions)
+
+
+def test_graph_mode_merges_transpositions():
+  graph = run(jax.random.PRNGKey(1)).search_graph
+  tree = run(jax.random.PRNGKey(1), options=(("transpositions", False),)).search_graph
+  assert np.all(graph.transposition_hits > 0)
+  assert np.all(graph.num_nodes < tree.num_nodes)
+  assert np.all(tree.transposition_hits == 0)
+  # Every state of this game is (total, steps): no two nodes may hold the same one.
+  for game in range(4):
+    used = int(graph.num_nodes[game])
+    states = set(zip(np.asarray(graph.embeddings["total"][game, :used]).tolist(),
+                     np.asarray(graph.embeddings["steps"][game, :used]).tolist()))
+    assert len(states) == used
+
+
+def test_stop_at_transposition_off_keeps_invariants():
+  out = run(jax.random.PRNGKey(2), options=(("stop_at_transposition", False),))
+  check_graph(out.search_graph, SIMS, tree_mode=False)
+
+
+def test_full_probe_window_is_counted_and_sound():
+  out = run(jax.random.PRNGKey(3), num_simulations=60, options=(("probe_window", 1),))
+  graph = out.search_graph
+  assert np.any(graph.dropped_inserts > 0)
+  check_graph(graph, 60, tree_mode=False)
+  # Every node is either in the table or counted as dropped.
+  in_table = np.sum(np.asarray(graph.hash_slots) >= 0, axis=1)
+  np.testing.assert_array_equal(in_table + graph.dropped_inserts, graph.num_nodes)
+
+
+def test_full_capacity_is_counted_and_sound():
+  for transpositions in (True, False):
+    out = run(jax.random.PRNGKey(4), options=(("capacity", 6),
+                                              ("transpositions", transpositions)))
+    graph = out.search_graph
+    assert np.all(graph.num_nodes == 6)
+    assert np.all(graph.capacity_overflows > 0)
+    check_graph(graph, SIMS, tree_mode=not transpositions, playouts_stop_early=True)
+    # Root visits still count every playout that moved through a root edge.
+    roots = np.asarray(graph.node_visits[:, 0])
+    overflows = np.asarray(graph.capacity_overflows)
+    assert np.all(roots <= SIMS + 1) and np.all(roots >= SIMS + 1 - overflows)
+
+
+def test_same_key_same_graph_and_other_key_differs():
+  first = run(jax.random.PRNGKey(5)).search_graph
+  second = run(jax.random.PRNGKey(5)).search_graph
+  other = run(jax.random.PRNGKey(6)).search_graph
+  for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)):
+    np.testing.assert_array_equal(a, b)
+  assert not np.array_equal(first.edge_visits, other.edge_visits)
+
+
+def test_game_does_not_depend_on_other_games():
+  key = jax.random.PRNGKey(7)
+  root = ROOT(4)
+  changed = root.replace(
+      embedding={"total": root.embedding["total"].at[1:].set(jnp.array([5, 9, 2])),
+                 "steps": root.embedding["steps"]},
+      value=root.value.at[1:].set(0.9))
+  search = jax.jit(lambda r: mg.muzero_policy(None, key, r, RECURRENT, SIMS).search_graph)
+  a, b = search(root), search(changed)
+  np.testing.assert_array_equal(a.edge_visits[0], b.edge_visits[0])
+  np.testing.assert_array_equal(a.node_values[0], b.node_values[0])
+  assert not np.array_equal(a.edge_visits[1:], b.edge_visits[1:])
+
+
+@pytest.mark.parametrize("batch_size", [1, 256])
+def test_jit_at_batch_sizes(batch_size):
+  out = run(jax.random.PRNGKey(8), num_simulations=8, batch_size=batch_size)
+  assert out.action.shape == (batch_size,)
+  assert out.action_weights.shape == (batch_size, 3)
+  np.testing.assert_allclose(np.asarray(out.action_weights).sum(-1), 1.0, rtol=1e-6)
+  check_graph(out.search_graph, 8, tree_mode=False)
+
+
+def test_vmap_over_an_outer_axis_matches_separate_calls():
+  keys = jax.random.split(jax.random.PRNGKey(9), 2)
+  roots = [ROOT(3, offset=0), ROOT(3, offset=4)]
+  stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *roots)
+  policy = lambda key, root: mg.muzero_policy(None, key, root, RECURRENT, 12).search_graph
+  together = jax.jit(jax.vmap(policy))(keys, stacked)
+  for i in range(2):
+    alone = jax.jit(policy)(keys[i], roots[i])
+    np.testing.assert_array_equal(together.edge_visits[i], alone.edge_visits)
+    np.testing.assert_allclose(together.node_values[i], alone.node_values, atol=1e-6)
+
+
+def test_all_invalid_root_is_defined():
+  root = ROOT(3)
+  invalid = jnp.zeros((3, 3), bool).at[1].set(True)
+  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10,
+                                           invalid_actions=invalid))(jax.random.PRNGKey(0))
+  weights = np.asarray(out.action_weights)
+  assert not np.any(np.isnan(weights))
+  np.testing.assert_array_equal(weights[1], 0.0)
+  assert int(out.action[1]) == 0
+  assert int(out.search_graph.num_nodes[1]) == 1
+  assert int(out.search_graph.node_visits[1, 0]) == 11
+  np.testing.assert_allclose(weights[[0, 2]].sum(-1), 1.0, rtol=1e-6)
+  # Invalid actions are never visited at the root.
+  partly = invalid.at[0, 1].set(True)
+  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10,
+                                           invalid_actions=partly))(jax.random.PRNGKey(0))
+  assert float(out.action_weights[0, 1]) == 0.0
+  check_graph(out.search_graph, 10, tree_mode=False)
+
+
+def cyclic_game(modulus=5, num_actions=3):
+  """States are `total mod modulus` and nothing ever ends: cycles everywhere."""
+  def recurrent_fn(params, rng_key, action, total):
+    total = (total + action + 1) % modulus
+    logits = jnp.cos(total[:, None] * (1.0 + jnp.arange(num_actions)))
+    return mg.RecurrentFnOutput(reward=0.1 * jnp.sin(total * 1.0), discount=-jnp.ones_like(total, jnp.float32),
+                                prior_logits=logits, value=jnp.sin(total * 2.0)), total
+  root = mg.RootFnOutput(prior_logits=jnp.zeros((2, num_actions)), value=jnp.zeros(2),
+                         embedding=jnp.array([0, 3], jnp.int32))
+  return root, recurrent_fn
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_cycles_end_playouts(stop):
+  root, recurrent_fn = cyclic_game()
+  out = jax.jit(lambda k: mg.muzero_policy(
+      None, k, root, recurrent_fn, 60, stop_at_transposition=stop))(jax.random.PRNGKey(0))
+  graph = out.search_graph
+  assert np.all(np.asarray(graph.num_nodes) <= 5)
+  check_graph(graph, 60, tree_mode=False)
+
+
+def test_hash_collisions_cannot_hang_or_corrupt():
+  def constant_key(embedding):
+    return jnp.zeros((jax.tree_util.tree_leaves(embedding)[0].shape[0], 2), jnp.uint32)
+  out = run(jax.random.PRNGKey(10), options=(("hash_fn", constant_key),))
+  graph = out.search_graph
+  # Every state collides with the root: one node, every edge a self-loop.
+  assert np.all(np.asarray(graph.num_nodes) == 1)
+  check_graph(graph, SIMS, tree_mode=False, check_values=False)
+  assert not np.any(np.isnan(np.asarray(out.action_weights)))
+
+
+def test_max_depth_bounds_paths():
+  out = run(jax.random.PRNGKey(11), options=(("max_depth", 1), ("transpositions", False)))
+  graph = out.search_graph
+  # Depth 1: only the root's children are ever created.
+  assert np.all(np.asarray(graph.num_nodes) <= 4)
+  check_graph(graph, SIMS, tree_mode=True, playouts_stop_early=True)
+
+
+def test_terminal_children_end_playouts_and_count_arrivals():
+  _, recurrent_fn = commuting_game(horizon=1)
+  out = jax.jit(lambda k: mg.muzero_policy(None, k, ROOT(2), recurrent_fn, 30))(
+      jax.random.PRNGKey(0))
+  graph = to_numpy(out.search_graph)
+  # Only the root and its terminal children exist; nothing below a terminal node.
+  assert np.all(graph["num_nodes"] <= 4)
+  assert np.all(graph["node_terminal"][:, 1:4][graph["node_visits"][:, 1:4] > 0])
+  check_graph(out.search_graph, 30, tree_mode=False)
+
+
+def test_summary_matches_graph():
+  out = run(jax.random.PRNGKey(12))
+  graph = out.search_graph
+  summary = graph.summary()
+  np.testing.assert_array_equal(summary.visit_counts, graph.edge_visits[:, 0])
+  np.testing.assert_allclose(summary.visit_probs, out.action_weights)
+  np.testing.assert_allclose(summary.value, graph.node_values[:, 0])
+  children = np.asarray(graph.children_index[:, 0])
+  child_q = np.where(children >= 0, np.take_along_axis(
+      np.asarray(graph.node_values), np.maximum(children, 0), axis=1), 0.0)
+  expected = np.asarray(graph.edge_rewards[:, 0]) + np.asarray(graph.edge_discounts[:, 0]) * child_q
+  np.testing.assert_allclose(summary.qvalues, expected, atol=1e-6)
+  assert out.search_tree is graph
+
+
+def test_public_steps_compose_into_search():
+  """A hand-written loop of select / expand / backup equals `search`."""
+  root = ROOT(2)
+  rules = mg.selection.make_muzero_selection(
+      pb_c_init=1.25, pb_c_base=19652.0, qtransform=mg.qtransform_by_parent_and_siblings)
+  key = jax.random.PRNGKey(13)
+  expected = mg.search(None, key, root=root, recurrent_fn=RECURRENT,
+                       root_action_selection_fn=rules[0],
+                       interior_action_selection_fn=rules[1], num_simulations=5)
+  graph = mg.search(None, key, root=root, recurrent_fn=RECURRENT,
+                    root_action_selection_fn=rules[0],
+                    interior_action_selection_fn=rules[1], num_simulations=1,
+                    capacity=6)
+  loop_key = jax.random.split(key, 3)[0]
+  for _ in range(4):
+    loop_key, select_key, expand_key = jax.random.split(loop_key, 3)
+    graph, path = mg.select(select_key, graph, root_action_selection_fn=rules[0],
+                            interior_action_selection_fn=rules[1], max_depth=5)
+    graph, path = mg.expand(None, expand_key, graph, path, recurrent_fn=RECURRENT,
+                            hash_fn=mg.hash_pytree)
+    graph = mg.backup(graph, path)
+  np.testing.assert_array_equal(graph.edge_visits, expected.edge_visits)
+  np.testing.assert_allclose(graph.node_values, expected.node_values, atol=1e-6)
