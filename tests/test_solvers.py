@@ -170,15 +170,31 @@ def test_connect_four_win_detection_by_hand():
     ConnectFourPosition.from_moves([7])
 
 
-def _random_open_position(rng: random.Random, empty_cells: int) -> list:
-  """Moves of a random game that is still open with `empty_cells` cells left."""
+def _gives_no_win(position: ConnectFourPosition, column: int) -> bool:
+  """Whether playing `column` neither ends the game nor lets the opponent win next."""
+  child = position.play(column)
+  return not child.is_terminal and not any(
+      child.play(reply).last_move_won for reply in child.legal_columns())
+
+
+def _random_open_position(rng: random.Random, empty_cells: int, quiet: bool = False):
+  """Moves of a random game that is still open with `empty_cells` cells left.
+
+  With `quiet`, no move ended the game or left the opponent an immediate win, so the
+  position is rarely decided by a short threat sequence: harder for the solver.
+  """
   while True:
     position, moves = ConnectFourPosition(), []
     while 42 - len(moves) > empty_cells and not position.is_terminal:
-      column = rng.choice(position.legal_columns())
+      columns = position.legal_columns()
+      if quiet:
+        columns = [c for c in columns if _gives_no_win(position, c)]
+        if not columns:
+          break
+      column = rng.choice(columns)
       position = position.play(column)
       moves.append(column)
-    if not position.is_terminal:
+    if 42 - len(moves) == empty_cells and not position.is_terminal:
       return moves
 
 
@@ -193,10 +209,10 @@ def _brute_force(position: ConnectFourPosition, memo: dict) -> int:
   return memo[key]
 
 
-@settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), empty_cells=st.integers(1, 10))
-def test_connect_four_solver_matches_brute_force(seed, empty_cells):
-  moves = _random_open_position(random.Random(seed), empty_cells)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), empty_cells=st.integers(1, 11), quiet=st.booleans())
+def test_connect_four_solver_matches_brute_force(seed, empty_cells, quiet):
+  moves = _random_open_position(random.Random(seed), empty_cells, quiet)
   position = ConnectFourPosition.from_moves(moves)
   value, action_values = solvers.connect_four_values(moves)
   memo = {}
@@ -235,6 +251,25 @@ def test_connect_four_wins_and_blocks_in_endgames():
       assert value == -1
   assert seen["win"] and seen["block"]
   assert slowest < 2.0, f"slowest 14-empty solve took {slowest:.2f}s"
+
+
+# (seed, empty cells) of quiet positions beyond brute force's reach. The 16- and
+# 20-empty ones catch a solver that stores a fail-high bound as an exact value.
+_DEEP_POSITIONS = [(0, 14), (1, 14), (2, 14), (3, 14), (38, 16), (4, 20), (26, 20)]
+
+
+@pytest.mark.parametrize("seed, empty_cells", _DEEP_POSITIONS)
+def test_connect_four_values_are_consistent_deeper(seed, empty_cells):
+  """Every column's value equals minus the value of the position it leads to, solved
+  afresh with a new transposition table; each solve takes well under a second."""
+  moves = _random_open_position(random.Random(seed), empty_cells, quiet=True)
+  start = time.perf_counter()
+  value, action_values = solvers.connect_four_values(moves)
+  assert time.perf_counter() - start < 2.0
+  assert value == max(action_values.values())
+  for column, action_value in action_values.items():
+    child_value, _ = solvers.connect_four_values(moves + [column])
+    assert action_value == -child_value
 
 
 def test_connect_four_agrees_with_pgx():

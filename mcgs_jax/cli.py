@@ -1,0 +1,27 @@
+"""The `mcgs-jax` command."""
+
+import sys
+
+USAGE = """usage: mcgs-jax COMMAND [options]
+
+commands:
+  bench    speed of mcgs_jax against mctx on a pgx game (see `mcgs-jax bench -h`)
+"""
+
+
+def main(argv=None):
+  argv = list(sys.argv[1:] if argv is None else argv)
+  if not argv or argv[0] in ("-h", "--help"):
+    print(USAGE, end="")
+    return 0 if argv else 2
+  command, rest = argv[0], argv[1:]
+  if command == "bench":
+    from mcgs_jax import benchmark
+    benchmark.main(rest)
+    return 0
+  print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
+  return 2
+
+
+if __name__ == "__main__":
+  sys.exit(main())
