@@ -21,7 +21,7 @@ import jax.numpy as jnp
 IMPLEMENTATIONS = ("mctx", "tree", "graph")
 
 
-def _positions(game, rng_key, batch_size: int, max_opening_moves: int):
+def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   """`batch_size` positions after 0..`max_opening_moves` random legal moves."""
   init_key, moves_key, length_key = jax.random.split(rng_key, 3)
   state = game.init(init_key, batch_size)
@@ -96,7 +96,7 @@ def run(*, game_id: str = "connect_four", batch_sizes=(1024,), simulations=(64,)
   rows = []
 
   def measure(batch_size, num_simulations, kind):
-    state = _positions(game, positions_key, batch_size, max_opening_moves=8)
+    state = random_positions(game, positions_key, batch_size, max_opening_moves=8)
     policies = make_policies(game, num_simulations)
     timings = {}
     for name in IMPLEMENTATIONS:

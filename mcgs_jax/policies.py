@@ -5,6 +5,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from mcgs_jax import checks
 from mcgs_jax import hashing
 from mcgs_jax import qtransforms
 from mcgs_jax import search as search_lib
@@ -52,6 +53,8 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
   """
+  batch_size, num_actions = checks.check_root(root)
+  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   prior_probs = jax.nn.softmax(jnp.asarray(root.prior_logits), axis=-1)
   noisy_logits = probs_to_logits(add_dirichlet_noise(
@@ -96,8 +99,6 @@ def probs_to_logits(probs):
 def mask_invalid_actions(logits, invalid_actions):
   """Sets invalid actions to the lowest finite logit (finite: no NaN in a softmax
   even when every action is invalid)."""
-  if invalid_actions is None:
-    return logits
   logits = logits - jnp.max(logits, axis=-1, keepdims=True)
   return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
 

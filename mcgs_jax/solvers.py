@@ -185,8 +185,9 @@ class ConnectFourPosition:
     """The position of a pgx connect_four board.
 
     Args:
-      board: int [42] or [6, 7], pgx's `state._x.board`: row 0 at the top, -1 empty,
-        0 the first mover's stones, 1 the second mover's.
+      board: int [42] or [6, 7], an unbatched pgx state's `state._x.board`: row 0 at
+        the top, -1 empty, 0 the first mover's stones, 1 the second mover's (pgx gives
+        color 0 to whoever moved first, whatever their player id).
     """
     board = np.asarray(board).reshape(_ROWS, _COLUMNS)
     stones = [0, 0]
@@ -278,8 +279,9 @@ def connect_four_position_values(position: ConnectFourPosition) -> Tuple[int, Di
 
   Returns `(value, action_values)`: the value for the player to move (+1/0/-1), and a
   dict column -> value for the player who plays it, over the playable columns (empty
-  when the game is over). Fast near the end of the game (a fraction of a second with
-  about 14 empty cells); the empty board is far out of reach.
+  when the game is over). Meant for endgames: measured on quiet random positions,
+  about 0.03 s with 14 empty cells, 0.1-0.5 s with 20, a few seconds with 26; the
+  empty board is far out of reach.
   """
   if position.is_terminal:
     return position.outcome, {}
