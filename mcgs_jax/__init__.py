@@ -2,11 +2,11 @@
 
 from mcgs_jax.graph import Graph, ROOT_INDEX, UNEXPANDED
 from mcgs_jax.hashing import hash_pytree, hash_words
-from mcgs_jax.policies import muzero_policy
+from mcgs_jax.policies import muzero_policy, uct_policy
 from mcgs_jax.qtransforms import (qtransform_by_min_max, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 from mcgs_jax.search import Path, backup, expand, search, select
-from mcgs_jax.selection import muzero_action_selection
+from mcgs_jax.selection import muzero_action_selection, uct_action_selection
 from mcgs_jax.types import (PolicyOutput, RecurrentFnOutput, RootFnOutput,
                             SearchSummary)
 
@@ -17,5 +17,5 @@ __all__ = [
     "SearchSummary", "UNEXPANDED", "backup", "expand", "hash_pytree", "hash_words",
     "muzero_action_selection", "muzero_policy", "qtransform_by_min_max",
     "qtransform_by_parent_and_siblings", "qtransform_completed_by_mix_value", "search",
-    "select",
+    "select", "uct_action_selection", "uct_policy",
 ]

@@ -1,5 +1,6 @@
 """Policies: a search plus the choice of the action to play, as in mctx."""
 
+import functools
 from typing import Optional
 
 import jax
@@ -75,6 +76,37 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
   has_visits = jnp.any(action_weights > 0, axis=-1)
   return types.PolicyOutput(action=jnp.where(has_visits, action, 0),
+                            action_weights=action_weights, search_graph=graph)
+
+
+def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
+               num_simulations: int, invalid_actions=None, max_depth: Optional[int] = None,
+               loop_fn=jax.lax.fori_loop, *, c: float = 1.41, hash_fn=None,
+               transpositions: bool = True, stop_at_transposition: bool = True,
+               capacity: Optional[int] = None,
+               probe_window: int = hashing.DEFAULT_PROBE_WINDOW) -> types.PolicyOutput:
+  """UCT (UCB1 on edge visits) as in seed 003, usually with a rollout evaluator.
+
+  Selection ignores the prior except to recognise illegal actions (prior 0). The
+  action is the most visited root action; `action_weights` is the root visit
+  distribution. Arguments as `muzero_policy`; `c` is the exploration constant.
+  """
+  batch_size, num_actions = checks.check_root(root)
+  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
+  if not c >= 0:
+    raise ValueError(f"c must be >= 0, got {c}")
+  root = root.replace(prior_logits=mask_invalid_actions(jnp.asarray(root.prior_logits),
+                                                        invalid_actions))
+  rule = functools.partial(selection.uct_action_selection, c=c)
+  graph = search_lib.search(
+      params, rng_key, root=root, recurrent_fn=recurrent_fn,
+      root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
+      interior_action_selection_fn=rule, num_simulations=num_simulations,
+      max_depth=max_depth, invalid_actions=invalid_actions, hash_fn=hash_fn,
+      transpositions=transpositions, stop_at_transposition=stop_at_transposition,
+      capacity=capacity, probe_window=probe_window, loop_fn=loop_fn)
+  action_weights = graph.summary().visit_probs
+  return types.PolicyOutput(action=jnp.argmax(action_weights, axis=-1).astype(jnp.int32),
                             action_weights=action_weights, search_graph=graph)
 
 

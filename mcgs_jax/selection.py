@@ -60,3 +60,23 @@ def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform):
   root = functools.partial(muzero_root_action_selection, pb_c_init=pb_c_init,
                            pb_c_base=pb_c_base, qtransform=qtransform)
   return root, interior
+
+
+def uct_action_selection(rng_key, graph: Graph, node_index, depth, *, c: float = 1.41):
+  """UCB1 on edges (seed 003): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
+
+  `w = (Q(n, a) + 1) / 2` is the win rate of a value in [-1, 1] for the player at n,
+  `N(n)` is the sum of its edge visits. Unvisited legal edges come first (a random
+  one among them). An action whose prior probability is zero is illegal here: the
+  game adapters give illegal actions the lowest finite logit.
+  """
+  edge_visits = graph.edge_visits[node_index]
+  total = jnp.maximum(jnp.sum(edge_visits), 1)
+  win_rate = (graph.qvalues(node_index) + 1.0) / 2.0
+  bonus = c * jnp.sqrt(jnp.log(total.astype(win_rate.dtype)) / jnp.maximum(edge_visits, 1))
+  # Unvisited edges outrank every visited one (scores of visited edges stay below 1e6).
+  scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
+  tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
+  illegal = jax.nn.softmax(graph.children_prior_logits[node_index]) == 0
+  return masked_argmax(scores + tie_break * jnp.maximum(scores, 1.0),
+                       illegal | (graph.root_invalid_actions & (depth == 0)))
