@@ -168,14 +168,15 @@ KEY_CONTENTS: Dict[str, str] = {
         "Stone colours (81 points; pgx's chain labels are dropped), step count, "
         "consecutive passes (two end the game), ko point, superko flag, terminated, "
         "and the set of every board of the game so far. pgx ends the game as a loss "
-        "for the mover when a move recreates any earlier board (positional superko, "
-        "checked against its hash of every board since the first move), so the whole "
+        "for the mover when a move recreates an earlier board (positional superko, "
+        "checked against its hash of the board after every earlier step), so the whole "
         "set of earlier boards decides which moves lose; it is kept as pgx's own hashes, "
         "sorted with repeats removed (membership is all pgx asks). The step count is "
         "kept because pgx ends the game (area scoring) at 162 steps, which a search may "
         "reach. Cost: move orders meet only if they visited the same set of boards; "
-        "without captures that means the same moves in the same order, so go_9x9 finds "
-        "almost no transpositions. Capture counts are dropped (pgx scores by area)."),
+        "without captures boards only grow, so that means the same stones placed in the "
+        "same order, and go_9x9 finds almost no transpositions. Capture counts are "
+        "dropped (pgx scores by area)."),
     "chess": (
         "Board (64 squares, signed from the mover's side), colour to move, castling "
         "rights, en-passant square (as pgx records it: after every double pawn push), "
