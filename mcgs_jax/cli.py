@@ -6,6 +6,7 @@ USAGE = """usage: mcgs-jax COMMAND [options]
 
 commands:
   bench    speed of mcgs_jax against mctx on a pgx game (see `mcgs-jax bench -h`)
+  search   search positions and print root tables (see `mcgs-jax search -h`)
 """
 
 
@@ -19,6 +20,9 @@ def main(argv=None):
     from mcgs_jax import benchmark
     benchmark.main(rest)
     return 0
+  if command == "search":
+    from mcgs_jax import search_command
+    return search_command.main(rest)
   print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
   return 2
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Speed of mcgs_jax against mctx on a lent GPU, in one call of under five minutes.
+#
+# Here (once, in the repository root), fetch the pure-Python wheels the GPU image
+# lacks:   bash benchmarks/gpu.sh fetch
+# There (one device call, carrying .whl):
+#          bash benchmarks/gpu.sh run
+# Writes the markdown table to $OUT/bench_gpu.md (or stdout) for benchmarks/RESULTS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+case "${1:-run}" in
+  fetch)
+    grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+    mkdir -p .whl
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+      --implementation cp -d .whl mctx==0.0.71 pgx==2.6.0 svgwrite
+    ;;
+  run)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+    out="${OUT:-.}"
+    nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+    # B in {1, 1024, 8192} x S in {64, 256}; per-simulation scaling at B=1024.
+    timeout 280 python3 -m mcgs_jax.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
+      --scaling-batch-size 1024 --scaling-simulations 64,1024 --repeats 3 \
+      --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md"
+    ;;
+  *) echo "usage: bash benchmarks/gpu.sh fetch|run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,331 @@
+"""`mcgs-jax search`: search positions and print the root statistics.
+
+Searches one position (`--moves`) or every position of a file (`--positions`, one
+comma-separated move list per line, an empty line being the start position). All
+positions are stacked along the batch axis and searched in ONE jitted call. For each
+position it prints a classic MCTS root table (action, visits, Q, prior, share of the
+visits) and, when an exact solver can decide the position, a minimax column with the
+exact value of every legal action for the player to move (+1 win, 0 draw, -1 loss;
+`*` marks the optimal actions).
+
+Solvers used for the minimax column:
+  * `nim:...`: memoised minimax over the heaps (any heaps; meant for small ones).
+  * `tic_tac_toe`: full minimax.
+  * `connect_four`: negamax, only with at most `CONNECT_FOUR_MAX_EMPTY` empty cells.
+  * `dag:...`: the game's own exact values.
+
+With `--json` every position gives one JSON object on its own line, in input order.
+Bad input (unknown game, illegal or malformed moves, unreadable file, bad numbers)
+exits with status 2 and a single line `mcgs-jax search: error: ...` on stderr.
+"""
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Sequence
+
+PROG = "mcgs-jax search"
+CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
+_CONNECT_FOUR_CELLS = 42
+
+
+class _Parser(argparse.ArgumentParser):
+  """An ArgumentParser whose errors are one line, `mcgs-jax search: error: ...`."""
+
+  def error(self, message):
+    self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+  return value
+
+
+def _policy_choices() -> List[str]:
+  import mcgs_jax  # pylint: disable=import-outside-toplevel
+  choices = ["muzero", "uct"]
+  if hasattr(mcgs_jax, "gumbel_muzero_policy"):
+    choices.append("gumbel")
+  return choices
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = _Parser(prog=PROG, description=(
+      "Search positions with Monte-Carlo Graph Search and print the root statistics."))
+  parser.add_argument("--game", default="tic_tac_toe",
+                      help="nim:3,4,5, tic_tac_toe, connect_four, another pgx id with a "
+                           "transposition key, or dag:actions=3,depth=6,... "
+                           "(default: %(default)s)")
+  where = parser.add_mutually_exclusive_group()
+  where.add_argument("--moves", default="",
+                     help="comma-separated actions played from the start, e.g. 3,2,4 "
+                          "(default: the start position)")
+  where.add_argument("--positions", metavar="FILE",
+                     help="file with one comma-separated move list per line (an empty "
+                          "line is the start position); all are searched in one batch")
+  parser.add_argument("--policy", choices=_policy_choices(), default="muzero",
+                      help="search policy (default: %(default)s)")
+  parser.add_argument("--evaluator", choices=("uniform", "rollout"),
+                      help="leaf evaluator (default: rollout for uct, uniform otherwise)")
+  parser.add_argument("--rollouts", type=_positive_int, default=1,
+                      help="random playouts per evaluation with --evaluator rollout "
+                           "(default: %(default)s)")
+  parser.add_argument("--simulations", type=_positive_int, default=400,
+                      help="simulations per position (default: %(default)s)")
+  parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument("--no-transpositions", action="store_true",
+                      help="search a tree instead of a graph")
+  parser.add_argument("--json", action="store_true",
+                      help="one JSON object per position and line instead of tables")
+  return parser
+
+
+# ---------------------------------------------------------------------------------
+# Input
+
+
+def parse_moves(text: str) -> List[int]:
+  """`"3, 2,4"` -> `[3, 2, 4]`; `""` -> `[]`; ValueError for anything malformed."""
+  text = text.strip()
+  if not text:
+    return []
+  moves = []
+  for part in text.split(","):
+    part = part.strip()
+    try:
+      moves.append(int(part))
+    except ValueError:
+      raise ValueError(f"malformed move list {text!r}: {part!r} is not an integer") from None
+  return moves
+
+
+def read_positions(path: str) -> List[List[int]]:
+  """The move lists of a positions file, one per line (OSError if unreadable)."""
+  with open(path, encoding="utf-8") as file:
+    lines = file.read().splitlines()
+  if not lines:
+    raise ValueError(f"positions file {path!r} is empty")
+  positions = []
+  for number, line in enumerate(lines, start=1):
+    try:
+      positions.append(parse_moves(line))
+    except ValueError as error:
+      raise ValueError(f"{path}:{number}: {error}") from None
+  return positions
+
+
+# ---------------------------------------------------------------------------------
+# Search
+
+
+@functools.lru_cache(maxsize=8)
+def _make_game(spec: str, evaluator: str, rollouts: int):
+  """The `Game` for `spec` with the named evaluator (cached, so repeated in-process
+  calls reuse the env and hence the compiled search)."""
+  from mcgs_jax import evaluators  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import adapter  # pylint: disable=import-outside-toplevel
+  try:
+    game = adapter.make_game(spec)
+  except ValueError as error:
+    if str(error).startswith("unknown game"):
+      raise
+    raise ValueError(f"bad game {spec!r}: {error}") from None
+  if evaluator == "rollout":
+    game = dataclasses.replace(
+        game, evaluator=evaluators.rollout_evaluator(game.env, num_rollouts=rollouts))
+  return game
+
+
+@functools.lru_cache(maxsize=8)
+def _jitted_search(game, policy: str, simulations: int, transpositions: bool):
+  """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import mcgs_jax  # pylint: disable=import-outside-toplevel
+
+  common = dict(invalid_actions=None, hash_fn=game.hash_fn,
+                transpositions=transpositions, capacity=simulations + 1)
+
+  def run(rng_key, state):
+    root_key, search_key = jax.random.split(rng_key)
+    root = game.root(None, root_key, state)
+    kwargs = dict(common, invalid_actions=game.invalid_actions(state))
+    if policy == "uct":
+      return mcgs_jax.uct_policy(None, search_key, root, game.recurrent_fn, simulations,
+                                 **kwargs)
+    if policy == "gumbel":
+      return mcgs_jax.gumbel_muzero_policy(None, search_key, root, game.recurrent_fn,
+                                           simulations, **kwargs)
+    # No root noise: a report of the search, not self-play exploration.
+    return mcgs_jax.muzero_policy(None, search_key, root, game.recurrent_fn, simulations,
+                                  dirichlet_fraction=0.0, temperature=0.0, **kwargs)
+
+  return jax.jit(run)
+
+
+def _exact_action_values(game, spec: str, moves: Sequence[int], state
+                         ) -> Optional[Dict[int, int]]:
+  """Exact value of every legal action for the player to move, or None if no solver
+  applies (see the module docstring)."""
+  from mcgs_jax import solvers  # pylint: disable=import-outside-toplevel
+  name = spec.partition(":")[0]
+  if name == "nim":
+    heaps = [int(h) for h in state.heaps]
+    return solvers.nim_action_values(heaps, game.env.max_heap)
+  if name == "tic_tac_toe":
+    return solvers.tic_tac_toe_values(state)[1]
+  if name == "connect_four" and _CONNECT_FOUR_CELLS - len(moves) <= CONNECT_FOUR_MAX_EMPTY:
+    return solvers.connect_four_values(moves)[1]
+  if name == "dag":
+    return game.env.exact_action_values(int(state.layer), int(state.index))
+  return None
+
+
+def _action_label(game, spec: str, action: int) -> str:
+  """A human name for the action (Nim only: `heap 0 take 2`), else ''."""
+  if spec.partition(":")[0] == "nim":
+    max_heap = game.env.max_heap
+    return f"heap {action // max_heap} take {action % max_heap + 1}"
+  return ""
+
+
+def search_positions(args, positions: List[List[int]]) -> List[dict]:
+  """Searches every position in one batch; returns one report dict per position."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+
+  evaluator = args.evaluator or ("rollout" if args.policy == "uct" else "uniform")
+  game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
+
+  states = []
+  for moves in positions:
+    where = ",".join(map(str, moves)) or "the start"
+    try:
+      state = game.play(moves)  # deterministic start: key 0
+    except ValueError as error:
+      raise ValueError(f"position {where}: {error}") from None
+    if bool(state.terminated) or bool(getattr(state, "truncated", False)):
+      raise ValueError(f"position {where}: the game is over, nothing to search")
+    states.append(state)
+  batch = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+
+  search = _jitted_search(game, args.policy, args.simulations, not args.no_transpositions)
+  output = search(jax.random.PRNGKey(args.seed), batch)
+  graph = output.search_graph
+  summary = graph.summary()
+  visits = np.asarray(summary.visit_counts)
+  qvalues = np.asarray(summary.qvalues)
+  root_values = np.asarray(summary.value)
+  priors = np.asarray(jax.nn.softmax(graph.children_prior_logits[:, 0], axis=-1))
+  legal = np.asarray(~game.invalid_actions(batch))
+  num_nodes = np.asarray(graph.num_nodes)
+  hits = np.asarray(graph.transposition_hits)
+  chosen = np.asarray(output.action)
+
+  reports = []
+  for b, (moves, state) in enumerate(zip(positions, states)):
+    exact = _exact_action_values(game, args.game, moves, state)
+    best = max(exact.values()) if exact else None
+    # muzero samples its action; the report shows the most visited one instead.
+    action = int(chosen[b]) if args.policy == "gumbel" else int(np.argmax(visits[b]))
+    rows = []
+    for a in np.flatnonzero(legal[b]):
+      row = {"action": int(a), "visits": int(visits[b, a]), "q": float(qvalues[b, a]),
+             "prior": float(priors[b, a])}
+      label = _action_label(game, args.game, int(a))
+      if label:
+        row["label"] = label
+      if exact is not None:
+        row["minimax"] = int(exact[int(a)])
+        row["optimal"] = exact[int(a)] == best
+      rows.append(row)
+    rows.sort(key=lambda row: (-row["visits"], row["action"]))
+    report = {"game": args.game, "moves": list(moves), "policy": args.policy,
+              "evaluator": evaluator, "simulations": args.simulations,
+              "transpositions": not args.no_transpositions, "action": action,
+              "root_value": float(root_values[b]), "num_nodes": int(num_nodes[b]),
+              "transposition_hits": int(hits[b]), "actions": rows}
+    if exact is not None:
+      report["minimax_value"] = int(best)
+      report["optimal_actions"] = sorted(a for a, v in exact.items() if v == best)
+    reports.append(report)
+  return reports
+
+
+# ---------------------------------------------------------------------------------
+# Output
+
+
+def format_table(report: dict) -> str:
+  """The root table of one report, as printed without `--json`."""
+  moves = ",".join(map(str, report["moves"])) or "(start)"
+  mode = "graph" if report["transpositions"] else "tree"
+  lines = [
+      f"game {report['game']}  moves {moves}  policy {report['policy']} "
+      f"({report['evaluator']}, {mode})  simulations {report['simulations']}",
+      f"root value {report['root_value']:+.3f}  nodes {report['num_nodes']}  "
+      f"transposition hits {report['transposition_hits']}  action {report['action']}"]
+  if "minimax_value" in report:
+    lines[-1] += f"  minimax {report['minimax_value']:+d}"
+  rows = report["actions"]
+  has_label = any("label" in row for row in rows)
+  has_minimax = "minimax_value" in report
+  total = max(sum(row["visits"] for row in rows), 1)
+  header = f"{'action':>6}"
+  if has_label:
+    header += f"  {'label':<16}"
+  header += f"  {'visits':>7}  {'Q':>7}  {'prior':>6}  {'share':>6}"
+  if has_minimax:
+    header += "  minimax"
+  lines.append(header)
+  for row in rows:
+    line = f"{row['action']:>6}"
+    if has_label:
+      line += f"  {row.get('label', ''):<16}"
+    line += (f"  {row['visits']:>7}  {row['q']:>+7.3f}  {row['prior']:>6.3f}  "
+             f"{100 * row['visits'] / total:>5.1f}%")
+    if has_minimax:
+      line += f"  {row['minimax']:>+4d}" + (" *" if row["optimal"] else "")
+    lines.append(line)
+  return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs `mcgs-jax search`; returns the exit status (0 ok, 2 bad input)."""
+  parser = build_parser()
+  try:
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+  except SystemExit as exit_:
+    return exit_.code if isinstance(exit_.code, int) else 2
+  try:
+    if args.positions is not None:
+      positions = read_positions(args.positions)
+    else:
+      positions = [parse_moves(args.moves)]
+    reports = search_positions(args, positions)
+  except (ValueError, OSError) as error:
+    message = " ".join(str(error).split()) or type(error).__name__
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+  try:
+    for index, report in enumerate(reports):
+      if args.json:
+        print(json.dumps(report))
+      else:
+        if index:
+          print()
+        print(format_table(report))
+    sys.stdout.flush()
+  except BrokenPipeError:  # e.g. `mcgs-jax search ... | head`
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1
+  return 0

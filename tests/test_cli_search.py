@@ -1,0 +1,130 @@
+"""`mcgs-jax search`: output formats, solver column, graph vs tree, and bad input.
+
+The command's `main(argv)` is called in-process (its compiled search is cached per
+configuration, so tests sharing flags compile once); one test runs the installed
+console script to check that an error is a single line without a traceback.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mcgs_jax import cli
+from mcgs_jax import search_command
+
+
+def run_search(capsys, *argv):
+  """`(exit status, stdout, stderr)` of `mcgs-jax search ARGV`, run in-process."""
+  status = cli.main(["search", *argv])
+  captured = capsys.readouterr()
+  return status, captured.out, captured.err
+
+
+def json_reports(capsys, *argv):
+  status, out, err = run_search(capsys, *argv, "--json")
+  assert status == 0, err
+  return [json.loads(line) for line in out.splitlines()]
+
+
+def test_nim_uct_json(capsys):
+  (report,) = json_reports(capsys, "--game", "nim:3,4,5", "--policy", "uct",
+                           "--simulations", "200")
+  for field in ("action", "root_value", "num_nodes", "transposition_hits", "actions",
+                "game", "moves", "policy", "simulations"):
+    assert field in report
+  assert report["game"] == "nim:3,4,5" and report["moves"] == []
+  assert report["policy"] == "uct" and report["simulations"] == 200
+  actions = report["actions"]
+  assert len(actions) == 3 + 4 + 5  # every legal move
+  assert sum(row["visits"] for row in actions) == 200
+  visits = [row["visits"] for row in actions]
+  assert visits == sorted(visits, reverse=True)
+  assert report["action"] == actions[0]["action"]
+  winning = [row for row in actions if row["minimax"] == 1]
+  assert [row["action"] for row in winning] == [1]  # heap 0 take 2: xor 1^4^5 = 0
+  assert winning[0]["label"] == "heap 0 take 2"
+  assert report["optimal_actions"] == [1] and report["minimax_value"] == 1
+  assert all(row["minimax"] == -1 for row in actions if row["action"] != 1)
+
+
+TTT_POSITIONS = ["", "0,4", "0,3,1,4"]  # start, a quiet middle game, X to win at 2
+TTT_FLAGS = ("--game", "tic_tac_toe", "--policy", "uct", "--simulations", "200")
+
+
+@pytest.fixture
+def positions_file(tmp_path):
+  path = tmp_path / "positions.txt"
+  path.write_text("\n".join(TTT_POSITIONS) + "\n")
+  return str(path)
+
+
+def test_positions_file_json_and_table(capsys, positions_file):
+  reports = json_reports(capsys, *TTT_FLAGS, "--positions", positions_file)
+  assert [report["moves"] for report in reports] == [[], [0, 4], [0, 3, 1, 4]]
+  assert [len(report["actions"]) for report in reports] == [9, 7, 5]
+  for report in reports:
+    assert sum(row["visits"] for row in report["actions"]) == 200
+    assert all("minimax" in row for row in report["actions"])
+  assert reports[0]["minimax_value"] == 0 and reports[2]["optimal_actions"] == [2]
+
+  status, out, err = run_search(capsys, *TTT_FLAGS, "--positions", positions_file)
+  assert status == 0, err
+  headers = [line for line in out.splitlines() if line.split()[:1] == ["action"]]
+  assert len(headers) == 3
+  assert all(header.split() == ["action", "visits", "Q", "prior", "share", "minimax"]
+             for header in headers)
+  assert "moves 0,3,1,4" in out and "moves (start)" in out
+  assert any(line.split()[0] == "2" and line.rstrip().endswith("+1 *")
+             for line in out.splitlines() if line.strip())
+
+
+def test_immediate_win_is_chosen(capsys):
+  (report,) = json_reports(capsys, *TTT_FLAGS, "--moves", "0,3,1,4")
+  assert report["action"] in report["optimal_actions"] == [2]
+  best = report["actions"][0]
+  assert best["action"] == 2 and best["minimax"] == 1 and best["q"] > 0.9
+
+
+def test_tree_mode_has_no_transpositions_and_more_nodes(capsys):
+  (graph,) = json_reports(capsys, *TTT_FLAGS)
+  (tree,) = json_reports(capsys, *TTT_FLAGS, "--no-transpositions")
+  assert tree["transposition_hits"] == 0
+  assert graph["transposition_hits"] > 0
+  assert tree["num_nodes"] > graph["num_nodes"]
+
+
+def test_parse_moves():
+  assert search_command.parse_moves(" 3, 2,4 ") == [3, 2, 4]
+  assert search_command.parse_moves("") == []
+  with pytest.raises(ValueError, match="'x' is not an integer"):
+    search_command.parse_moves("3,x")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--game", "no_such_game"], "unknown game"),
+    (["--game", "tic_tac_toe", "--moves", "0,0"], "illegal"),
+    (["--game", "tic_tac_toe", "--moves", "3,x"], "malformed move list"),
+    (["--game", "tic_tac_toe", "--positions", "/no/such/file.txt"], "No such file"),
+    (["--game", "tic_tac_toe", "--simulations", "0"], "--simulations"),
+    (["--game", "tic_tac_toe", "--moves", "0,3,1,4,2"], "game is over"),
+])
+def test_bad_input_is_one_line(capsys, argv, message):
+  status, out, err = run_search(capsys, *argv)
+  assert status != 0
+  assert out == ""
+  assert err.count("\n") == 1 and err.startswith("mcgs-jax search: error: ")
+  assert message in err and "Traceback" not in err
+
+
+def test_console_script_error(tmp_path):
+  script = os.path.join(os.path.dirname(sys.executable), "mcgs-jax")
+  result = subprocess.run([script, "search", "--game", "tic_tac_toe", "--moves", "3,x"],
+                          capture_output=True, text=True, timeout=120, check=False)
+  assert result.returncode != 0
+  assert "Traceback" not in result.stderr
+  errors = [line for line in result.stderr.splitlines() if "error" in line]
+  assert errors == ["mcgs-jax search: error: malformed move list '3,x': 'x' is not "
+                    "an integer"]
