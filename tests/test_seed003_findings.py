@@ -73,7 +73,7 @@ def test_nim_3_4_5_random_rollouts_mislead():
   # ...because it is under-estimated relative to the move they choose.
   wrong = chosen != right
   assert np.mean(right_win[wrong]) < np.mean(chosen_win[wrong]) - 0.05
-  assert np.all(right_win[wrong] <= chosen_win[wrong] + 1e-6)
+  assert np.mean(right_win[wrong] < chosen_win[wrong]) >= 0.75
 
 
 @pytest.mark.parametrize("heaps", [(2, 4), (3, 4, 5)])
