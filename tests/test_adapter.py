@@ -8,6 +8,7 @@ import pytest
 
 from mcgs_jax import evaluators
 from mcgs_jax.games import adapter
+from mcgs_jax.policies import mask_invalid_actions
 
 FLOAT32_MIN = np.finfo(np.float32).min
 
@@ -92,7 +93,7 @@ def test_root_masks_illegal_actions_and_keeps_state(connect_four):
 def test_all_illegal_logits_are_finite():
   logits = jnp.array([[0.0, 3.0], [1.0, 2.0]])
   invalid = jnp.array([[True, True], [True, False]])
-  masked = np.asarray(adapter.mask_invalid_logits(logits, invalid))
+  masked = np.asarray(mask_invalid_actions(logits, invalid))
   np.testing.assert_array_equal(masked, [[FLOAT32_MIN, FLOAT32_MIN], [FLOAT32_MIN, 0.0]])
 
 

@@ -43,21 +43,12 @@ import jax.numpy as jnp
 
 from mcgs_jax import evaluators
 from mcgs_jax import hashing
+from mcgs_jax.policies import mask_invalid_actions
 from mcgs_jax.types import RecurrentFnOutput, RootFnOutput
 
 _DAG_ARGUMENT_NAMES = {"actions": "num_actions", "num_actions": "num_actions",
                        "depth": "depth", "width": "width", "seed": "seed",
                        "illegal_fraction": "illegal_fraction"}
-
-
-def mask_invalid_logits(logits, invalid_actions):
-  """`[B, A]` logits shifted so their maximum is 0, `finfo.min` where invalid.
-
-  As mctx does it: the result is finite everywhere, and a row with every action
-  invalid is all `finfo.min` rather than NaN.
-  """
-  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-  return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
 
 
 @functools.lru_cache(maxsize=16)
@@ -104,7 +95,7 @@ class Game:
   def _evaluate(self, params, rng_key, state):
     """The evaluator at `state`, illegal actions masked, value 0 for finished games."""
     logits, value = self.evaluator(params, rng_key, state)
-    prior_logits = mask_invalid_logits(jnp.asarray(logits, jnp.float32),
+    prior_logits = mask_invalid_actions(jnp.asarray(logits, jnp.float32),
                                        self.invalid_actions(state))
     value = jnp.where(evaluators.is_finished(state), 0.0,
                       jnp.asarray(value, jnp.float32))
