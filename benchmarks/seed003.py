@@ -111,10 +111,6 @@ def per_seed_median(choices, optimal):
   return float(np.median(froms)) if froms else None
 
 
-def move_name(env, action):
-  return f"take {action % env.max_heap + 1} from heap {'ABC'[action // env.max_heap]}"
-
-
 def tree_bookkeeping(graph, num_simulations):
   """Asserts the tree invariants (`tests.invariants.check_graph`) and returns numbers."""
   check_graph(graph, num_simulations, tree_mode=True)
@@ -155,7 +151,7 @@ def analyse(heaps, seed_counts, transpositions, num_simulations):
     rows.append(dict(
         seeds=count,
         optimal_count=int(np.isin(chosen[sl], list(optimal)).sum()),
-        modal_move=move_name(env, int(values[np.argmax(counts)])),
+        modal_move=env.describe_action(int(values[np.argmax(counts)])),
         modal_count=int(counts.max()),
         chosen_visits=float(visits[sl][np.arange(count), chosen[sl]].mean()),
         chosen_win=float(((chosen_q + 1) / 2).mean()),
@@ -189,7 +185,6 @@ def report(results, num_simulations):
                " nodes (min-max) | transposition hits |")
   lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
   for res in results:
-    env = res["env"]
     for r in res["rows"]:
       stable = r["stable_from"] if r["stable_from"] is not None else f"never (<= {num_simulations})"
       lines.append(

@@ -191,8 +191,7 @@ def _exact_action_values(game, spec: str, moves: Sequence[int], state
 def _action_label(game, spec: str, action: int) -> str:
   """A human name for the action (Nim only: `heap 0 take 2`), else ''."""
   if spec.partition(":")[0] == "nim":
-    max_heap = game.env.max_heap
-    return f"heap {action // max_heap} take {action % max_heap + 1}"
+    return game.env.describe_action(action)
   return ""
 
 

@@ -70,6 +70,8 @@ def test_nim_protocol_and_init():
   mask = np.asarray(NIM.init(jax.random.PRNGKey(1)).legal_action_mask).reshape(3, 5)
   np.testing.assert_array_equal(mask, [[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]])
   assert NIM.action(1, 2) == 6
+  assert [NIM.describe_action(NIM.action(h, t)) for h, t in ((0, 1), (2, 5))] == [
+      "heap 0 take 1", "heap 2 take 5"]
   assert nim.parse_heaps("3,4,5") == (3, 4, 5)
   for bad_heaps in [(6, 0, 0), (1, 2), (-1, 0, 0)]:
     with pytest.raises(ValueError):

@@ -128,6 +128,10 @@ class Nim:
       raise ValueError(f"no action takes {take} from heap {heap_index}")
     return heap_index * self.max_heap + take - 1
 
+  def describe_action(self, action: int) -> str:
+    """The inverse of `action`, for people: `"heap 0 take 2"`."""
+    return f"heap {action // self.max_heap} take {action % self.max_heap + 1}"
+
   def init(self, key: chex.PRNGKey) -> NimState:
     """The initial heaps; `key` draws which player id moves first."""
     first_player = jax.random.bernoulli(key).astype(jnp.int32)
