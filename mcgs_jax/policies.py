@@ -22,8 +22,8 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                   pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
                   temperature: float = 1.0, hash_fn=None, transpositions: bool = True,
                   stop_at_transposition: bool = True, capacity: Optional[int] = None,
-                  probe_window: int = hashing.DEFAULT_PROBE_WINDOW
-                  ) -> types.PolicyOutput:
+                  probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
+                  graph=None) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph; `mctx.muzero_policy` plus four keywords.
 
   Dirichlet noise is mixed into the root prior, invalid root actions are masked, PUCT
@@ -50,6 +50,8 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
     stop_at_transposition: end a playout at a child visited more than its edge.
     capacity: nodes per game (default `num_simulations + 1`).
     probe_window: hash slots read per lookup.
+    graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
+      of `mcgs_jax.reroot(previous.search_graph, action)`.
 
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
@@ -70,7 +72,7 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
       num_simulations=num_simulations, max_depth=max_depth,
       invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
       stop_at_transposition=stop_at_transposition, capacity=capacity,
-      probe_window=probe_window, loop_fn=loop_fn)
+      probe_window=probe_window, loop_fn=loop_fn, graph=graph)
   action_weights = graph.summary().visit_probs
   action_logits = apply_temperature(probs_to_logits(action_weights), temperature)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
@@ -84,12 +86,14 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                loop_fn=jax.lax.fori_loop, *, c: float = 1.41, hash_fn=None,
                transpositions: bool = True, stop_at_transposition: bool = True,
                capacity: Optional[int] = None,
-               probe_window: int = hashing.DEFAULT_PROBE_WINDOW) -> types.PolicyOutput:
+               probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
+               graph=None) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits) as in seed 003, usually with a rollout evaluator.
 
   Selection ignores the prior except to recognise illegal actions (prior 0). The
   action is the most visited root action; `action_weights` is the root visit
-  distribution. Arguments as `muzero_policy`; `c` is the exploration constant.
+  distribution. Arguments as `muzero_policy` (including `graph=` to continue a
+  previous search); `c` is the exploration constant.
   """
   batch_size, num_actions = checks.check_root(root)
   invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
@@ -104,7 +108,7 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
       interior_action_selection_fn=rule, num_simulations=num_simulations,
       max_depth=max_depth, invalid_actions=invalid_actions, hash_fn=hash_fn,
       transpositions=transpositions, stop_at_transposition=stop_at_transposition,
-      capacity=capacity, probe_window=probe_window, loop_fn=loop_fn)
+      capacity=capacity, probe_window=probe_window, loop_fn=loop_fn, graph=graph)
   action_weights = graph.summary().visit_probs
   return types.PolicyOutput(action=jnp.argmax(action_weights, axis=-1).astype(jnp.int32),
                             action_weights=action_weights, search_graph=graph)

@@ -262,13 +262,46 @@ def backup(graph: Graph, path: Path) -> Graph:
   return jax.lax.fori_loop(0, longest, update, graph)
 
 
+def _check_continued_graph(graph: Graph, capacity, batch_size: int, num_actions: int,
+                           transpositions: bool) -> int:
+  """Checks that `graph` can be continued with these arguments; returns its capacity."""
+  if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
+    raise ValueError(f"graph holds B = {graph.batch_size} games of A = {graph.num_actions} "
+                     f"actions; root has B = {batch_size}, A = {num_actions}")
+  if capacity is not None and capacity != graph.capacity:
+    raise ValueError(f"capacity = {capacity} differs from the capacity of graph "
+                     f"({graph.capacity}); a continued search keeps the graph's")
+  if transpositions != (graph.hash_slots.shape[1] > 0):
+    raise ValueError(f"transpositions = {transpositions}, but graph was built with "
+                     f"transpositions = {not transpositions}")
+  return graph.capacity
+
+
+def _continue(graph: Graph, fresh: Graph, root: types.RootFnOutput, invalid_actions,
+              extra_data) -> Graph:
+  """`graph` with the new root evaluation's prior and masks; `fresh` where empty."""
+  empty = graph.num_nodes == 0
+  graph = jax.tree_util.tree_map(
+      lambda new, old: jnp.where(empty.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+      fresh.replace(extra_data=None), graph.replace(extra_data=None))
+  return graph.replace(
+      children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
+          fresh.children_prior_logits[:, ROOT_INDEX]),
+      root_invalid_actions=fresh.root_invalid_actions,
+      node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(
+          fresh.node_terminal[:, ROOT_INDEX]),
+      # Old stamps could equal the root's visit count again: clear them.
+      path_marks=jnp.full_like(graph.path_marks, -1),
+      extra_data=extra_data)
+
+
 def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
            root_action_selection_fn, interior_action_selection_fn,
            num_simulations: int, max_depth: Optional[int] = None,
            invalid_actions=None, hash_fn=None, transpositions: bool = True,
            stop_at_transposition: bool = True, capacity: Optional[int] = None,
            probe_window: int = hashing.DEFAULT_PROBE_WINDOW, extra_data=None,
-           loop_fn=jax.lax.fori_loop) -> Graph:
+           loop_fn=jax.lax.fori_loop, graph: Optional[Graph] = None) -> Graph:
   """Runs `num_simulations` playouts in every game and returns the graph.
 
   Args:
@@ -288,10 +321,16 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
       `hash_pytree`). Unused in tree mode.
     transpositions: graph mode (True) or classic MCTS (False) with the same code.
     stop_at_transposition: end a playout at a child visited more than its edge.
-    capacity: nodes per game, root included (default `num_simulations + 1`), >= 2.
+    capacity: nodes per game, root included (default `num_simulations + 1`, or the
+      capacity of `graph`), >= 2.
     probe_window: hash slots read per lookup.
     extra_data: stored as `graph.extra_data` (read by selection rules).
     loop_fn: the loop over simulations (`jax.lax.fori_loop`, or `hk.fori_loop`).
+    graph: a graph to continue (e.g. from `mcgs_jax.reroot`): its nodes, edges and
+      statistics are kept; the root's prior logits and invalid actions are replaced by
+      `root`'s. A game whose graph is empty (`num_nodes == 0`, as `reroot` leaves a
+      finished game) starts afresh from `root`. Playouts that find the graph full are
+      counted in `capacity_overflows`.
 
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
@@ -300,6 +339,9 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
   num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
   max_depth = checks.check_int("max_depth", num_simulations if max_depth is None
                                else max_depth, minimum=1)
+  if graph is not None:
+    capacity = _check_continued_graph(graph, capacity, batch_size, num_actions,
+                                      transpositions)
   capacity = checks.check_int("capacity", num_simulations + 1 if capacity is None
                               else capacity, minimum=2)
   probe_window = checks.check_int("probe_window", probe_window, minimum=1)
@@ -312,8 +354,10 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
   else:
     root_key = jnp.zeros((batch_size, 0), jnp.uint32)
     num_slots = 0
-  graph = empty_graph(root, capacity=capacity, num_slots=num_slots, root_key=root_key,
+  fresh = empty_graph(root, capacity=capacity, num_slots=num_slots, root_key=root_key,
                       root_invalid_actions=invalid_actions, extra_data=extra_data)
+  graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions,
+                                                extra_data)
 
   def simulate(unused_index, carry):
     rng_key, graph = carry

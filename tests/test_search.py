@@ -226,3 +226,25 @@ def test_public_steps_compose_into_search():
     graph = mg.backup(graph, path)
   np.testing.assert_array_equal(graph.edge_visits, expected.edge_visits)
   np.testing.assert_allclose(graph.node_values, expected.node_values, atol=1e-6)
+
+
+def test_search_continues_a_graph():
+  key1, key2 = jax.random.split(jax.random.PRNGKey(14))
+  root = ROOT(3)
+  first = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10, capacity=40))(key1)
+  graph = first.search_graph
+  # Game 1 restarts from scratch: an empty graph (num_nodes == 0) takes `root`.
+  graph = graph.replace(num_nodes=graph.num_nodes.at[1].set(0))
+  more = jax.jit(lambda k, g: mg.muzero_policy(None, k, root, RECURRENT, 15, graph=g))(key2, graph)
+  after = more.search_graph
+  np.testing.assert_array_equal(after.node_visits[:, 0], [26, 16, 26])
+  check_graph(after, None, tree_mode=False)
+  # Everything the first search learned is still there (games 0 and 2).
+  for game in (0, 2):
+    used = int(graph.num_nodes[game])
+    kept = np.asarray(after.edge_visits[game, :used]) >= np.asarray(graph.edge_visits[game, :used])
+    assert kept.all()
+  with pytest.raises(ValueError, match="capacity = 50 differs from the capacity of graph"):
+    mg.muzero_policy(None, key2, root, RECURRENT, 5, graph=graph, capacity=50)
+  with pytest.raises(ValueError, match="transpositions = False, but graph was built"):
+    mg.muzero_policy(None, key2, root, RECURRENT, 5, graph=graph, transpositions=False)
