@@ -49,12 +49,7 @@ def _positive_int(text: str) -> int:
   return value
 
 
-def _policy_choices() -> List[str]:
-  import mcgs_jax  # pylint: disable=import-outside-toplevel
-  choices = ["muzero", "uct"]
-  if hasattr(mcgs_jax, "gumbel_muzero_policy"):
-    choices.append("gumbel")
-  return choices
+POLICIES = ("muzero", "gumbel", "uct")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
   where.add_argument("--positions", metavar="FILE",
                      help="file with one comma-separated move list per line (an empty "
                           "line is the start position); all are searched in one batch")
-  parser.add_argument("--policy", choices=_policy_choices(), default="muzero",
+  parser.add_argument("--policy", choices=list(POLICIES), default="muzero",
                       help="search policy (default: %(default)s)")
   parser.add_argument("--evaluator", choices=("uniform", "rollout"),
                       help="leaf evaluator (default: rollout for uct, uniform otherwise)")

@@ -128,3 +128,12 @@ def test_console_script_error(tmp_path):
   errors = [line for line in result.stderr.splitlines() if "error" in line]
   assert errors == ["mcgs-jax search: error: malformed move list '3,x': 'x' is not "
                     "an integer"]
+
+
+def test_gumbel_policy_finds_the_immediate_win(capsys):
+  (report,) = json_reports(capsys, "--game", "tic_tac_toe", "--policy", "gumbel",
+                           "--evaluator", "rollout", "--rollouts", "4",
+                           "--simulations", "64", "--moves", "0,3,1,4")
+  assert report["policy"] == "gumbel"
+  assert sum(row["visits"] for row in report["actions"]) == 64
+  assert report["action"] == 2

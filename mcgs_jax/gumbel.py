@@ -1,0 +1,311 @@
+"""Gumbel MuZero on a graph (Danihelka et al. 2022, "Policy improvement by planning
+with Gumbel"), with the arguments and results of `mctx.gumbel_muzero_policy`.
+
+At the root, Sequential Halving with Gumbel noise decides which action each playout
+takes; at every other node a deterministic rule steers the edge visit counts towards
+`softmax(prior_logits + completed_qvalues)`. Both rules read edge statistics,
+`N(n, a) = graph.edge_visits` and the live `Q(n, a) = graph.qvalues(n)`, so in graph
+mode a shared child's current value is seen through every edge into it. With
+`transpositions=False` the search is mctx's tree search, and the same inputs and key
+give mctx's visit counts, action and action weights (up to float rounding in
+near-ties).
+
+Sequential Halving at the root
+------------------------------
+The playouts of one search are scheduled in phases. In each phase the `k`
+best-looking actions (by `gumbel + logits + completed Q`) are visited equally often,
+then `k` halves (never below 2). The schedule is a table of "considered visit
+counts": before playout `i`, only actions whose visit count equals
+`table[k0, i]` may be chosen, and among them the one with the highest score; `k0` is
+the number of actions considered at the start. The root rule recovers `i` as the
+number of root edge visits made by this search so far, which in a graph equals the
+playout index too: every playout crosses exactly one root edge (a cycle back to the
+root ends the playout there), except one whose root edge needed a new node when the
+graph was full: that edge is not counted, `i` stays, and the next playout retries
+the same step.
+
+When a search continues a previous graph (`graph=`), the root may already hold
+visits. Sequential Halving then runs afresh over the `num_simulations` playouts of
+this call: it counts only the visits made since the call began (the earlier ones are
+kept in `GumbelMuZeroExtraData.root_visits_before`), while the completed Q-values
+still use everything the graph knows.
+"""
+
+import functools
+import math
+from typing import Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcgs_jax import checks
+from mcgs_jax import hashing
+from mcgs_jax import qtransforms
+from mcgs_jax import types
+from mcgs_jax.graph import Graph, ROOT_INDEX
+from mcgs_jax.policies import mask_invalid_actions
+from mcgs_jax.search import search
+from mcgs_jax.selection import masked_argmax
+
+# Floor of a root score before the Sequential-Halving mask (as mctx): keeps
+# `gumbel + logits + q` finite for actions whose logit is the lowest float.
+_LOW_SCORE = -1e9
+
+
+@chex.dataclass(frozen=True)
+class GumbelMuZeroExtraData:
+  """What the root rule needs beside the graph (`graph.extra_data`).
+
+  root_gumbel: `[B, A]` float, the Gumbel noise of the root, drawn once per search
+    and scaled by `gumbel_scale`.
+  root_visits_before: `[B, A]` int32 or None, the root's edge visits when this
+    search began; Sequential Halving counts visits above these. None (as when the
+    extra data is built as for mctx, with `root_gumbel` alone) means zeros.
+  """
+  root_gumbel: chex.Array
+  root_visits_before: Optional[chex.Array] = None
+
+
+def considered_visit_sequence(max_num_considered_actions: int,
+                              num_simulations: int) -> Tuple[int, ...]:
+  """The Sequential-Halving schedule of one search: `num_simulations` visit counts.
+
+  Entry `i` is the visit count an action must have to be chosen by playout `i`
+  (Karnin et al. 2013, with the budget split as in Gumbel MuZero). With `k` actions
+  considered, a phase visits each of them `max(1, S // (ceil(log2 k0) * k))` times,
+  one round after another, then halves `k` (to no fewer than 2). The actions
+  considered in a phase always have equal visit counts, so a round is `k` copies
+  of that count. With at most one action considered, every playout may choose it:
+  the schedule is `0, 1, 2, ...`.
+  """
+  if max_num_considered_actions <= 1:
+    return tuple(range(num_simulations))
+  num_phases = math.ceil(math.log2(max_num_considered_actions))
+  schedule = []
+  considered = max_num_considered_actions
+  visits = 0
+  while len(schedule) < num_simulations:
+    rounds = max(1, num_simulations // (num_phases * considered))
+    for _ in range(rounds):
+      schedule.extend([visits] * considered)
+      visits += 1
+    considered = max(2, considered // 2)
+  return tuple(schedule[:num_simulations])
+
+
+def considered_visit_table(max_num_considered_actions: int,
+                           num_simulations: int) -> Tuple[Tuple[int, ...], ...]:
+  """`considered_visit_sequence(k, num_simulations)` for `k = 0 ..
+  max_num_considered_actions`: shape `[max_num_considered_actions + 1, S]`."""
+  return tuple(considered_visit_sequence(k, num_simulations)
+               for k in range(max_num_considered_actions + 1))
+
+
+def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
+  """Root scores for an argmax: `gumbel + logits + qvalues` (floored at -1e9) where
+  `visit_counts == considered_visit`, -inf elsewhere.
+
+  Args:
+    considered_visit: scalar, or `[..., 1]` to broadcast over actions.
+    gumbel, logits, qvalues: `[..., A]` float; the logits are shifted so their
+      maximum is 0 (the same for every action: the argmax is unchanged).
+    visit_counts: `[..., A]`, visits counted by Sequential Halving.
+
+  Returns:
+    `[..., A]` float; -inf only reaches an argmax, never a softmax.
+  """
+  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+  score = jnp.maximum(_LOW_SCORE, gumbel + logits + qvalues)
+  return jnp.where(visit_counts == considered_visit, score, -jnp.inf)
+
+
+def gumbel_muzero_root_action_selection(
+    rng_key, graph: Graph, node_index, *, num_simulations: int,
+    max_num_considered_actions: int,
+    qtransform=qtransforms.qtransform_completed_by_mix_value):
+  """Sequential Halving with Gumbel at the root of one game's graph.
+
+  The schedule step `i` is the number of root edge visits this search has made
+  (current `graph.edge_visits[root]` minus `extra_data.root_visits_before`); among
+  the valid actions with exactly `table[k0, i]` such visits, where
+  `k0 = min(max_num_considered_actions, number of valid root actions)`, the one with
+  the highest `gumbel + prior_logits + completed Q` is chosen. The first phase thus
+  samples `k0` actions without replacement (the Gumbel-top-k trick).
+
+  Args:
+    rng_key: unused (the rule is deterministic given the graph's Gumbel noise).
+    graph: one game's graph; `graph.extra_data` holds that game's `root_gumbel [A]`
+      and optionally `root_visits_before [A]` (a `GumbelMuZeroExtraData`, or
+      anything with those attributes, e.g. mctx's).
+    node_index: scalar, the root.
+    num_simulations: playouts of this search, the length of the schedule.
+    max_num_considered_actions: actions considered in the first phase, >= 1.
+    qtransform: `(graph, node) -> [A]` completed Q-values.
+
+  Returns:
+    Scalar int32 action; 0 when every root action is invalid.
+  """
+  del rng_key
+  visits = graph.edge_visits[node_index]
+  visits_before = getattr(graph.extra_data, "root_visits_before", None)
+  if visits_before is not None:
+    visits = visits - visits_before
+  completed_qvalues = qtransform(graph, node_index)
+  num_actions = graph.num_actions
+  # Rows past A are never read: k0 <= number of valid actions <= A.
+  table = jnp.asarray(considered_visit_table(
+      min(max_num_considered_actions, num_actions), num_simulations), jnp.int32)
+  num_valid = jnp.sum(~graph.root_invalid_actions).astype(jnp.int32)
+  num_considered = jnp.minimum(min(max_num_considered_actions, num_actions), num_valid)
+  step = jnp.clip(jnp.sum(visits), 0, num_simulations - 1)
+  score = score_considered(table[num_considered, step], graph.extra_data.root_gumbel,
+                           graph.children_prior_logits[node_index], completed_qvalues,
+                           visits)
+  return masked_argmax(score, graph.root_invalid_actions)
+
+
+def gumbel_muzero_interior_action_selection(
+    rng_key, graph: Graph, node_index, depth, *,
+    qtransform=qtransforms.qtransform_completed_by_mix_value):
+  """The deterministic interior rule of Gumbel MuZero on one game's graph.
+
+  Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
+  `pi' = softmax(prior_logits + completed Q)`: the action whose share of the edge
+  visits lags its improved-policy probability the most, so repeated choices make
+  the visit distribution follow `pi'` (paper, section 5). Invalid actions are not
+  masked (as mctx): their prior logit is the lowest float, so `pi'` is 0 there and
+  some valid action always scores above 0.
+
+  Args:
+    rng_key, depth: unused.
+    graph: one game's graph.
+    node_index: scalar node.
+    qtransform: `(graph, node) -> [A]` completed Q-values.
+
+  Returns:
+    Scalar int32 action.
+  """
+  del rng_key, depth
+  visits = graph.edge_visits[node_index]
+  improved = jax.nn.softmax(graph.children_prior_logits[node_index]
+                            + qtransform(graph, node_index))
+  lag = improved - visits / (1 + jnp.sum(visits))
+  return jnp.argmax(lag).astype(jnp.int32)
+
+
+def _check_gumbel_scale(gumbel_scale):
+  """Rejects a negative or NaN `gumbel_scale` when its value is known at trace time
+  (a traced scale, e.g. an argument of a jitted function, is taken as given)."""
+  if isinstance(gumbel_scale, jax.core.Tracer):
+    return
+  if not np.all(np.asarray(gumbel_scale) >= 0):
+    raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
+
+
+def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
+                         num_simulations: int, invalid_actions=None,
+                         max_depth: Optional[int] = None, loop_fn=jax.lax.fori_loop, *,
+                         qtransform=qtransforms.qtransform_completed_by_mix_value,
+                         max_num_considered_actions: int = 16,
+                         gumbel_scale: float = 1.0, hash_fn=None,
+                         transpositions: bool = True,
+                         stop_at_transposition: bool = True,
+                         capacity: Optional[int] = None,
+                         probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
+                         graph: Optional[Graph] = None) -> types.PolicyOutput:
+  """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
+  keywords of `mcgs_jax.muzero_policy`.
+
+  Invalid root actions get the lowest finite logit, Gumbel noise is drawn for the
+  root, playouts choose root actions by Sequential Halving and interior actions by
+  the deterministic rule, and the action is the Sequential-Halving winner: among the
+  actions visited most by this search, the one with the highest
+  `gumbel + logits + completed Q`. The key is used as mctx uses it (one split: Gumbel
+  noise, then the search), so with `transpositions=False` this reproduces
+  `mctx.gumbel_muzero_policy` on the same inputs and key.
+
+  Args:
+    params: passed to `recurrent_fn`.
+    rng_key: the only source of randomness.
+    root: `RootFnOutput`: prior logits `[B, A]`, value `[B]`, embedding `[B, ...]`.
+    recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
+      embedding)`.
+    num_simulations: playouts per game; also the length of the Sequential-Halving
+      schedule.
+    invalid_actions: `[B, A]` bool, actions the root may not take. A game whose row
+      is all True gets `action_weights` of zeros and action 0 (as `muzero_policy`;
+      mctx returns uniform weights there).
+    max_depth: most edges in a playout (default `num_simulations`).
+    loop_fn: loop over simulations.
+    qtransform: `(graph, node) -> [A]` completed Q-values, used by both rules and
+      by the action weights.
+    max_num_considered_actions: actions sampled without replacement at the root,
+      >= 1 (fewer when fewer are valid).
+    gumbel_scale: scale of the root Gumbel noise, >= 0 (0: deterministic, e.g. for
+      evaluation in perfect-information games).
+    hash_fn: `embedding -> uint32 [B, L]` transposition key (default
+      `mcgs_jax.hash_pytree`; use a game's key from `mcgs_jax.games` for pgx).
+    transpositions: search a graph (True) or a tree (False).
+    stop_at_transposition: end a playout at a child visited more than its edge.
+    capacity: nodes per game (default `num_simulations + 1`, or `graph`'s).
+    probe_window: hash slots read per lookup.
+    graph: a previous graph to continue (see `mcgs_jax.search`). Sequential Halving
+      then schedules only this call's playouts, counting root visits above those
+      the graph held (a game restarted from an empty graph counts from zero).
+
+  Returns:
+    `PolicyOutput(action [B] int32, action_weights [B, A], search_graph)`, where
+    `action_weights = softmax(prior_logits + completed Q at the root)` over valid
+    actions, the policy-improvement target of the paper.
+  """
+  batch_size, num_actions = checks.check_root(root)
+  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
+  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
+  max_num_considered_actions = checks.check_int(
+      "max_num_considered_actions", max_num_considered_actions, minimum=1)
+  _check_gumbel_scale(gumbel_scale)
+
+  root = root.replace(prior_logits=mask_invalid_actions(jnp.asarray(root.prior_logits),
+                                                        invalid_actions))
+  logits = root.prior_logits
+  rng_key, gumbel_key = jax.random.split(rng_key)
+  gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
+
+  if graph is None:
+    visits_before = jnp.zeros((batch_size, num_actions), jnp.int32)
+  else:
+    # A game whose graph is empty restarts from `root` (see `search`): no visits yet.
+    visits_before = jnp.where((graph.num_nodes == 0)[:, None], 0,
+                              graph.edge_visits[:, ROOT_INDEX])
+  extra_data = GumbelMuZeroExtraData(root_gumbel=gumbel,
+                                     root_visits_before=visits_before.astype(jnp.int32))
+  continued = {} if graph is None else {"graph": graph}
+  graph = search(
+      params, rng_key, root=root, recurrent_fn=recurrent_fn,
+      root_action_selection_fn=functools.partial(
+          gumbel_muzero_root_action_selection, num_simulations=num_simulations,
+          max_num_considered_actions=max_num_considered_actions,
+          qtransform=qtransform),
+      interior_action_selection_fn=functools.partial(
+          gumbel_muzero_interior_action_selection, qtransform=qtransform),
+      num_simulations=num_simulations, max_depth=max_depth,
+      invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
+      stop_at_transposition=stop_at_transposition, capacity=capacity,
+      probe_window=probe_window, extra_data=extra_data, loop_fn=loop_fn, **continued)
+
+  # The winner of Sequential Halving: the best-scoring of the most visited actions.
+  # (Rows with fewer valid actions may end on a different visit count.)
+  visits = graph.edge_visits[:, ROOT_INDEX] - visits_before
+  completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
+  score = score_considered(jnp.max(visits, axis=-1, keepdims=True), gumbel, logits,
+                           completed_qvalues, visits)
+  action = masked_argmax(score, invalid_actions)
+
+  action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues,
+                                                       invalid_actions))
+  no_valid_action = jnp.all(invalid_actions, axis=-1, keepdims=True)
+  action_weights = jnp.where(no_valid_action, 0.0, action_weights)
+  return types.PolicyOutput(action=action, action_weights=action_weights,
+                            search_graph=graph)

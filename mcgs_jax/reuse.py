@@ -1,0 +1,242 @@
+"""Graph reuse between moves: keep the part of a search graph below the move played.
+
+After a search chose `action` and the game moved on, `reroot(graph, action)` returns a
+graph whose root (node 0) is the child that `action` led to, holding everything the
+search learned below it. Hand it to the next search (`search(..., graph=...)`,
+`muzero_policy(..., graph=...)`): its playouts add to the statistics that are
+already there, so the root starts with the child's visits instead of one.
+
+Conventions of `reroot`:
+  * Kept nodes are the new root and every node reachable from it through
+    `children_index` (in graph mode a transposition may lead back into a part of the
+    old graph that was reached first by another move order: such nodes are kept too,
+    since they are reachable). Each keeps its visits, values, own evaluation, key,
+    terminal flag, prior logits, embedding and all its edges (visits, rewards,
+    discounts) unchanged; only node indices are renumbered.
+  * New numbering: the new root is node 0; the other kept nodes follow in their old
+    index order (`new = rank among kept nodes`, plus one for the nodes that were
+    below the new root's old index). In tree mode every node's index stays larger
+    than its parent's. Freed rows are reset to the empty values of
+    `mcgs_jax.graph.empty_graph` (visits 0, children -1, everything else 0).
+  * The hash table is rebuilt from the kept nodes' keys with the probe rule of
+    `hashing.probe`: a node goes into a free slot of the `probe_window` slots that
+    start at `key[0] mod C`. Nodes are inserted in rounds; where two nodes want the
+    same slot, the smaller new index wins and the other tries again, so the root
+    always gets its first slot. The table is valid for lookups (every entry lies in
+    its key's window) but need not be slot-for-slot the table a sequential insert
+    would build. Nodes whose window is full are left out and counted in
+    `dropped_inserts`, which is *reset* to that count: after `reroot`, as after a
+    search, `number of filled slots + dropped_inserts == num_nodes`.
+  * `transposition_hits` and `capacity_overflows` are kept: they count over the
+    whole life of the graph. `path_marks` are reset to -1. `root_invalid_actions` is
+    reset to all False (the next search replaces it, and the root's prior logits,
+    with the new root's). `extra_data` is kept as it is.
+  * A game gets an *empty* graph (`num_nodes == 0`, visits 0, children -1, slots -1,
+    counters 0) when its graph was empty, its root is terminal, the chosen edge was
+    never expanded, its child is terminal (the game is over), or `action` is out of
+    `[0, A)` at run time. A search continuing the graph starts such a game afresh
+    from its new root.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcgs_jax import hashing
+from mcgs_jax.graph import Graph, ROOT_INDEX, UNEXPANDED
+
+
+def _check_action(graph: Graph, action):
+  """`action` as int32 `[B]`; ValueError for a wrong shape or dtype, or, when its
+  values are known at trace time, for a value outside `[0, A)`."""
+  batch_size, num_actions = graph.batch_size, graph.num_actions
+  if not isinstance(action, jax.core.Tracer):
+    values = np.asarray(action)
+    if values.shape != (batch_size,):
+      raise ValueError(f"action must have shape [B] = ({batch_size},), got {values.shape}")
+    if not np.issubdtype(values.dtype, np.integer):
+      raise ValueError(f"action must be integer, got dtype {values.dtype}")
+    bad = np.flatnonzero((values < 0) | (values >= num_actions))
+    if bad.size:
+      raise ValueError(f"action {values[bad[0]]} of game {bad[0]} is out of range "
+                       f"[0, {num_actions})")
+    return jnp.asarray(values, jnp.int32)
+  if action.shape != (batch_size,):
+    raise ValueError(f"action must have shape [B] = ({batch_size},), got {action.shape}")
+  if not jnp.issubdtype(action.dtype, jnp.integer):
+    raise ValueError(f"action must be integer, got dtype {action.dtype}")
+  return action.astype(jnp.int32)
+
+
+def reachable_nodes(children_index, start, active):
+  """The nodes reachable from `start` in every game.
+
+  Args:
+    children_index: `[B, N, A]` int32, child of each edge, -1 when unexpanded.
+    start: `[B]` int32, the node to start from (ignored where not `active`).
+    active: `[B]` bool, games to search; the others get no node at all.
+
+  Returns:
+    `[B, N]` bool, True for `start` and every node reachable from it.
+
+  The reached set grows by one edge per step for all games at once (a scatter of the
+  children of every reached node) until no game changes, so the number of steps is
+  the longest shortest path from `start` plus one, at most `N`.
+  """
+  batch_size, capacity, _ = children_index.shape
+  batch = jnp.arange(batch_size)
+  reached = jnp.zeros((batch_size, capacity), jnp.bool_)
+  reached = reached.at[batch, jnp.where(active, start, capacity)].set(True, mode="drop")
+
+  def grow(carry):
+    reached, _ = carry
+    targets = jnp.where(reached[:, :, None] & (children_index >= 0), children_index,
+                        capacity)
+    grown = reached.at[batch[:, None, None], targets].set(True, mode="drop")
+    return grown, jnp.any(grown != reached)
+
+  reached, _ = jax.lax.while_loop(lambda carry: carry[1], grow,
+                                  (reached, jnp.array(True)))
+  return reached
+
+
+def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
+  """A hash table holding nodes `0 .. num_nodes - 1` of every game.
+
+  Args:
+    node_keys: `[B, N, L]` uint32 keys.
+    num_nodes: `[B]` int32, nodes to insert per game.
+    num_slots: `C`, a power of two.
+    probe_window: slots a key may use, starting at `key[0] mod C`.
+
+  Returns:
+    `(hash_slots [B, C] int32, dropped [B] int32)`: the table (-1 = empty) and the
+    number of nodes left out because their window was full.
+
+  Every round, each node not yet placed claims the first free slot of its window;
+  the smallest node index claiming a slot gets it. A node whose window has no free
+  slot is dropped. Each round places or drops at least one node of every game that
+  has any left, so the loop ends; with a table at most half full it takes a few.
+  """
+  batch_size, capacity, _ = node_keys.shape
+  window_size = min(probe_window, num_slots)
+  batch = jnp.arange(batch_size)[:, None]
+  nodes = jnp.arange(capacity, dtype=jnp.int32)[None]
+  start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
+  windows = (start[:, :, None] + jnp.arange(window_size, dtype=jnp.int32)) & (
+      num_slots - 1)                                                     # [B, N, W]
+  pending = nodes < num_nodes[:, None]
+
+  def insert_round(carry):
+    slots, pending, dropped = carry
+    free = slots[batch[:, :, None], windows] < 0                         # [B, N, W]
+    has_free = jnp.any(free, axis=-1)
+    first_free = jnp.take_along_axis(
+        windows, jnp.argmax(free, axis=-1)[:, :, None], axis=-1)[:, :, 0]  # [B, N]
+    claiming = pending & has_free
+    claims = jnp.full((batch_size, num_slots), capacity, jnp.int32).at[
+        batch, jnp.where(claiming, first_free, num_slots)].min(
+            jnp.broadcast_to(nodes, pending.shape), mode="drop")
+    won = claiming & (claims[batch, first_free] == nodes)
+    slots = slots.at[batch, jnp.where(won, first_free, num_slots)].set(
+        jnp.broadcast_to(nodes, pending.shape), mode="drop")
+    dropped_now = pending & ~has_free
+    return (slots, pending & ~won & ~dropped_now,
+            dropped + jnp.sum(dropped_now, axis=1, dtype=jnp.int32))
+
+  slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
+  dropped = jnp.zeros((batch_size,), jnp.int32)
+  slots, _, dropped = jax.lax.while_loop(lambda carry: jnp.any(carry[1]), insert_round,
+                                         (slots, pending, dropped))
+  return slots, dropped
+
+
+def reroot(graph: Graph, action, *,
+           probe_window: int = hashing.DEFAULT_PROBE_WINDOW) -> Graph:
+  """The graph below the move played, with that move's child as the new root.
+
+  Jittable, for the whole batch at once; see the module docstring for what is kept,
+  the new numbering and the games that come back empty.
+
+  Args:
+    graph: a searched `Graph` of `B` games (e.g. `policy_output.search_graph`).
+    action: `[B]` int, the action played from each game's root.
+    probe_window: the `probe_window` of the searches that built and will continue
+      the graph (default: the search's default). The rebuilt table puts every key in
+      that window, so the next search finds it.
+
+  Returns:
+    A `Graph` with the same shapes, to pass as `graph=` to the next search.
+
+  Raises:
+    ValueError: when `action` is not an integer `[B]` array, or when its values are
+      known at trace time (not a tracer) and one is outside `[0, A)`. Under `jit`
+      the values are not checked: a game whose action is out of range gets an empty
+      graph, as a game whose move ended it.
+  """
+  action = _check_action(graph, action)
+  batch_size, capacity, num_actions = (graph.batch_size, graph.capacity,
+                                       graph.num_actions)
+  batch = jnp.arange(batch_size)
+  in_range = (action >= 0) & (action < num_actions)
+  child = graph.children_index[batch, ROOT_INDEX, jnp.clip(action, 0, num_actions - 1)]
+  known_child = jnp.maximum(child, 0)
+  keep_game = ((graph.num_nodes > 0) & in_range & (child >= 0)
+               & ~graph.node_terminal[:, ROOT_INDEX]
+               & ~graph.node_terminal[batch, known_child])
+  kept = reachable_nodes(graph.children_index, known_child, keep_game)   # [B, N]
+
+  # New index of every old node (-1 when freed) and old index of every new one.
+  rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
+  child_rank = rank[batch, known_child][:, None]
+  old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
+  new_index = jnp.where(old_index == known_child[:, None], 0,
+                        jnp.where(rank < child_rank, rank + 1, rank))
+  new_index = jnp.where(kept, new_index, -1)
+  num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
+  source = jnp.zeros((batch_size, capacity), jnp.int32).at[
+      batch[:, None], jnp.where(kept, new_index, capacity)].set(
+          jnp.broadcast_to(old_index, kept.shape), mode="drop")
+  in_use = old_index < num_kept[:, None]                                 # new rows
+
+  def move(table, fill):
+    """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""
+    moved = table[batch[:, None], source]
+    mask = in_use.reshape(in_use.shape + (1,) * (table.ndim - 2))
+    return jnp.where(mask, moved, jnp.asarray(fill, table.dtype))
+
+  old_children = move(graph.children_index, UNEXPANDED)
+  children_index = jnp.where(
+      old_children >= 0,
+      new_index[batch[:, None, None], jnp.maximum(old_children, 0)], UNEXPANDED)
+  node_keys = move(graph.node_keys, 0)
+
+  if graph.hash_slots.shape[1]:
+    hash_slots, dropped = rebuild_hash_slots(node_keys, num_kept,
+                                             graph.hash_slots.shape[1], probe_window)
+  else:
+    hash_slots = graph.hash_slots
+    dropped = jnp.zeros((batch_size,), jnp.int32)
+
+  def counter(values):
+    return jnp.where(keep_game, values, 0).astype(values.dtype)
+
+  return graph.replace(
+      node_visits=move(graph.node_visits, 0),
+      raw_values=move(graph.raw_values, 0),
+      node_values=move(graph.node_values, 0),
+      node_keys=node_keys,
+      node_terminal=move(graph.node_terminal, False),
+      path_marks=jnp.full_like(graph.path_marks, -1),
+      children_index=children_index,
+      children_prior_logits=move(graph.children_prior_logits, 0),
+      edge_visits=move(graph.edge_visits, 0),
+      edge_rewards=move(graph.edge_rewards, 0),
+      edge_discounts=move(graph.edge_discounts, 0),
+      embeddings=jax.tree_util.tree_map(lambda leaf: move(leaf, 0), graph.embeddings),
+      hash_slots=hash_slots,
+      num_nodes=num_kept,
+      transposition_hits=counter(graph.transposition_hits),
+      dropped_inserts=dropped,
+      capacity_overflows=counter(graph.capacity_overflows),
+      root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions))
