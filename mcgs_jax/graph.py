@@ -27,6 +27,8 @@ class Graph:
   node_values: `[B, N]` float, `Q(n) = (U(n) + sum_a N(n, a) Q(n, a)) / N(n)`.
   node_keys: `[B, N, L]` uint32, transposition key of the node's state.
   node_terminal: `[B, N]` bool, no playout continues below this node.
+  node_proven: `[B, N]` bool, the node's exact value is known (`solver=True` only).
+  proven_values: `[B, N]` float, that exact value for the player to move.
   path_marks: `[B, N]` int32, root visit count of the last playout that passed
     through the node (the cycle guard reads it); -1 when never.
   children_index: `[B, N, A]` int32, child node of each edge, `UNEXPANDED` (-1) if
@@ -53,6 +55,8 @@ class Graph:
   node_values: chex.Array
   node_keys: chex.Array
   node_terminal: chex.Array
+  node_proven: chex.Array
+  proven_values: chex.Array
   path_marks: chex.Array
   children_index: chex.Array
   children_prior_logits: chex.Array
@@ -148,6 +152,8 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
       node_values=node_table(root.value, 0, value_dtype),
       node_keys=node_table(root_key, 0, jnp.uint32),
       node_terminal=node_table(root_terminal, False, jnp.bool_),
+      node_proven=node_table(jnp.zeros((batch_size,), jnp.bool_), False, jnp.bool_),
+      proven_values=node_table(jnp.zeros((batch_size,)), 0, value_dtype),
       path_marks=node_table(jnp.full((batch_size,), -1), -1, jnp.int32),
       children_index=edge_table(UNEXPANDED, jnp.int32),
       children_prior_logits=node_table(root.prior_logits, 0, root.prior_logits.dtype),

@@ -43,11 +43,12 @@ import numpy as np
 from mcgs_jax import checks
 from mcgs_jax import hashing
 from mcgs_jax import qtransforms
+from mcgs_jax import solver as solver_lib
 from mcgs_jax import types
 from mcgs_jax.graph import Graph, ROOT_INDEX
 from mcgs_jax.policies import mask_invalid_actions
 from mcgs_jax.search import search
-from mcgs_jax.selection import masked_argmax
+from mcgs_jax.selection import excluded_actions, masked_argmax
 
 # Floor of a root score before the Sequential-Halving mask (as mctx): keeps
 # `gumbel + logits + q` finite for actions whose logit is the lowest float.
@@ -124,7 +125,7 @@ def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
 def gumbel_muzero_root_action_selection(
     rng_key, graph: Graph, node_index, *, num_simulations: int,
     max_num_considered_actions: int,
-    qtransform=qtransforms.qtransform_completed_by_mix_value):
+    qtransform=qtransforms.qtransform_completed_by_mix_value, solver: bool = False):
   """Sequential Halving with Gumbel at the root of one game's graph.
 
   The schedule step `i` is the number of root edge visits this search has made
@@ -143,6 +144,7 @@ def gumbel_muzero_root_action_selection(
     num_simulations: playouts of this search, the length of the schedule.
     max_num_considered_actions: actions considered in the first phase, >= 1.
     qtransform: `(graph, node) -> [A]` completed Q-values.
+    solver: also skip root edges the solver excludes (proven losses, beaten proofs).
 
   Returns:
     Scalar int32 action; 0 when every root action is invalid.
@@ -163,12 +165,12 @@ def gumbel_muzero_root_action_selection(
   score = score_considered(table[num_considered, step], graph.extra_data.root_gumbel,
                            graph.children_prior_logits[node_index], completed_qvalues,
                            visits)
-  return masked_argmax(score, graph.root_invalid_actions)
+  return masked_argmax(score, excluded_actions(graph, node_index, 0, solver))
 
 
 def gumbel_muzero_interior_action_selection(
     rng_key, graph: Graph, node_index, depth, *,
-    qtransform=qtransforms.qtransform_completed_by_mix_value):
+    qtransform=qtransforms.qtransform_completed_by_mix_value, solver: bool = False):
   """The deterministic interior rule of Gumbel MuZero on one game's graph.
 
   Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
@@ -183,15 +185,18 @@ def gumbel_muzero_interior_action_selection(
     graph: one game's graph.
     node_index: scalar node.
     qtransform: `(graph, node) -> [A]` completed Q-values.
+    solver: skip the edges the solver excludes (proven losses, beaten proofs).
 
   Returns:
     Scalar int32 action.
   """
-  del rng_key, depth
+  del rng_key
   visits = graph.edge_visits[node_index]
   improved = jax.nn.softmax(graph.children_prior_logits[node_index]
                             + qtransform(graph, node_index))
   lag = improved - visits / (1 + jnp.sum(visits))
+  if solver:
+    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
   return jnp.argmax(lag).astype(jnp.int32)
 
 
@@ -214,7 +219,8 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
                          stop_at_transposition: bool = True,
                          capacity: Optional[int] = None,
                          probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
-                         graph: Optional[Graph] = None) -> types.PolicyOutput:
+                         graph: Optional[Graph] = None,
+                         solver: bool = False) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -254,6 +260,8 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
     graph: a previous graph to continue (see `mcgs_jax.search`). Sequential Halving
       then schedules only this call's playouts, counting root visits above those
       the graph held (a game restarted from an empty graph counts from zero).
+    solver: prove exact values (`mcgs_jax.solver`); both rules skip dominated proven
+      edges, and where the root is decided `action` is the best proven action.
 
   Returns:
     `PolicyOutput(action [B] int32, action_weights [B, A], search_graph)`, where
@@ -281,19 +289,19 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
                               graph.edge_visits[:, ROOT_INDEX])
   extra_data = GumbelMuZeroExtraData(root_gumbel=gumbel,
                                      root_visits_before=visits_before.astype(jnp.int32))
-  continued = {} if graph is None else {"graph": graph}
   graph = search(
       params, rng_key, root=root, recurrent_fn=recurrent_fn,
       root_action_selection_fn=functools.partial(
           gumbel_muzero_root_action_selection, num_simulations=num_simulations,
           max_num_considered_actions=max_num_considered_actions,
-          qtransform=qtransform),
+          qtransform=qtransform, solver=solver),
       interior_action_selection_fn=functools.partial(
-          gumbel_muzero_interior_action_selection, qtransform=qtransform),
+          gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=solver),
       num_simulations=num_simulations, max_depth=max_depth,
       invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
       stop_at_transposition=stop_at_transposition, capacity=capacity,
-      probe_window=probe_window, extra_data=extra_data, loop_fn=loop_fn, **continued)
+      probe_window=probe_window, extra_data=extra_data, loop_fn=loop_fn, graph=graph,
+      solver=solver)
 
   # The winner of Sequential Halving: the best-scoring of the most visited actions.
   # (Rows with fewer valid actions may end on a different visit count.)
@@ -302,6 +310,8 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
   score = score_considered(jnp.max(visits, axis=-1, keepdims=True), gumbel, logits,
                            completed_qvalues, visits)
   action = masked_argmax(score, invalid_actions)
+  if solver:
+    action = solver_lib.prefer_proven(graph, action)
 
   action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues,
                                                        invalid_actions))

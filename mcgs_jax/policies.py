@@ -11,6 +11,7 @@ from mcgs_jax import hashing
 from mcgs_jax import qtransforms
 from mcgs_jax import search as search_lib
 from mcgs_jax import selection
+from mcgs_jax import solver as solver_lib
 from mcgs_jax import types
 
 
@@ -23,7 +24,7 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                   temperature: float = 1.0, hash_fn=None, transpositions: bool = True,
                   stop_at_transposition: bool = True, capacity: Optional[int] = None,
                   probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
-                  graph=None) -> types.PolicyOutput:
+                  graph=None, solver: bool = False) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph; `mctx.muzero_policy` plus four keywords.
 
   Dirichlet noise is mixed into the root prior, invalid root actions are masked, PUCT
@@ -52,6 +53,9 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
     probe_window: hash slots read per lookup.
     graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
       of `mcgs_jax.reroot(previous.search_graph, action)`.
+    solver: prove exact values (`mcgs_jax.solver`): playouts stop at proven nodes,
+      selection skips dominated proven edges, and when the root has a proven win (or
+      is proven) `action` is the best proven action.
 
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
@@ -65,19 +69,21 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
       dirichlet_alpha=dirichlet_alpha))
   root = root.replace(prior_logits=mask_invalid_actions(noisy_logits, invalid_actions))
   root_fn, interior_fn = selection.make_muzero_selection(
-      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform)
+      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=solver)
   graph = search_lib.search(
       params, search_key, root=root, recurrent_fn=recurrent_fn,
       root_action_selection_fn=root_fn, interior_action_selection_fn=interior_fn,
       num_simulations=num_simulations, max_depth=max_depth,
       invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
       stop_at_transposition=stop_at_transposition, capacity=capacity,
-      probe_window=probe_window, loop_fn=loop_fn, graph=graph)
+      probe_window=probe_window, loop_fn=loop_fn, graph=graph, solver=solver)
   action_weights = graph.summary().visit_probs
-  action_logits = apply_temperature(probs_to_logits(action_weights), temperature)
+  choice_weights = _without_proven_losses(graph, action_weights, solver)
+  action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  has_visits = jnp.any(action_weights > 0, axis=-1)
-  return types.PolicyOutput(action=jnp.where(has_visits, action, 0),
+  has_visits = jnp.any(choice_weights > 0, axis=-1)
+  action = jnp.where(has_visits, action, 0)
+  return types.PolicyOutput(action=solver_lib.prefer_proven(graph, action) if solver else action,
                             action_weights=action_weights, search_graph=graph)
 
 
@@ -87,13 +93,13 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                transpositions: bool = True, stop_at_transposition: bool = True,
                capacity: Optional[int] = None,
                probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
-               graph=None) -> types.PolicyOutput:
+               graph=None, solver: bool = False) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits) as in seed 003, usually with a rollout evaluator.
 
   Selection ignores the prior except to recognise illegal actions (prior 0). The
   action is the most visited root action; `action_weights` is the root visit
   distribution. Arguments as `muzero_policy` (including `graph=` to continue a
-  previous search); `c` is the exploration constant.
+  previous search and `solver=`); `c` is the exploration constant.
   """
   batch_size, num_actions = checks.check_root(root)
   invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
@@ -101,17 +107,31 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
     raise ValueError(f"c must be >= 0, got {c}")
   root = root.replace(prior_logits=mask_invalid_actions(jnp.asarray(root.prior_logits),
                                                         invalid_actions))
-  rule = functools.partial(selection.uct_action_selection, c=c)
+  rule = functools.partial(selection.uct_action_selection, c=c, solver=solver)
   graph = search_lib.search(
       params, rng_key, root=root, recurrent_fn=recurrent_fn,
       root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
       interior_action_selection_fn=rule, num_simulations=num_simulations,
       max_depth=max_depth, invalid_actions=invalid_actions, hash_fn=hash_fn,
       transpositions=transpositions, stop_at_transposition=stop_at_transposition,
-      capacity=capacity, probe_window=probe_window, loop_fn=loop_fn, graph=graph)
+      capacity=capacity, probe_window=probe_window, loop_fn=loop_fn, graph=graph,
+      solver=solver)
   action_weights = graph.summary().visit_probs
-  return types.PolicyOutput(action=jnp.argmax(action_weights, axis=-1).astype(jnp.int32),
+  choice_weights = _without_proven_losses(graph, action_weights, solver)
+  action = jnp.argmax(choice_weights, axis=-1).astype(jnp.int32)
+  return types.PolicyOutput(action=solver_lib.prefer_proven(graph, action) if solver else action,
                             action_weights=action_weights, search_graph=graph)
+
+
+def _without_proven_losses(graph, action_weights, solver: bool):
+  """`action_weights` with the root edges the solver excludes (proven losses, proven
+  edges beaten by another) set to 0, for choosing the action; unchanged without
+  `solver`. The returned `action_weights` stay the visit distribution."""
+  if not solver:
+    return action_weights
+  excluded = jax.vmap(solver_lib.excluded_edges, in_axes=(0, None))(graph, 0)
+  return jnp.where(excluded, 0.0, action_weights)
+
 
 
 def add_dirichlet_noise(rng_key, probs, *, dirichlet_fraction: float,

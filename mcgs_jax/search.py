@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from mcgs_jax import checks
 from mcgs_jax import hashing
+from mcgs_jax import solver as solver_lib
 from mcgs_jax import types
 from mcgs_jax.graph import Graph, ROOT_INDEX, empty_graph
 
@@ -44,12 +45,13 @@ def _drop_unless(condition, index, out_of_bounds):
 
 def select(rng_key, graph: Graph, *, root_action_selection_fn,
            interior_action_selection_fn, max_depth: int, transpositions: bool = True,
-           stop_at_transposition: bool = True):
+           stop_at_transposition: bool = True, solver: bool = False):
   """Descends from the root of every game until the playout ends.
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
   already on this path (cycle guard), is visited more often than the edge
-  (`N(child) > N(n, a)`, when `stop_at_transposition`), or at `max_depth` edges.
+  (`N(child) > N(n, a)`, when `stop_at_transposition`), is proven (`solver`), or at
+  `max_depth` edges.
 
   Args:
     rng_key: one key; split into one per game (as mctx does).
@@ -59,6 +61,7 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     max_depth: most edges in a path.
     transpositions: graph mode (enables the cycle guard and the transposition stop).
     stop_at_transposition: end the playout at a child visited more than its edge.
+    solver: end the playout at a proven child (its value is exact already).
 
   Returns:
     `(graph, path)`: the graph with the path's nodes stamped in `path_marks`, and the
@@ -84,6 +87,11 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     known_child = jnp.maximum(child, 0)
     proceed = (active & (child >= 0) & ~graph.node_terminal[batch, known_child]
                & (depth + 1 < max_depth))
+    if solver:
+      # A child whose proof is only stale (its children settle it) counts as proven:
+      # the playout stops there and backup records the proof.
+      provable, _ = jax.vmap(solver_lib.prove_node)(graph, known_child)
+      proceed &= ~(graph.node_proven[batch, known_child] | provable)
     if transpositions:
       proceed &= path_marks[batch, known_child] != stamp
       if stop_at_transposition:
@@ -130,7 +138,7 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
 
 def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
            hash_fn=None, transpositions: bool = True,
-           probe_window: int = hashing.DEFAULT_PROBE_WINDOW):
+           probe_window: int = hashing.DEFAULT_PROBE_WINDOW, solver: bool = False):
   """Evaluates the last edge of every path and links it to its child.
 
   One batched `recurrent_fn` call for all games. Where the last edge is unexpanded,
@@ -138,7 +146,7 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
   existing node (a transposition hit); not found, a node is added, or, when the
   graph is full, nothing is and the playout stops one edge short (counted in
   `capacity_overflows`). Games whose last edge already has a child only get their
-  `path.leaf` set.
+  `path.leaf` set. With `solver`, a new terminal node is proven (value 0).
 
   Returns:
     `(graph, path)` with `path.leaf` and `path.leaf_is_new` set.
@@ -200,6 +208,8 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
       node_values=set_node(graph.node_values, value),
       node_keys=set_node(graph.node_keys, key),
       node_terminal=set_node(graph.node_terminal, terminal),
+      node_proven=set_node(graph.node_proven, terminal & solver),
+      proven_values=set_node(graph.proven_values, 0.0),
       children_prior_logits=set_node(
           graph.children_prior_logits,
           output.prior_logits.astype(graph.children_prior_logits.dtype)),
@@ -229,12 +239,29 @@ def recompute_node(graph: Graph, node_index):
   return visits.astype(jnp.int32), value.astype(graph.node_values.dtype)
 
 
-def backup(graph: Graph, path: Path) -> Graph:
+def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
+  """Re-proves the existing non-terminal node a playout stopped at, so a proof its
+  children already hold moves up even though the leaf is not re-entered."""
+  batch = jnp.arange(graph.batch_size)
+  leaf = jnp.maximum(path.leaf, 0)
+  existing = (path.leaf >= 0) & ~path.leaf_is_new & ~graph.node_terminal[batch, leaf]
+  proven, proven_value = jax.vmap(solver_lib.prove_node)(graph, leaf)
+  target = _drop_unless(existing & proven & ~graph.node_proven[batch, leaf], leaf,
+                        graph.capacity)
+  return graph.replace(
+      node_proven=graph.node_proven.at[batch, target].set(True, mode="drop"),
+      proven_values=graph.proven_values.at[batch, target].set(proven_value, mode="drop"),
+      node_values=graph.node_values.at[batch, target].set(proven_value, mode="drop"))
+
+
+def backup(graph: Graph, path: Path, *, solver: bool = False) -> Graph:
   """Counts the playout on its edges and recomputes every node on the path.
 
   Walks the path from its end to the root: `N(n, a) += 1` on each edge (the last one
   only if its child exists), then the idempotent update of `n`. A playout that ended
-  at a terminal node adds one to that node's visits.
+  at a terminal node adds one to that node's visits. With `solver`, each node on the
+  path is also re-proven (`mcgs_jax.solver.prove_node`); a proven node's `Q` is its
+  proven value.
   """
   batch_size, capacity = graph.batch_size, graph.capacity
   batch = jnp.arange(batch_size)
@@ -242,6 +269,8 @@ def backup(graph: Graph, path: Path) -> Graph:
   arrived = (path.leaf >= 0) & graph.node_terminal[batch, leaf] & ~path.leaf_is_new
   graph = graph.replace(node_visits=graph.node_visits.at[
       batch, _drop_unless(arrived, leaf, capacity)].add(1, mode="drop"))
+  if solver:
+    graph = _record_leaf_proof(graph, path)
   longest = jnp.max(path.length)
 
   def update(step, graph):
@@ -255,6 +284,13 @@ def backup(graph: Graph, path: Path) -> Graph:
     graph = graph.replace(edge_visits=edge_visits)
     visits, value = jax.vmap(recompute_node)(graph, node)
     target = _drop_unless(on_path, node, capacity)
+    if solver:
+      proven, proven_value = jax.vmap(solver_lib.prove_node)(graph, node)
+      value = jnp.where(proven, proven_value, value)
+      graph = graph.replace(
+          node_proven=graph.node_proven.at[batch, target].set(proven, mode="drop"),
+          proven_values=graph.proven_values.at[batch, target].set(proven_value,
+                                                                  mode="drop"))
     return graph.replace(
         node_visits=graph.node_visits.at[batch, target].set(visits, mode="drop"),
         node_values=graph.node_values.at[batch, target].set(value, mode="drop"))
@@ -301,7 +337,8 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
            invalid_actions=None, hash_fn=None, transpositions: bool = True,
            stop_at_transposition: bool = True, capacity: Optional[int] = None,
            probe_window: int = hashing.DEFAULT_PROBE_WINDOW, extra_data=None,
-           loop_fn=jax.lax.fori_loop, graph: Optional[Graph] = None) -> Graph:
+           loop_fn=jax.lax.fori_loop, graph: Optional[Graph] = None,
+           solver: bool = False) -> Graph:
   """Runs `num_simulations` playouts in every game and returns the graph.
 
   Args:
@@ -331,6 +368,9 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
       `root`'s. A game whose graph is empty (`num_nodes == 0`, as `reroot` leaves a
       finished game) starts afresh from `root`. Playouts that find the graph full are
       counted in `capacity_overflows`.
+    solver: prove exact values from terminal states up (`mcgs_jax.solver`) and stop
+      playouts at proven nodes. Pair it with selection rules built with `solver=True`
+      so that they skip dominated proven edges.
 
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
@@ -366,11 +406,11 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
                          root_action_selection_fn=root_action_selection_fn,
                          interior_action_selection_fn=interior_action_selection_fn,
                          max_depth=max_depth, transpositions=transpositions,
-                         stop_at_transposition=stop_at_transposition)
+                         stop_at_transposition=stop_at_transposition, solver=solver)
     graph, path = expand(params, expand_key, graph, path, recurrent_fn=recurrent_fn,
                          hash_fn=hash_fn, transpositions=transpositions,
-                         probe_window=probe_window)
-    return rng_key, backup(graph, path)
+                         probe_window=probe_window, solver=solver)
+    return rng_key, backup(graph, path, solver=solver)
 
   _, graph = loop_fn(0, num_simulations, simulate, (rng_key, graph))
   return graph

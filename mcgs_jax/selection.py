@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax import qtransforms
+from mcgs_jax import solver as solver_lib
 from mcgs_jax.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
@@ -27,15 +28,26 @@ def masked_argmax(scores, invalid_actions):
   return jnp.argmax(scores, axis=-1).astype(jnp.int32)
 
 
+def excluded_actions(graph: Graph, node_index, depth, solver: bool):
+  """`[A]` bool: the root's invalid actions at depth 0, and with `solver` the proven
+  edges not worth a playout (`mcgs_jax.solver.excluded_edges`)."""
+  excluded = graph.root_invalid_actions & (depth == 0)
+  if solver:
+    excluded |= solver_lib.excluded_edges(graph, node_index)
+  return excluded
+
+
 def muzero_action_selection(rng_key, graph: Graph, node_index, depth, *,
                             pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
-                            qtransform=qtransforms.qtransform_by_parent_and_siblings):
+                            qtransform=qtransforms.qtransform_by_parent_and_siblings,
+                            solver: bool = False):
   """PUCT on edge visits:
   `argmax_a  qtransform(Q)(n, a) + c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`
   with `c(n) = pb_c_init + log((N(n) + pb_c_base + 1) / pb_c_base)`.
 
   `N(n) = 1 + sum_b N(n, b)`, as in mctx, so in tree mode this is mctx's rule exactly.
-  At depth 0 the root's invalid actions are never chosen.
+  At depth 0 the root's invalid actions are never chosen; with `solver`, neither are
+  proven edges that another edge beats.
   """
   edge_visits = graph.edge_visits[node_index]
   node_visits = graph.node_visits[node_index]
@@ -45,7 +57,7 @@ def muzero_action_selection(rng_key, graph: Graph, node_index, depth, *,
   value_score = qtransform(graph, node_index)
   tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
   return masked_argmax(value_score + policy_score + tie_break,
-                       graph.root_invalid_actions * (depth == 0))
+                       excluded_actions(graph, node_index, depth, solver))
 
 
 def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
@@ -53,16 +65,18 @@ def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
   return muzero_action_selection(rng_key, graph, node_index, 0, **kwargs)
 
 
-def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform):
+def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform,
+                          solver: bool = False):
   """The (root, interior) pair of PUCT rules with these hyperparameters."""
   interior = functools.partial(muzero_action_selection, pb_c_init=pb_c_init,
-                               pb_c_base=pb_c_base, qtransform=qtransform)
+                               pb_c_base=pb_c_base, qtransform=qtransform, solver=solver)
   root = functools.partial(muzero_root_action_selection, pb_c_init=pb_c_init,
-                           pb_c_base=pb_c_base, qtransform=qtransform)
+                           pb_c_base=pb_c_base, qtransform=qtransform, solver=solver)
   return root, interior
 
 
-def uct_action_selection(rng_key, graph: Graph, node_index, depth, *, c: float = 1.41):
+def uct_action_selection(rng_key, graph: Graph, node_index, depth, *, c: float = 1.41,
+                         solver: bool = False):
   """UCB1 on edges (seed 003): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
 
   `w = (Q(n, a) + 1) / 2` is the win rate of a value in [-1, 1] for the player at n,
@@ -79,4 +93,4 @@ def uct_action_selection(rng_key, graph: Graph, node_index, depth, *, c: float =
   tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
   illegal = jax.nn.softmax(graph.children_prior_logits[node_index]) == 0
   return masked_argmax(scores + tie_break * jnp.maximum(scores, 1.0),
-                       illegal | (graph.root_invalid_actions & (depth == 0)))
+                       illegal | excluded_actions(graph, node_index, depth, solver))

@@ -6,6 +6,7 @@ tic-tac-toe self-play loop with reuse plays legal games to the end.
 visits carried over from one move to the next (recorded in benchmarks/RESULTS.md).
 """
 
+import dataclasses
 import functools
 
 import jax
@@ -24,8 +25,19 @@ BATCH = 4
 SIMS = 40
 CAPACITY = 80
 MORE_SIMS = 20
-NODE_FIELDS = ("node_visits", "raw_values", "node_values", "node_terminal",
-               "edge_visits", "edge_rewards", "edge_discounts")
+NODE_FIELDS = ("node_visits", "raw_values", "node_values", "node_terminal", "node_proven",
+               "proven_values", "edge_visits", "edge_rewards", "edge_discounts")
+# Fields reroot rebuilds rather than copies row by row, checked separately below.
+REBUILT_FIELDS = ("node_keys", "path_marks", "children_index", "children_prior_logits",
+                  "embeddings", "hash_slots", "num_nodes", "transposition_hits",
+                  "dropped_inserts", "capacity_overflows", "root_invalid_actions",
+                  "extra_data")
+
+
+def test_every_graph_field_is_handled():
+  """A field added to Graph must be added to reroot (and to these lists)."""
+  fields = {field.name for field in dataclasses.fields(mg.Graph)}
+  assert fields == set(NODE_FIELDS) | set(REBUILT_FIELDS)
 
 
 def child_root(root, action):
@@ -407,17 +419,50 @@ def measure(game_name="connect_four", *, batch_size=8, num_simulations=128,
   return np.array(carried_per_move), np.array(nodes_per_move), seconds
 
 
+def time_reroot(game_name="connect_four", *, batch_size=16, num_simulations=256,
+                capacity=2048, repeats=20):
+  """Seconds per jitted `reroot` call vs per search, on a first-move graph."""
+  import time  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+  game = make_game(game_name)
+  state = game.init(jax.random.PRNGKey(0), batch_size)
+
+  @jax.jit
+  def run(key):
+    return mg.muzero_policy(None, key, game.root(None, key, state), game.recurrent_fn,
+                            num_simulations, invalid_actions=game.invalid_actions(state),
+                            hash_fn=game.hash_fn, capacity=capacity)
+
+  out = jax.block_until_ready(run(jax.random.PRNGKey(1)))
+  rerooted = jax.block_until_ready(jitted_reroot(out.search_graph, out.action))
+  timings = {}
+  for name, fn in (("search", lambda: run(jax.random.PRNGKey(2))),
+                   ("reroot", lambda: jitted_reroot(out.search_graph, out.action))):
+    start = time.perf_counter()
+    for _ in range(repeats):
+      jax.block_until_ready(fn())
+    timings[name] = (time.perf_counter() - start) / repeats
+  return timings, int(np.max(out.search_graph.num_nodes)), int(np.max(rerooted.num_nodes))
+
+
 if __name__ == "__main__":
   import sys  # pylint: disable=import-outside-toplevel
   if "--measure" not in sys.argv:
     raise SystemExit("usage: python tests/test_reuse.py --measure")
+  print(f"jax {jax.__version__}, backend {jax.default_backend()}")
   for sims, capacity in ((64, 512), (256, 2048)):
     for transpositions in (True, False):
-      carried, _, seconds = measure(num_simulations=sims, capacity=capacity,
-                                    transpositions=transpositions)
-      print(f"S={sims} capacity={capacity} "
-            f"{'graph' if transpositions else 'tree'}: moves={carried.size} "
-            f"mean carried root visits={carried.mean():.1f} "
-            f"({100 * carried.mean() / sims:.0f}% of S), "
-            f"median={np.median(carried):.0f}, zero on {np.mean(carried == 0):.0%} "
-            f"of moves, time={seconds:.1f} s", flush=True)
+      results = [measure(batch_size=16, num_simulations=sims, capacity=capacity,
+                         transpositions=transpositions, seed=seed) for seed in (0, 1)]
+      carried = np.concatenate([r[0] for r in results])
+      seconds = sum(r[2] for r in results)
+      most_nodes = max(int(r[1].max()) for r in results)
+      print(f"| {sims} | {capacity} | {'MCGS' if transpositions else 'MCTS'} | "
+            f"{carried.size} | {carried.mean():.1f} ({carried.mean() / sims:.2f} S) | "
+            f"{np.median(carried):.0f} | {np.mean(carried == 0):.0%} | "
+            f"{np.mean(carried / (carried + sims)):.0%} | {most_nodes} | {seconds:.1f} s |",
+            flush=True)
+  timings, old_nodes, kept_nodes = time_reroot()
+  print(f"reroot timing (connect_four, B=16, S=256, capacity 2048, {old_nodes} nodes "
+        f"-> {kept_nodes} kept): search {1e3 * timings['search']:.1f} ms, reroot "
+        f"{1e3 * timings['reroot']:.2f} ms per call")
