@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
   parser.add_argument("--no-transpositions", action="store_true",
                       help="search a tree instead of a graph")
+  parser.add_argument("--solver", action="store_true",
+                      help="prove exact values during the search (MCTS-solver); the "
+                           "output then says which root actions are proven")
   parser.add_argument("--json", action="store_true",
                       help="one JSON object per position and line instead of tables")
   return parser
@@ -140,12 +143,13 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
 
 
 @functools.lru_cache(maxsize=8)
-def _jitted_search(game, policy: str, simulations: int, transpositions: bool):
+def _jitted_search(game, policy: str, simulations: int, transpositions: bool,
+                   solver: bool):
   """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
   import jax  # pylint: disable=import-outside-toplevel
   import mcgs_jax  # pylint: disable=import-outside-toplevel
 
-  common = dict(invalid_actions=None, hash_fn=game.hash_fn,
+  common = dict(invalid_actions=None, hash_fn=game.hash_fn, solver=solver,
                 transpositions=transpositions, capacity=simulations + 1)
 
   def run(rng_key, state):
@@ -195,6 +199,7 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
+  from mcgs_jax import solver as solver_lib  # pylint: disable=import-outside-toplevel
 
   evaluator = args.evaluator or ("rollout" if args.policy == "uct" else "uniform")
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
@@ -211,7 +216,8 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
     states.append(state)
   batch = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
 
-  search = _jitted_search(game, args.policy, args.simulations, not args.no_transpositions)
+  search = _jitted_search(game, args.policy, args.simulations, not args.no_transpositions,
+                          args.solver)
   output = search(jax.random.PRNGKey(args.seed), batch)
   graph = output.search_graph
   summary = graph.summary()
@@ -223,13 +229,19 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
   num_nodes = np.asarray(graph.num_nodes)
   hits = np.asarray(graph.transposition_hits)
   chosen = np.asarray(output.action)
+  proven, proven_values = jax.vmap(solver_lib.proven_edges, in_axes=(0, None))(graph, 0)
+  proven, proven_values = np.asarray(proven), np.asarray(proven_values)
 
   reports = []
   for b, (moves, state) in enumerate(zip(positions, states)):
     exact = _exact_action_values(game, args.game, moves, state)
     best = max(exact.values()) if exact else None
-    # muzero samples its action; the report shows the most visited one instead.
-    action = int(chosen[b]) if args.policy == "gumbel" else int(np.argmax(visits[b]))
+    # muzero samples its action; the report shows the most visited one instead,
+    # unless the solver decided the root.
+    decided = args.solver and (bool(graph.node_proven[b, 0])
+                               or bool(np.any(proven[b] & (proven_values[b] >= 1))))
+    action = (int(chosen[b]) if args.policy == "gumbel" or decided
+              else int(np.argmax(visits[b])))
     rows = []
     for a in np.flatnonzero(legal[b]):
       row = {"action": int(a), "visits": int(visits[b, a]), "q": float(qvalues[b, a]),
@@ -237,6 +249,10 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
       label = _action_label(game, args.game, int(a))
       if label:
         row["label"] = label
+      if args.solver:
+        row["proven"] = bool(proven[b, a])
+        if proven[b, a]:
+          row["proven_value"] = float(proven_values[b, a])
       if exact is not None:
         row["minimax"] = int(exact[int(a)])
         row["optimal"] = exact[int(a)] == best
@@ -247,6 +263,10 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
               "transpositions": not args.no_transpositions, "action": action,
               "root_value": float(root_values[b]), "num_nodes": int(num_nodes[b]),
               "transposition_hits": int(hits[b]), "actions": rows}
+    if args.solver:
+      report["root_proven"] = bool(graph.node_proven[b, 0])
+      if report["root_proven"]:
+        report["root_proven_value"] = float(graph.proven_values[b, 0])
     if exact is not None:
       report["minimax_value"] = int(best)
       report["optimal_actions"] = sorted(a for a, v in exact.items() if v == best)
@@ -269,14 +289,19 @@ def format_table(report: dict) -> str:
       f"transposition hits {report['transposition_hits']}  action {report['action']}"]
   if "minimax_value" in report:
     lines[-1] += f"  minimax {report['minimax_value']:+d}"
+  if report.get("root_proven"):
+    lines[-1] += f"  proven {report['root_proven_value']:+.0f}"
   rows = report["actions"]
   has_label = any("label" in row for row in rows)
   has_minimax = "minimax_value" in report
+  has_proofs = "root_proven" in report
   total = max(sum(row["visits"] for row in rows), 1)
   header = f"{'action':>6}"
   if has_label:
     header += f"  {'label':<16}"
   header += f"  {'visits':>7}  {'Q':>7}  {'prior':>6}  {'share':>6}"
+  if has_proofs:
+    header += "  proven"
   if has_minimax:
     header += "  minimax"
   lines.append(header)
@@ -286,6 +311,8 @@ def format_table(report: dict) -> str:
       line += f"  {row.get('label', ''):<16}"
     line += (f"  {row['visits']:>7}  {row['q']:>+7.3f}  {row['prior']:>6.3f}  "
              f"{100 * row['visits'] / total:>5.1f}%")
+    if has_proofs:
+      line += (f"  {row['proven_value']:>+6.0f}" if row["proven"] else f"  {'':>6}")
     if has_minimax:
       line += f"  {row['minimax']:>+4d}" + (" *" if row["optimal"] else "")
     lines.append(line)

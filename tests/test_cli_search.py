@@ -137,3 +137,17 @@ def test_gumbel_policy_finds_the_immediate_win(capsys):
   assert report["policy"] == "gumbel"
   assert sum(row["visits"] for row in report["actions"]) == 64
   assert report["action"] == 2
+
+
+def test_solver_reports_proven_root_actions(capsys):
+  (report,) = json_reports(capsys, "--game", "nim:2,4", "--policy", "uct",
+                           "--simulations", "200", "--solver")
+  assert report["root_proven"] and report["root_proven_value"] == 1.0
+  assert report["action"] in report["optimal_actions"]
+  for row in report["actions"]:
+    if row["proven"]:
+      assert row["proven_value"] == row["minimax"]
+  assert sum(row["proven"] for row in report["actions"]) >= 1
+  status, out, _ = run_search(capsys, "--game", "nim:2,4", "--policy", "uct",
+                              "--simulations", "200", "--solver")
+  assert status == 0 and "proven" in out.splitlines()[2]
