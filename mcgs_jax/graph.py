@@ -47,6 +47,8 @@ class Graph:
     never a wrong merge).
   capacity_overflows: `[B]` int32, playouts that needed a new node when all `N`
     were in use; they stopped one edge short and added nothing.
+  parallel_collisions: `[B]` int32, playouts dropped because another playout of the
+    same step (`num_parallel > 1`) expanded their last edge first.
   root_invalid_actions: `[B, A]` bool, actions the root may not select.
   extra_data: anything a policy keeps beside the graph (e.g. Gumbel noise).
   """
@@ -69,6 +71,7 @@ class Graph:
   transposition_hits: chex.Array
   dropped_inserts: chex.Array
   capacity_overflows: chex.Array
+  parallel_collisions: chex.Array
   root_invalid_actions: chex.Array
   extra_data: Any = None
 
@@ -166,5 +169,6 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
       transposition_hits=zeros,
       dropped_inserts=zeros,
       capacity_overflows=zeros,
+      parallel_collisions=zeros,
       root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
       extra_data=extra_data)

@@ -220,7 +220,8 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
                          capacity: Optional[int] = None,
                          probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
                          graph: Optional[Graph] = None,
-                         solver: bool = False) -> types.PolicyOutput:
+                         solver: bool = False,
+                  num_parallel: int = 1) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -262,6 +263,8 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
       the graph held (a game restarted from an empty graph counts from zero).
     solver: prove exact values (`mcgs_jax.solver`); both rules skip dominated proven
       edges, and where the root is decided `action` is the best proven action.
+    num_parallel: playouts per game per step with virtual visits (see
+      `mcgs_jax.search`); Sequential Halving then counts the in-flight visits too.
 
   Returns:
     `PolicyOutput(action [B] int32, action_weights [B, A], search_graph)`, where
@@ -301,7 +304,7 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
       invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
       stop_at_transposition=stop_at_transposition, capacity=capacity,
       probe_window=probe_window, extra_data=extra_data, loop_fn=loop_fn, graph=graph,
-      solver=solver)
+      solver=solver, num_parallel=num_parallel)
 
   # The winner of Sequential Halving: the best-scoring of the most visited actions.
   # (Rows with fewer valid actions may end on a different visit count.)

@@ -24,7 +24,8 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                   temperature: float = 1.0, hash_fn=None, transpositions: bool = True,
                   stop_at_transposition: bool = True, capacity: Optional[int] = None,
                   probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
-                  graph=None, solver: bool = False) -> types.PolicyOutput:
+                  graph=None, solver: bool = False,
+                  num_parallel: int = 1) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph; `mctx.muzero_policy` plus four keywords.
 
   Dirichlet noise is mixed into the root prior, invalid root actions are masked, PUCT
@@ -56,6 +57,8 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
     solver: prove exact values (`mcgs_jax.solver`): playouts stop at proven nodes,
       selection skips dominated proven edges, and when the root has a proven win (or
       is proven) `action` is the best proven action.
+    num_parallel: playouts per game per step with virtual visits, K (see
+      `mcgs_jax.search`); `num_simulations` must be a multiple of K.
 
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
@@ -76,7 +79,8 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
       num_simulations=num_simulations, max_depth=max_depth,
       invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
       stop_at_transposition=stop_at_transposition, capacity=capacity,
-      probe_window=probe_window, loop_fn=loop_fn, graph=graph, solver=solver)
+      probe_window=probe_window, loop_fn=loop_fn, graph=graph, solver=solver,
+      num_parallel=num_parallel)
   action_weights = graph.summary().visit_probs
   choice_weights = _without_proven_losses(graph, action_weights, solver)
   action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
@@ -93,7 +97,8 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                transpositions: bool = True, stop_at_transposition: bool = True,
                capacity: Optional[int] = None,
                probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
-               graph=None, solver: bool = False) -> types.PolicyOutput:
+               graph=None, solver: bool = False,
+                  num_parallel: int = 1) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits) as in seed 003, usually with a rollout evaluator.
 
   Selection ignores the prior except to recognise illegal actions (prior 0). The
@@ -115,7 +120,7 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
       max_depth=max_depth, invalid_actions=invalid_actions, hash_fn=hash_fn,
       transpositions=transpositions, stop_at_transposition=stop_at_transposition,
       capacity=capacity, probe_window=probe_window, loop_fn=loop_fn, graph=graph,
-      solver=solver)
+      solver=solver, num_parallel=num_parallel)
   action_weights = graph.summary().visit_probs
   choice_weights = _without_proven_losses(graph, action_weights, solver)
   action = jnp.argmax(choice_weights, axis=-1).astype(jnp.int32)

@@ -241,4 +241,5 @@ def reroot(graph: Graph, action, *,
       transposition_hits=counter(graph.transposition_hits),
       dropped_inserts=dropped,
       capacity_overflows=counter(graph.capacity_overflows),
+      parallel_collisions=counter(graph.parallel_collisions),
       root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions))

@@ -30,12 +30,14 @@ class Path:
     the last edge, the root when `length == 0`, -1 when the node the last edge needed
     did not fit in the graph (that edge is then not counted).
   leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
+  expands: `[B]` bool, the last edge had no child when it was selected.
   """
   nodes: chex.Array
   actions: chex.Array
   length: chex.Array
   leaf: chex.Array
   leaf_is_new: chex.Array
+  expands: chex.Array
 
 
 def _drop_unless(condition, index, out_of_bounds):
@@ -132,7 +134,9 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
   _, _, _, _, nodes, path_actions, length, path_marks = carry
   path = Path(nodes=nodes, actions=path_actions, length=length,
               leaf=jnp.where(length == 0, ROOT_INDEX, -1).astype(jnp.int32),
-              leaf_is_new=jnp.zeros((batch_size,), jnp.bool_))
+              leaf_is_new=jnp.zeros((batch_size,), jnp.bool_), expands=length > 0)
+  parent, action = last_edge(path)
+  path = path.replace(expands=(length > 0) & (graph.children_index[batch, parent, action] < 0))
   return graph.replace(path_marks=path_marks), path
 
 
@@ -151,18 +155,41 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
   Returns:
     `(graph, path)` with `path.leaf` and `path.leaf_is_new` set.
   """
+  parent, action = last_edge(path)
+  parent_embedding = jax.tree_util.tree_map(
+      lambda x: x[jnp.arange(graph.batch_size), parent], graph.embeddings)
+  output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
+  checks.check_recurrent_output(output, embedding, parent_embedding, graph.batch_size,
+                                graph.num_actions)
+  return link(graph, path, output, embedding, hash_fn=hash_fn,
+              transpositions=transpositions, probe_window=probe_window, solver=solver)
+
+
+def last_edge(path: Path):
+  """`(parent [B], action [B])`: the last edge of every path (garbage where
+  `length == 0`)."""
+  last = jnp.maximum(path.length - 1, 0)
+  batch = jnp.arange(path.length.shape[0])
+  return path.nodes[batch, last], path.actions[batch, last]
+
+
+def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *,
+         hash_fn=None, transpositions: bool = True,
+         probe_window: int = hashing.DEFAULT_PROBE_WINDOW, solver: bool = False):
+  """The second half of `expand`: links the last edge of every path to its child,
+  given what `recurrent_fn` returned for that edge (`[B]` output, `[B, ...]`
+  embedding). Reads the graph afresh, so paths linked one after another see each
+  other's new nodes. A path whose last edge was unexpanded when selected but has a
+  child now was beaten to it by another path of the same step (`num_parallel`): it
+  is dropped whole (length 0, nothing counted) and counted in
+  `parallel_collisions`, so one playout is never counted twice."""
   batch_size, capacity = graph.batch_size, graph.capacity
   batch = jnp.arange(batch_size)
-  last = jnp.maximum(path.length - 1, 0)
-  parent = path.nodes[batch, last]
-  action = path.actions[batch, last]
+  parent, action = last_edge(path)
   child = graph.children_index[batch, parent, action]
+  collided = path.expands & (child >= 0)
+  path = path.replace(length=jnp.where(collided, 0, path.length))
   needs_node = (path.length > 0) & (child < 0)
-
-  parent_embedding = jax.tree_util.tree_map(lambda x: x[batch, parent], graph.embeddings)
-  output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
-  checks.check_recurrent_output(output, embedding, parent_embedding, batch_size,
-                                graph.num_actions)
   discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
   terminal = discount == 0
   # A terminal state's value never reaches its parents (discount 0); store 0.
@@ -222,8 +249,9 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
       num_nodes=graph.num_nodes + create,
       transposition_hits=graph.transposition_hits + linked,
       dropped_inserts=graph.dropped_inserts + dropped,
-      capacity_overflows=graph.capacity_overflows + overflow)
-  leaf = jnp.where(path.length == 0, ROOT_INDEX,
+      capacity_overflows=graph.capacity_overflows + overflow,
+      parallel_collisions=graph.parallel_collisions + collided)
+  leaf = jnp.where(path.length == 0, jnp.where(collided, -1, ROOT_INDEX),
                    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child))
   return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create)
 
@@ -298,6 +326,45 @@ def backup(graph: Graph, path: Path, *, solver: bool = False) -> Graph:
   return jax.lax.fori_loop(0, longest, update, graph)
 
 
+def add_path_visits(graph: Graph, path: Path, delta) -> Graph:
+  """Adds `delta` to the visits of every node and edge on the paths (virtual visits
+  of playouts in flight, so that the next selection in the same step goes elsewhere;
+  the same call with `-delta` takes them back)."""
+  batch = jnp.arange(graph.batch_size)
+
+  def add(depth, graph):
+    node = _drop_unless(depth < path.length, path.nodes[:, depth], graph.capacity)
+    return graph.replace(
+        edge_visits=graph.edge_visits.at[batch, node, path.actions[:, depth]].add(
+            delta, mode="drop"),
+        node_visits=graph.node_visits.at[batch, node].add(delta, mode="drop"))
+
+  return jax.lax.fori_loop(0, jnp.max(path.length), add, graph)
+
+
+def add_path_losses(graph: Graph, path: Path) -> Graph:
+  """Counts a playout in flight as a loss for every player on its path: each node
+  entered below the root takes one virtual visit valued at what makes its edge worth
+  -1 to the player who chose it (`r + discount * x = -1`). Call before
+  `add_path_visits`; restore `node_values` afterwards."""
+  batch = jnp.arange(graph.batch_size)
+
+  def add(depth, graph):
+    parent, action = path.nodes[:, depth - 1], path.actions[:, depth - 1]
+    node = path.nodes[:, depth]
+    discount = graph.edge_discounts[batch, parent, action]
+    reward = graph.edge_rewards[batch, parent, action]
+    safe_discount = jnp.where(discount == 0, 1.0, discount)
+    loss = (-1.0 - reward) / safe_discount
+    visits = graph.node_visits[batch, node]
+    value = (visits * graph.node_values[batch, node] + loss) / (visits + 1)
+    target = _drop_unless((depth < path.length) & (discount != 0), node, graph.capacity)
+    return graph.replace(node_values=graph.node_values.at[batch, target].set(
+        value.astype(graph.node_values.dtype), mode="drop"))
+
+  return jax.lax.fori_loop(1, jnp.max(path.length), add, graph)
+
+
 def _check_continued_graph(graph: Graph, capacity, batch_size: int, num_actions: int,
                            transpositions: bool) -> int:
   """Checks that `graph` can be continued with these arguments; returns its capacity."""
@@ -338,7 +405,7 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
            stop_at_transposition: bool = True, capacity: Optional[int] = None,
            probe_window: int = hashing.DEFAULT_PROBE_WINDOW, extra_data=None,
            loop_fn=jax.lax.fori_loop, graph: Optional[Graph] = None,
-           solver: bool = False) -> Graph:
+           solver: bool = False, num_parallel: int = 1) -> Graph:
   """Runs `num_simulations` playouts in every game and returns the graph.
 
   Args:
@@ -371,12 +438,24 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
     solver: prove exact values from terminal states up (`mcgs_jax.solver`) and stop
       playouts at proven nodes. Pair it with selection rules built with `solver=True`
       so that they skip dominated proven edges.
+    num_parallel: playouts per game per step, K. The K paths are selected one after
+      another, each counting a virtual visit, valued as a loss for the player who
+      chose each edge, on the nodes and edges it passes, so the next one spreads out
+      (virtual loss; taken back before backup); one `recurrent_fn` call evaluates
+      all `K * B` leaves;
+      then the paths are linked and backed up one after another, so two paths that
+      end on the same edge, or reach the same new state, share one node.
+      `num_simulations` stays the total per game and must be a multiple of K.
 
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
   """
   batch_size, num_actions = checks.check_root(root)
   num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
+  num_parallel = checks.check_int("num_parallel", num_parallel, minimum=1)
+  if num_simulations % num_parallel:
+    raise ValueError(f"num_simulations ({num_simulations}) must be a multiple of "
+                     f"num_parallel ({num_parallel})")
   max_depth = checks.check_int("max_depth", num_simulations if max_depth is None
                                else max_depth, minimum=1)
   if graph is not None:
@@ -412,5 +491,47 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
                          probe_window=probe_window, solver=solver)
     return rng_key, backup(graph, path, solver=solver)
 
-  _, graph = loop_fn(0, num_simulations, simulate, (rng_key, graph))
+  def simulate_in_parallel(unused_index, carry):
+    rng_key, graph = carry
+    rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
+
+    def select_one(graph, key):
+      graph, path = select(key, graph,
+                           root_action_selection_fn=root_action_selection_fn,
+                           interior_action_selection_fn=interior_action_selection_fn,
+                           max_depth=max_depth, transpositions=transpositions,
+                           stop_at_transposition=stop_at_transposition, solver=solver)
+      return add_path_visits(add_path_losses(graph, path), path, 1), path
+
+    node_values = graph.node_values
+    graph, paths = jax.lax.scan(select_one, graph,
+                                jax.random.split(select_key, num_parallel))
+    graph, _ = jax.lax.scan(lambda g, path: (add_path_visits(g, path, -1), None),
+                            graph.replace(node_values=node_values), paths)
+    parents, actions = jax.vmap(last_edge)(paths)                       # [K, B]
+    batch = jnp.arange(batch_size)
+    flat = lambda x: x.reshape((num_parallel * batch_size,) + x.shape[2:])
+    unflat = lambda x: x.reshape((num_parallel, batch_size) + x.shape[1:])
+    parent_embedding = jax.tree_util.tree_map(lambda x: flat(x[batch[None], parents]),
+                                              graph.embeddings)
+    output, embedding = recurrent_fn(params, expand_key, flat(actions), parent_embedding)
+    checks.check_recurrent_output(output, embedding, parent_embedding,
+                                  num_parallel * batch_size, num_actions)
+    output, embedding = jax.tree_util.tree_map(unflat, (output, embedding))
+
+    def link_and_backup(graph, inputs):
+      path, output, embedding = inputs
+      graph, path = link(graph, path, output, embedding, hash_fn=hash_fn,
+                         transpositions=transpositions, probe_window=probe_window,
+                         solver=solver)
+      return backup(graph, path, solver=solver), None
+
+    graph, _ = jax.lax.scan(link_and_backup, graph, (paths, output, embedding))
+    return rng_key, graph
+
+  if num_parallel == 1:
+    _, graph = loop_fn(0, num_simulations, simulate, (rng_key, graph))
+  else:
+    _, graph = loop_fn(0, num_simulations // num_parallel, simulate_in_parallel,
+                       (rng_key, graph))
   return graph

@@ -19,7 +19,8 @@ def to_numpy(graph):
       "node_visits", "raw_values", "node_values", "node_terminal", "node_proven",
       "proven_values", "children_index",
       "edge_visits", "edge_rewards", "edge_discounts", "num_nodes",
-      "transposition_hits", "dropped_inserts", "capacity_overflows")}
+      "transposition_hits", "dropped_inserts", "capacity_overflows",
+      "parallel_collisions")}
 
 
 def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1e-5,
@@ -47,6 +48,11 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
     assert np.all(edge_visits >= 0)
     incoming = np.zeros(used)
     np.add.at(incoming, children[children >= 0], edge_visits[children >= 0])
+    parents = np.bincount(children[children >= 0], minlength=used)
+    assert np.all(parents[1:] >= 1), "a node no edge leads to (created twice?)"
+    if tree_mode:
+      assert np.all(parents[1:] == 1), "tree mode: a node with two parents"
+      assert parents[0] == 0
     for node in range(used):
       visits = g["node_visits"][game, node]
       assert visits >= 1
@@ -77,5 +83,6 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
                                  err_msg=f"game {game} node {node}: Q != idempotent formula")
     if (num_simulations is not None and g["capacity_overflows"][game] == 0
         and not g["node_terminal"][game, 0]):
-      assert g["node_visits"][game, 0] == num_simulations + 1
-      assert edge_visits[0].sum() == num_simulations
+      counted = num_simulations - g["parallel_collisions"][game]
+      assert g["node_visits"][game, 0] == counted + 1
+      assert edge_visits[0].sum() == counted

@@ -30,7 +30,8 @@ NODE_FIELDS = ("node_visits", "raw_values", "node_values", "node_terminal", "nod
 # Fields reroot rebuilds rather than copies row by row, checked separately below.
 REBUILT_FIELDS = ("node_keys", "path_marks", "children_index", "children_prior_logits",
                   "embeddings", "hash_slots", "num_nodes", "transposition_hits",
-                  "dropped_inserts", "capacity_overflows", "root_invalid_actions",
+                  "dropped_inserts", "capacity_overflows", "parallel_collisions",
+                  "root_invalid_actions",
                   "extra_data")
 
 

@@ -248,3 +248,32 @@ def test_search_continues_a_graph():
     mg.muzero_policy(None, key2, root, RECURRENT, 5, graph=graph, capacity=50)
   with pytest.raises(ValueError, match="transpositions = False, but graph was built"):
     mg.muzero_policy(None, key2, root, RECURRENT, 5, graph=graph, transpositions=False)
+
+
+@pytest.mark.parametrize("num_parallel", [2, 4])
+@pytest.mark.parametrize("transpositions", [True, False])
+def test_parallel_playouts_keep_invariants_and_never_double_count(num_parallel,
+                                                                   transpositions):
+  out = run(jax.random.PRNGKey(15), options=(("num_parallel", num_parallel),
+                                             ("transpositions", transpositions)))
+  graph = out.search_graph
+  # Collided playouts are dropped and counted; every other one is counted once.
+  check_graph(graph, SIMS, tree_mode=not transpositions)
+  collisions = np.asarray(graph.parallel_collisions)
+  assert np.all(collisions < SIMS // 2)
+  np.testing.assert_array_equal(graph.node_visits[:, 0], SIMS + 1 - collisions)
+  if transpositions:
+    for game in range(4):
+      used = int(graph.num_nodes[game])
+      states = set(zip(np.asarray(graph.embeddings["total"][game, :used]).tolist(),
+                       np.asarray(graph.embeddings["steps"][game, :used]).tolist()))
+      assert len(states) == used, "one state held by two nodes"
+  assert not np.any(np.isnan(np.asarray(out.action_weights)))
+
+
+def test_num_parallel_must_divide_num_simulations():
+  with pytest.raises(ValueError, match=r"num_simulations \(40\) must be a multiple of "
+                                       r"num_parallel \(3\)"):
+    run(jax.random.PRNGKey(0), options=(("num_parallel", 3),))
+  with pytest.raises(ValueError, match="num_parallel must be >= 1"):
+    run(jax.random.PRNGKey(0), options=(("num_parallel", 0),))
