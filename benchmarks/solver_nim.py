@@ -1,0 +1,82 @@
+"""How many simulations the MCTS-solver needs on Nim 3-4-5, graph vs tree.
+
+Nim 3-4-5 is seed 003's position where random rollouts mislead (the only winning move
+is to take 2 from the first heap). With `solver=True`, proofs climb from the terminal
+states; on the graph (120 states) they settle the root, on the tree (about a million
+nodes) they cannot at these budgets. For each S: 12 seeds (one batch), `muzero_policy`
+with the random-rollout evaluator, temperature 0; reports how many seeds play the
+winning move and how many roots are proven.
+
+Usage: python benchmarks/solver_nim.py [--simulations 200,400,800,1600,3200] [--write]
+"""
+
+import argparse
+import datetime
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mcgs_jax as mg
+from mcgs_jax import evaluators
+from mcgs_jax.games.adapter import make_game
+from mcgs_jax.games.nim import Nim
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAPS = (3, 4, 5)
+WINNING_ACTION = 1  # take 2 from heap 0
+SEEDS = 12
+
+
+def run(num_simulations, transpositions, stop_at_transposition, seed=0):
+  env = Nim(HEAPS)
+  game = make_game(env, evaluators.rollout_evaluator(env))
+
+  @jax.jit
+  def search(key):
+    keys = jax.random.split(key, SEEDS)
+    state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(HEAPS)))(keys)
+    root = game.root(None, keys[0], state)
+    return mg.muzero_policy(None, keys[1], root, game.recurrent_fn, num_simulations,
+                            invalid_actions=game.invalid_actions(state),
+                            hash_fn=game.hash_fn, transpositions=transpositions,
+                            stop_at_transposition=stop_at_transposition, solver=True,
+                            temperature=0.0)
+  out = search(jax.random.PRNGKey(seed))
+  graph = out.search_graph
+  return (int(np.sum(np.asarray(out.action) == WINNING_ACTION)),
+          int(np.sum(np.asarray(graph.node_proven[:, 0]))),
+          float(np.mean(graph.num_nodes)))
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--simulations", default="200,400,800,1600,3200")
+  parser.add_argument("--write", action="store_true",
+                      help="append the section to benchmarks/RESULTS.md")
+  args = parser.parse_args(argv)
+  rows = []
+  for transpositions, stop in ((True, True), (True, False), (False, True)):
+    for num_simulations in (int(s) for s in args.simulations.split(",")):
+      right, proven, nodes = run(num_simulations, transpositions, stop)
+      mode = "graph" if transpositions else "tree"
+      rows.append(f"| {mode} | {stop} | {num_simulations} | {right}/{SEEDS} | "
+                  f"{proven}/{SEEDS} | {nodes:.0f} |")
+      print(rows[-1], flush=True)
+  section = "\n".join([
+      f"## MCTS-solver on Nim 3-4-5 (date {datetime.date.today().isoformat()}, "
+      f"2-core CPU, jax {jax.__version__})", "",
+      "`muzero_policy(solver=True)`, random-rollout evaluator, temperature 0, 12 seeds "
+      "per row (one batch), capacity S + 1. Regenerate: "
+      f"`python benchmarks/solver_nim.py --simulations {args.simulations} --write`.", "",
+      "| mode | stop_at_transposition | S | winning move played | root proven | nodes (mean) |",
+      "|---|---|---|---|---|---|", *rows, ""])
+  print(section)
+  if args.write:
+    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:
+      f.write("\n" + section)
+
+
+if __name__ == "__main__":
+  main()
