@@ -73,7 +73,7 @@ def batch_states(game, move_lists):
   return jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
 
 
-def make_search(game, num_simulations, transpositions):
+def make_search(game, num_simulations, transpositions, num_parallel=1):
   @jax.jit
   def search(key, state):
     root_key, search_key = jax.random.split(key)
@@ -81,7 +81,7 @@ def make_search(game, num_simulations, transpositions):
     out = mg.uct_policy(None, search_key, root, game.recurrent_fn, num_simulations,
                         invalid_actions=game.invalid_actions(state), c=C,
                         hash_fn=game.hash_fn, transpositions=transpositions,
-                        capacity=num_simulations + 1)
+                        capacity=num_simulations + 1, num_parallel=num_parallel)
     graph = out.search_graph
     return out.action, graph.num_nodes, graph.transposition_hits
   return search
@@ -92,6 +92,8 @@ def main(argv=None):
   parser.add_argument("--positions", type=int, default=48)
   parser.add_argument("--simulations", default="64,256,1024")
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--num-parallel", default="1",
+                      help="comma-separated K: playouts per game per step (default 1)")
   parser.add_argument("--quick", action="store_true", help="16 positions, S = 64,256")
   parser.add_argument("--all", action="store_true",
                       help="keep positions with a four available at once (not quiet)")
@@ -114,15 +116,17 @@ def main(argv=None):
   share_optimal = np.mean([len(o) / len(v) for o, (_, v) in zip(optimal, positions)])
 
   rows = []
+  parallel = [int(k) for k in args.num_parallel.split(",")]
   for num_simulations in simulations:
-    for transpositions in (True, False):
-      search = make_search(game, num_simulations, transpositions)
+    for transpositions, num_parallel in [(t, k) for k in parallel for t in (True, False)]:
+      search = make_search(game, num_simulations, transpositions, num_parallel)
       start = time.perf_counter()
       actions, nodes, hits = jax.block_until_ready(
           search(jax.random.PRNGKey(args.seed), state))
       seconds = time.perf_counter() - start
       correct = np.array([int(a) in o for a, o in zip(np.asarray(actions), optimal)])
-      rows.append((num_simulations, "MCGS" if transpositions else "MCTS",
+      mode = "MCGS" if transpositions else "MCTS"
+      rows.append((num_simulations, mode if num_parallel == 1 else f"{mode}, K={num_parallel}",
                    correct.mean(), correct.sum(), float(np.mean(nodes)),
                    float(np.mean(hits)), seconds))
       print(rows[-1], flush=True)
@@ -136,7 +140,9 @@ def main(argv=None):
            f"`uct_policy`, c = {C}, random-rollout evaluator (1 rollout), capacity S + 1, "
            f"all positions in one jitted batch per row. Solving took {solve_seconds:.1f} s. "
            f"Regenerate: `python benchmarks/endgame_accuracy.py --positions {num_positions} "
-           f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} --write`.", "",
+           f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} "
+           f"--num-parallel {args.num_parallel} --write`. K: playouts per game per step "
+           f"(`num_parallel`, virtual loss).", "",
            "| S | mode | optimal move chosen | nodes used (mean) | transposition hits (mean) "
            "| time (compile + run) |", "|---|---|---|---|---|---|"]
   for s, mode, accuracy, count, nodes, hits, seconds in rows:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Speed of mcgs_jax against mctx on a lent GPU, in one call of under five minutes.
+# Speed of mcgs_jax against mctx on a lent GPU, in one call of under five minutes:
+# mcgs_jax.benchmark (throughput and S-scaling) and benchmarks/parallel.py (num_parallel).
 #
 # Here (once, in the repository root), fetch the pure-Python wheels the GPU image
 # lacks:   bash benchmarks/gpu.sh fetch
@@ -22,10 +23,15 @@ case "${1:-run}" in
     export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
     out="${OUT:-.}"
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-    # B in {1, 1024, 8192} x S in {64, 256}; per-simulation scaling at B=1024.
-    timeout 280 python3 -m mcgs_jax.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
-      --scaling-batch-size 1024 --scaling-simulations 64,1024 --repeats 3 \
-      --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md"
+    # B in {1, 1024, 8192} x S in {64, 256}; per-simulation scaling at B=256.
+    # Each part prints a JSON line per measurement as it goes, so a part cut by its
+    # timeout still leaves its finished rows.
+    timeout 170 python3 -m mcgs_jax.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
+      --scaling-batch-size 256 --scaling-simulations 64,1024 --repeats 3 \
+      --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md" || true
+    # Several playouts per game per step: B in {1, 64}, S in {64, 256}, K in {1,4,8,16}.
+    timeout 110 python3 benchmarks/parallel.py --batch-sizes 1,64 --simulations 64,256 \
+      --parallel 1,4,8,16 --json "$out/parallel_gpu.json" | tee "$out/parallel_gpu.md" || true
     ;;
   *) echo "usage: bash benchmarks/gpu.sh fetch|run" >&2; exit 2 ;;
 esac

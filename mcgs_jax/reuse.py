@@ -243,3 +243,13 @@ def reroot(graph: Graph, action, *,
       capacity_overflows=counter(graph.capacity_overflows),
       parallel_collisions=counter(graph.parallel_collisions),
       root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions))
+
+
+def empty_like(graph) -> Graph:
+  """A graph of `graph`'s shapes in which every game is empty (`num_nodes == 0`).
+
+  `graph` may be a `Graph` or its `jax.eval_shape`. A search continuing it starts each
+  game afresh from its root, so it is the first `graph=` of a jitted self-play loop
+  that reroots after every move: every move then runs the same compiled function.
+  """
+  return jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), graph)

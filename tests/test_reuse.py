@@ -17,7 +17,7 @@ import pytest
 import mcgs_jax as mg
 from invariants import check_graph, node_formula, to_numpy
 from mcgs_jax import hashing
-from mcgs_jax.reuse import reachable_nodes, reroot
+from mcgs_jax.reuse import empty_like, reachable_nodes, reroot
 from toy_games import commuting_game
 
 ROOT, RECURRENT = commuting_game()
@@ -355,8 +355,7 @@ def make_self_play(game_name, *, batch_size, num_simulations, capacity,
   def init(key):
     state = game.init(key, batch_size)
     shapes = jax.eval_shape(lambda k, s: policy(k, s, None)[0].search_graph, key, state)
-    graph = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-    return state, graph
+    return state, empty_like(shapes)
 
   return game, init, step
 
