@@ -5,6 +5,8 @@ import sys
 USAGE = """usage: mcgs-jax COMMAND [options]
 
 commands:
+  arena    a match between two search agents: score and Elo (default: graph against
+           tree on connect four; see `mcgs-jax arena -h`)
   bench    speed of mcgs_jax against mctx on a pgx game (see `mcgs-jax bench -h`)
   search   search positions and print root tables (see `mcgs-jax search -h`)
 """
@@ -16,6 +18,9 @@ def main(argv=None):
     print(USAGE, end="")
     return 0 if argv else 2
   command, rest = argv[0], argv[1:]
+  if command == "arena":
+    from mcgs_jax import arena_command
+    return arena_command.main(rest)
   if command == "bench":
     from mcgs_jax import benchmark
     benchmark.main(rest)

@@ -1,0 +1,477 @@
+"""Arena: matches between two search agents, every game of a match in one batch.
+
+`play_match(game, agent_a, agent_b, num_games=...)` plays `num_games` games of a
+two-player game between two `Agent`s and returns a `MatchResult` from agent A's
+point of view: wins, draws, losses, score, an Elo difference with a 95% interval,
+game lengths and what each agent's searches used (nodes, transposition hits).
+
+How a match is played:
+  * All games advance together, one ply per call of a jitted step over the whole
+    batch; a Python loop calls it until every game is over (with a tqdm bar when
+    `progress=True`). The step compiles once per match configuration (the ply
+    number is an argument, not a constant).
+  * At every ply both agents search every game and each game keeps the action of
+    the agent whose turn it is there. This costs two searches per ply, but it is
+    right for any turn order (a player may move twice in a row).
+  * Colours alternate: agent A moves first in games `0 .. N/2 - 1` and second in
+    games `N/2 .. N - 1` (`MatchResult.a_first`). Game `i` and game `i + N/2` start
+    from the same initial state and, with `opening_moves > 0`, play the same
+    uniformly random opening of `opening_moves` plies before the agents take over,
+    so every opening is played once with each colour assignment.
+  * pgx draws the first player id at `init`; A's player id in each game is the
+    player to move at the start when A moves first and the other one otherwise.
+    A game's outcome is the sum of the rewards A's player collects in it (+1 win,
+    0 draw, -1 loss for the pgx board games); its sign counts as a win, a draw or
+    a loss.
+  * Agents play for strength, not exploration: no Dirichlet noise and temperature
+    0 for `muzero` (the most visited action), the most visited action for `uct`,
+    and the Sequential-Halving winner for `gumbel`.
+  * With several devices (`len(jax.devices()) > 1`) and `num_games` a multiple of
+    their number, the batch of games is split across all of them with a
+    `jax.sharding.Mesh` over a `"games"` axis; on one device the same code runs
+    unsharded. Results do not depend on the split. With `jax.distributed`
+    initialised on several hosts, `jax.devices()` lists every host's devices and
+    the same call spreads the games over all of them.
+"""
+
+import dataclasses
+import functools
+import math
+import sys
+import time
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcgs_jax import evaluators
+from mcgs_jax.games import adapter
+from mcgs_jax.gumbel import gumbel_muzero_policy
+from mcgs_jax.policies import muzero_policy, uct_policy
+
+POLICIES = ("muzero", "gumbel", "uct")
+EVALUATORS = ("uniform", "rollout", "network")
+MESH_AXIS = "games"
+Z_95 = 1.959963984540054  # two-sided 95% quantile of the standard normal
+_MAX_PLIES = 100_000  # safety cap on a match's length, far above any supported game
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+  """A search agent: a policy, a leaf evaluator and the search's settings.
+
+  Attributes:
+    policy: `"muzero"`, `"gumbel"` or `"uct"`.
+    evaluator: `"uniform"` (uniform prior, value 0), `"rollout"` (random
+      playouts, `num_rollouts` per leaf) or `"network"` (`apply_fn` with the
+      params passed to `play_match`).
+    num_simulations: simulations per move.
+    transpositions: search a graph (MCGS, True) or a tree (MCTS, False).
+    solver: prove exact values during the search (MCTS-solver).
+    num_parallel: playouts per game per search step (virtual visits).
+    num_rollouts: random playouts per evaluation with `evaluator="rollout"`.
+    apply_fn: `apply_fn(params, observation) -> (logits, value)` for
+      `evaluator="network"`.
+    name: a label for reports; `describe()` is used when empty.
+  """
+  policy: str = "muzero"
+  evaluator: str = "uniform"
+  num_simulations: int = 64
+  transpositions: bool = True
+  solver: bool = False
+  num_parallel: int = 1
+  num_rollouts: int = 1
+  apply_fn: Optional[Callable] = None
+  name: str = ""
+
+  def __post_init__(self):
+    if self.policy not in POLICIES:
+      raise ValueError(f"unknown policy {self.policy!r}; expected one of {POLICIES}")
+    if self.evaluator not in EVALUATORS:
+      raise ValueError(f"unknown evaluator {self.evaluator!r}; expected one of "
+                       f"{EVALUATORS}")
+    if self.evaluator == "network" and self.apply_fn is None:
+      raise ValueError("evaluator 'network' needs apply_fn")
+    for field in ("num_simulations", "num_parallel", "num_rollouts"):
+      if int(getattr(self, field)) < 1:
+        raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}")
+    if self.num_simulations % self.num_parallel:
+      raise ValueError(f"num_simulations ({self.num_simulations}) must be a multiple of "
+                       f"num_parallel ({self.num_parallel})")
+
+  def describe(self) -> str:
+    """`name`, or e.g. `"muzero/rollout/64 graph"`."""
+    if self.name:
+      return self.name
+    text = (f"{self.policy}/{self.evaluator}/{self.num_simulations} "
+            f"{'graph' if self.transpositions else 'tree'}")
+    if self.solver:
+      text += " solver"
+    if self.num_parallel > 1:
+      text += f" K={self.num_parallel}"
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchResult:
+  """The result of a match, from agent A's point of view.
+
+  Attributes:
+    wins, draws, losses: games A won, drew and lost (they sum to `games`).
+    score: `(wins + draws / 2) / games`.
+    elo: Elo difference of A over B implied by the score (`elo_from_score`).
+    elo_ci95: `(low, high)`, a 95% interval for `elo` (`elo_interval`).
+    score_ci95: `(low, high)`, the same interval on the score.
+    games: number of games.
+    mean_game_length: mean number of plies per game, openings included.
+    agents: `{"a": stats, "b": stats}`; each `stats` dict has `name`, `searches`
+      (searches whose move was played), `mean_nodes` and `mean_transposition_hits`
+      (per search), and `nodes_per_ply` (a list: the mean nodes of that agent's
+      searches at each ply, `nan` where it did not move).
+    outcomes: `[games]` float, the rewards A collected in each game.
+    a_first: `[games]` bool, A moved first.
+    game_lengths: `[games]` int, plies played.
+    openings: `[games, opening_moves]` int, the random opening of each game.
+    seconds: wall-clock time of the match, compilation included.
+    num_devices: devices the games were spread over.
+  """
+  wins: int
+  draws: int
+  losses: int
+  score: float
+  elo: float
+  elo_ci95: Tuple[float, float]
+  score_ci95: Tuple[float, float]
+  games: int
+  mean_game_length: float
+  agents: Dict[str, Dict[str, Any]]
+  outcomes: np.ndarray
+  a_first: np.ndarray
+  game_lengths: np.ndarray
+  openings: np.ndarray
+  seconds: float
+  num_devices: int
+
+  def to_dict(self) -> Dict[str, Any]:
+    """A JSON-ready dict: arrays and tuples as lists, `nan` as None."""
+    return {field.name: _json_ready(getattr(self, field.name))
+            for field in dataclasses.fields(self)}
+
+
+def _json_ready(value):
+  """`value` with arrays and tuples as lists and non-finite floats as None."""
+  if isinstance(value, np.ndarray):
+    value = value.tolist()
+  if isinstance(value, dict):
+    return {key: _json_ready(item) for key, item in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_json_ready(item) for item in value]
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  return value
+
+
+# ---------------------------------------------------------------------------------
+# Elo
+
+
+def elo_from_score(score: float) -> float:
+  """`-400 log10(1 / score - 1)`: the Elo difference whose expected score is
+  `score` (0 at 0.5; infinite at 0 and 1, so callers clip)."""
+  if score <= 0.0:
+    return -math.inf
+  if score >= 1.0:
+    return math.inf
+  return -400.0 * math.log10(1.0 / score - 1.0)
+
+
+def elo_interval(points: np.ndarray) -> Tuple[float, float, Tuple[float, float],
+                                               Tuple[float, float]]:
+  """Score, Elo and their 95% intervals from per-game points (1, 0.5 or 0).
+
+  The interval is the normal approximation on the mean score, `score +- 1.96
+  s / sqrt(N)` with `s` the sample standard deviation of the points plus one win
+  and one loss (so that 16 wins of 16 do not give a zero-width interval), mapped
+  through `elo_from_score`. Scores are clipped to `[0.5 / N, 1 - 0.5 / N]` before
+  mapping, so a clean sweep gives a large finite Elo rather than infinity.
+
+  Returns:
+    `(score, elo, (elo_low, elo_high), (score_low, score_high))`.
+  """
+  points = np.asarray(points, np.float64)
+  count = points.size
+  if count == 0:
+    raise ValueError("no games")
+  score = float(points.mean())
+  # One extra win and one extra loss in the spread only (as Agresti-Coull does for
+  # proportions): a clean sweep or all draws still get an interval of nonzero width.
+  spread = float(np.concatenate([points, [0.0, 1.0]]).std(ddof=1))
+  half_width = Z_95 * spread / math.sqrt(count)
+  low_clip, high_clip = 0.5 / count, 1.0 - 0.5 / count
+  clip = lambda value: min(max(value, low_clip), high_clip)
+  score_low = max(score - half_width, 0.0)
+  score_high = min(score + half_width, 1.0)
+  elo = elo_from_score(clip(score))
+  elo_low, elo_high = elo_from_score(clip(score_low)), elo_from_score(clip(score_high))
+  return score, elo, (elo_low, elo_high), (score_low, score_high)
+
+
+# ---------------------------------------------------------------------------------
+# Agents as jittable functions
+
+
+@functools.lru_cache(maxsize=32)
+def _game_from_spec(spec: str) -> adapter.Game:
+  """`make_game(spec)`, cached so that repeated matches reuse compiled steps."""
+  return adapter.make_game(spec)
+
+
+def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
+  """`game` with the agent's evaluator."""
+  if agent.evaluator == "uniform":
+    evaluator = evaluators.uniform_evaluator()
+  elif agent.evaluator == "rollout":
+    evaluator = evaluators.rollout_evaluator(game.env, num_rollouts=agent.num_rollouts)
+  else:
+    evaluator = evaluators.network_evaluator(agent.apply_fn)
+  return dataclasses.replace(game, evaluator=evaluator)
+
+
+def _make_search(game: adapter.Game, agent: Agent) -> Callable:
+  """`search(params, key, state) -> (action [B], nodes [B], hits [B])`.
+
+  Finished games get an all-invalid root (a trivial search, action 0).
+  """
+  game = _agent_game(game, agent)
+  common = dict(hash_fn=game.hash_fn, transpositions=agent.transpositions,
+                solver=agent.solver, num_parallel=agent.num_parallel)
+  if agent.policy == "muzero":
+    policy = functools.partial(muzero_policy, dirichlet_fraction=0.0, temperature=0.0,
+                               **common)
+  elif agent.policy == "gumbel":
+    policy = functools.partial(gumbel_muzero_policy, **common)
+  else:
+    policy = functools.partial(uct_policy, **common)
+
+  def search(params, key, state):
+    root_key, search_key = jax.random.split(key)
+    finished = evaluators.is_finished(state)
+    invalid = game.invalid_actions(state) | finished[:, None]
+    root = game.root(params, root_key, state)
+    out = policy(params, search_key, root, game.recurrent_fn, agent.num_simulations,
+                 invalid_actions=invalid)
+    graph = out.search_graph
+    return out.action, graph.num_nodes, graph.transposition_hits
+
+  return search
+
+
+def _random_legal_action(keys, legal_action_mask):
+  """One uniformly random legal action per game (`[B]` int32) from `[B]` keys."""
+  logits = jnp.where(legal_action_mask, 0.0, -jnp.inf)
+  return jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+
+
+def _tree_where(mask, new, old):
+  """Per game: `new` where `mask [B]`, else `old` (pytrees of `[B, ...]`)."""
+
+  def pick(a, b):
+    return jnp.where(jnp.reshape(mask, mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+  return jax.tree_util.tree_map(pick, new, old)
+
+
+@functools.lru_cache(maxsize=16)
+def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
+               opening_moves: int) -> Callable:
+  """The jitted per-ply step of a match (cached per configuration).
+
+  `step(params_a, params_b, key, ply, state, a_player, opening_keys)` returns
+  `(state, action, a_moved, searched, nodes, hits)`: the states after the ply,
+  the action played, whether A was to move, whether a search chose the move
+  (not finished, not an opening ply), and the nodes and transposition hits of
+  the search of the agent to move.
+  """
+  search_a = _make_search(game, agent_a)
+  search_b = _make_search(game, agent_b)
+
+  def searched_actions(params_a, params_b, key, state, a_to_move):
+    key_a, key_b = jax.random.split(key)
+    action_a, nodes_a, hits_a = search_a(params_a, key_a, state)
+    action_b, nodes_b, hits_b = search_b(params_b, key_b, state)
+    return (jnp.where(a_to_move, action_a, action_b),
+            jnp.where(a_to_move, nodes_a, nodes_b),
+            jnp.where(a_to_move, hits_a, hits_b))
+
+  def random_actions(params_a, params_b, key, state, a_to_move, opening_keys, ply):
+    del params_a, params_b, key, a_to_move
+    keys = jax.vmap(jax.random.fold_in, (0, None))(opening_keys, ply)
+    action = _random_legal_action(keys, state.legal_action_mask)
+    zeros = jnp.zeros(action.shape, jnp.int32)
+    return action, zeros, zeros
+
+  @jax.jit
+  def step(params_a, params_b, key, ply, state, a_player, opening_keys):
+    finished = evaluators.is_finished(state)
+    a_to_move = state.current_player == a_player
+    in_opening = ply < opening_moves
+    if opening_moves > 0:
+      action, nodes, hits = jax.lax.cond(
+          in_opening,
+          lambda: random_actions(params_a, params_b, key, state, a_to_move,
+                                 opening_keys, ply),
+          lambda: searched_actions(params_a, params_b, key, state, a_to_move))
+    else:
+      action, nodes, hits = searched_actions(params_a, params_b, key, state, a_to_move)
+    action = jnp.where(finished, 0, action).astype(jnp.int32)
+    new_state = _tree_where(finished, state, game.step(state, action))
+    searched = ~finished & ~in_opening
+    return new_state, action, a_to_move, searched, nodes, hits
+
+  return step
+
+
+# ---------------------------------------------------------------------------------
+# Matches
+
+
+def _mesh_sharding(num_games: int):
+  """A `NamedSharding` over all devices on the games axis, or None (one device, or
+  `num_games` not a multiple of the device count)."""
+  devices = jax.devices()
+  if len(devices) < 2 or num_games % len(devices):
+    return None
+  mesh = jax.sharding.Mesh(np.asarray(devices), (MESH_AXIS,))
+  return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(MESH_AXIS))
+
+
+def _fetch(arrays):
+  """The arrays as numpy, whole: gathered from every host when there are several
+  (untested), else copied from the local devices."""
+  if jax.process_count() > 1:
+    from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
+    return jax.tree_util.tree_map(np.asarray,
+                                  multihost_utils.process_allgather(arrays, tiled=True))
+  return jax.device_get(arrays)
+
+
+def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
+               agent_b: Agent, *, num_games: int, seed: int = 0, params_a=None,
+               params_b=None, opening_moves: int = 0,
+               progress: bool = False) -> MatchResult:
+  """Plays `num_games` games between `agent_a` and `agent_b`; see the module doc.
+
+  Args:
+    game_spec_or_game: a `make_game` spec (`"connect_four"`, `"tic_tac_toe"`,
+      `"nim:3,4,5"`, ...) or a `Game` (its evaluator is replaced by each agent's).
+    agent_a, agent_b: the agents; results are A's.
+    num_games: games to play, even and >= 2 (half with A first).
+    seed: the only source of randomness (initial states, openings, searches).
+    params_a, params_b: evaluator parameters (network weights) of A and B.
+    opening_moves: plies of uniformly random legal moves at the start of each game.
+    progress: show a tqdm bar of finished games on stderr.
+
+  Returns:
+    A `MatchResult`. The same arguments give the same result, on any number of
+    devices.
+
+  Raises:
+    ValueError: for a bad game spec, an odd or non-positive `num_games`, a
+      negative `opening_moves` or a bad agent setting.
+  """
+  num_games = int(num_games)
+  if num_games < 2 or num_games % 2:
+    raise ValueError(f"num_games must be even and at least 2, got {num_games}")
+  opening_moves = int(opening_moves)
+  if opening_moves < 0:
+    raise ValueError(f"opening_moves must be >= 0, got {opening_moves}")
+  for label, agent in (("agent_a", agent_a), ("agent_b", agent_b)):
+    if not isinstance(agent, Agent):
+      raise TypeError(f"{label} must be an Agent, got {type(agent).__name__}")
+  if isinstance(game_spec_or_game, str):
+    game = _game_from_spec(game_spec_or_game)
+  else:
+    game = game_spec_or_game
+  started = time.perf_counter()
+  step = _make_step(game, agent_a, agent_b, opening_moves)
+
+  half = num_games // 2
+  init_key, opening_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
+  # Game i and game i + N/2 share their initial state and opening keys.
+  pair_init_keys = jax.random.split(init_key, half)
+  pair_opening_keys = jax.random.split(opening_key, half)
+  state = jax.vmap(game.env.init)(jnp.concatenate([pair_init_keys, pair_init_keys]))
+  opening_keys = jnp.concatenate([pair_opening_keys, pair_opening_keys])
+  a_first = np.arange(num_games) < half
+  first_player = np.asarray(state.current_player)
+  a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
+
+  sharding = _mesh_sharding(num_games)
+  if sharding is not None:
+    state, a_player, opening_keys = jax.device_put((state, a_player, opening_keys),
+                                                   sharding)
+
+  outcomes = np.zeros(num_games, np.float64)
+  lengths = np.zeros(num_games, np.int64)
+  openings = np.zeros((num_games, opening_moves), np.int64)
+  totals = {side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []}
+            for side in ("a", "b")}
+  bar = None
+  if progress:
+    from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+    bar = tqdm(total=num_games, unit="game", file=sys.stderr, leave=False,
+               desc=f"{agent_a.describe()} vs {agent_b.describe()}")
+  try:
+    finished = np.asarray(evaluators.is_finished(state))
+    ply = 0
+    while not finished.all():
+      if ply >= _MAX_PLIES:
+        raise RuntimeError(f"games still running after {_MAX_PLIES} plies")
+      key = jax.random.fold_in(search_key, ply)
+      state, action, a_moved, searched, nodes, hits = step(
+          params_a, params_b, key, jnp.int32(ply), state, a_player, opening_keys)
+      action, a_moved, searched, nodes, hits, now_finished, rewards = _fetch((
+          action, a_moved, searched, nodes, hits, evaluators.is_finished(state),
+          evaluators.rewards_of(state, a_player)))
+      active = ~finished
+      outcomes += np.where(active, rewards, 0.0)
+      lengths += active
+      if ply < opening_moves:
+        openings[:, ply] = np.where(active, action, -1)
+      for side, mask in (("a", searched & a_moved), ("b", searched & ~a_moved)):
+        count = int(mask.sum())
+        totals[side]["searches"] += count
+        totals[side]["nodes"] += float(nodes[mask].sum())
+        totals[side]["hits"] += float(hits[mask].sum())
+        totals[side]["nodes_per_ply"].append(
+            float(nodes[mask].mean()) if count else float("nan"))
+      if bar is not None:
+        bar.update(int(now_finished.sum() - finished.sum()))
+      finished = np.asarray(now_finished)
+      ply += 1
+  finally:
+    if bar is not None:
+      bar.close()
+
+  wins = int((outcomes > 0).sum())
+  losses = int((outcomes < 0).sum())
+  draws = num_games - wins - losses
+  points = np.where(outcomes > 0, 1.0, np.where(outcomes < 0, 0.0, 0.5))
+  score, elo, elo_ci, score_ci = elo_interval(points)
+  agents = {}
+  for side, agent in (("a", agent_a), ("b", agent_b)):
+    searches = totals[side]["searches"]
+    agents[side] = {
+        "name": agent.describe(),
+        "searches": searches,
+        "mean_nodes": totals[side]["nodes"] / searches if searches else 0.0,
+        "mean_transposition_hits": totals[side]["hits"] / searches if searches else 0.0,
+        "nodes_per_ply": totals[side]["nodes_per_ply"],
+    }
+  return MatchResult(
+      wins=wins, draws=draws, losses=losses, score=score, elo=elo, elo_ci95=elo_ci,
+      score_ci95=score_ci, games=num_games, mean_game_length=float(lengths.mean()),
+      agents=agents, outcomes=outcomes, a_first=a_first, game_lengths=lengths,
+      openings=openings, seconds=time.perf_counter() - started,
+      num_devices=1 if sharding is None else len(jax.devices()))

@@ -1,0 +1,224 @@
+"""`mcgs-jax arena`: a match between two search agents, with its score and Elo.
+
+Without arguments it plays the default match, graph against tree: agent A is UCT
+with random-rollout leaves searching a graph (MCGS), agent B the same search on a
+tree (MCTS), both with 512 simulations per move, 128 games of connect four from 64
+random 3-ply openings, each played once with each colour assignment. Every flag
+changes one side of that (`--a-...`, `--b-...`) or the match (`--game`, `--games`,
+`--openings`, `--seed`).
+
+It prints the match and each agent's settings, the result from A's side (wins,
+draws, losses, score, Elo difference with a 95% interval) and what each agent's
+searches used (nodes and transposition hits per move). `--json` prints one JSON
+object instead; `--plot FILE.png` draws the score with its interval and the nodes
+per move of both agents. A progress bar of finished games goes to stderr.
+
+Bad input exits with status 2 and a single line `mcgs-jax arena: error: ...` on
+stderr.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Optional, Sequence
+
+PROG = "mcgs-jax arena"
+POLICIES = ("muzero", "gumbel", "uct")
+EVALUATORS = ("uniform", "rollout")
+DEFAULTS = dict(game="connect_four", policy="uct", evaluator="rollout", simulations=512,
+                games=128, openings=3)
+
+
+class _Parser(argparse.ArgumentParser):
+  """An ArgumentParser whose errors are one line, `mcgs-jax arena: error: ...`."""
+
+  def error(self, message):
+    self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+  return value
+
+
+def _non_negative_int(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+  if value < 0:
+    raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+  return value
+
+
+def _even_games(text: str) -> int:
+  value = _positive_int(text)
+  if value % 2:
+    raise argparse.ArgumentTypeError(
+        f"expected an even number of games (each opening is played with both colour "
+        f"assignments), got {text!r}")
+  return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = _Parser(prog=PROG, description=(
+      "Play a match between two search agents (A and B) and print A's score and Elo "
+      "difference. Default: UCT with rollouts, graph (MCGS) against tree (MCTS), on "
+      "connect four."))
+  parser.add_argument("--game", default=DEFAULTS["game"],
+                      help="tic_tac_toe, connect_four, another pgx id with a "
+                           "transposition key, nim:3,4,5 or dag:... "
+                           "(default: %(default)s)")
+  parser.add_argument("--games", type=_even_games, default=DEFAULTS["games"],
+                      help="games to play, even: half with A moving first "
+                           "(default: %(default)s)")
+  parser.add_argument("--openings", type=_non_negative_int, default=DEFAULTS["openings"],
+                      help="plies of uniformly random moves opening every game; game i "
+                           "and game i + games/2 share their opening "
+                           "(default: %(default)s)")
+  parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  for side, mode in (("a", "graph"), ("b", "tree")):
+    upper = side.upper()
+    group = parser.add_argument_group(f"agent {upper}")
+    group.add_argument(f"--{side}-policy", choices=list(POLICIES),
+                       default=DEFAULTS["policy"],
+                       help=f"{upper}'s search policy (default: %(default)s)")
+    group.add_argument(f"--{side}-evaluator", choices=list(EVALUATORS),
+                       default=DEFAULTS["evaluator"],
+                       help=f"{upper}'s leaf evaluator (default: %(default)s)")
+    group.add_argument(f"--{side}-rollouts", type=_positive_int, default=1,
+                       help=f"random playouts per evaluation for {upper}'s rollout "
+                            "evaluator (default: %(default)s)")
+    group.add_argument(f"--{side}-simulations", type=_positive_int,
+                       default=DEFAULTS["simulations"],
+                       help=f"{upper}'s simulations per move (default: %(default)s)")
+    group.add_argument(f"--{side}-mode", choices=("graph", "tree"), default=mode,
+                       help=f"{upper} searches a graph (MCGS) or a tree (MCTS) "
+                            "(default: %(default)s)")
+    group.add_argument(f"--{side}-no-transpositions", action="store_true",
+                       help=f"same as --{side}-mode tree")
+    group.add_argument(f"--{side}-solver", action="store_true",
+                       help=f"{upper} proves exact values during its searches")
+    group.add_argument(f"--{side}-parallel", type=_positive_int, default=1,
+                       help=f"{upper}'s playouts per search step (virtual visits); must "
+                            f"divide its simulations (default: %(default)s)")
+  parser.add_argument("--json", action="store_true",
+                      help="print one JSON object with the result instead of text")
+  parser.add_argument("--plot", metavar="FILE.png",
+                      help="save a figure: the score with its 95%% interval and the "
+                           "nodes per move of both agents")
+  return parser
+
+
+def _agent(args, side: str):
+  """The `Agent` of one side from the parsed flags."""
+  from mcgs_jax.arena import Agent  # pylint: disable=import-outside-toplevel
+  get = lambda name: getattr(args, f"{side}_{name}")
+  transpositions = get("mode") == "graph" and not get("no_transpositions")
+  return Agent(policy=get("policy"), evaluator=get("evaluator"),
+               num_simulations=get("simulations"), transpositions=transpositions,
+               solver=get("solver"), num_parallel=get("parallel"),
+               num_rollouts=get("rollouts"))
+
+
+def format_result(game: str, result, openings: int) -> str:
+  """The text report of a match."""
+  agents = result.agents
+  low, high = result.elo_ci95
+  score_low, score_high = result.score_ci95
+  lines = [
+      f"{game}: {result.games} games ({result.games // 2} openings of {openings} random "
+      f"plies, each with both colour assignments) on {result.num_devices} device(s), "
+      f"{result.seconds:.0f} s",
+      f"  A: {agents['a']['name']}",
+      f"  B: {agents['b']['name']}",
+      f"A: {result.wins} wins, {result.draws} draws, {result.losses} losses  "
+      f"score {result.score:.3f} [{score_low:.3f}, {score_high:.3f}]",
+      f"Elo of A over B: {result.elo:+.0f}  95% interval [{low:+.0f}, {high:+.0f}]",
+      f"mean game length {result.mean_game_length:.1f} plies",
+      f"{'':<3}{'searches':>9}  {'nodes/move':>10}  {'transposition hits/move':>23}"]
+  for side in ("a", "b"):
+    stats = agents[side]
+    lines.append(f"{side.upper():<3}{stats['searches']:>9}  {stats['mean_nodes']:>10.1f}  "
+                 f"{stats['mean_transposition_hits']:>23.1f}")
+  return "\n".join(lines)
+
+
+def save_plot(path: str, game: str, result) -> None:
+  """Two panels: A's score with its 95% interval, and nodes per move by ply."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4),
+                                       gridspec_kw={"width_ratios": [1, 2]})
+  low, high = result.score_ci95
+  left.errorbar([0], [result.score], yerr=[[result.score - low], [high - result.score]],
+                fmt="o", capsize=8, color="tab:blue")
+  left.axhline(0.5, color="grey", linestyle="--", linewidth=1)
+  left.set_xlim(-1, 1)
+  left.set_ylim(0, 1)
+  left.set_xticks([])
+  left.set_ylabel("score of A")
+  left.set_title(f"W {result.wins} D {result.draws} L {result.losses}\n"
+                 f"Elo {result.elo:+.0f} [{result.elo_ci95[0]:+.0f}, "
+                 f"{result.elo_ci95[1]:+.0f}]", fontsize=9)
+  for side, colour in (("a", "tab:blue"), ("b", "tab:orange")):
+    stats = result.agents[side]
+    nodes = stats["nodes_per_ply"]
+    plies = [ply for ply, value in enumerate(nodes) if not math.isnan(value)]
+    right.plot(plies, [nodes[ply] for ply in plies], "o-", markersize=3, color=colour,
+               label=f"{side.upper()}: {stats['name']}")
+  right.set_xlabel("ply")
+  right.set_ylabel("nodes per search (mean over games)")
+  right.set_title(f"{game}, {result.games} games", fontsize=9)
+  right.legend(fontsize=8)
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  plt.close(figure)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs `mcgs-jax arena`; returns the exit status (0 ok, 2 bad input)."""
+  parser = build_parser()
+  try:
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+  except SystemExit as exit_:
+    return exit_.code if isinstance(exit_.code, int) else 2
+  if args.plot is not None:
+    directory = os.path.dirname(os.path.abspath(args.plot))
+    if not os.path.isdir(directory):
+      print(f"{PROG}: error: cannot write {args.plot!r}: no directory {directory!r}",
+            file=sys.stderr)
+      return 2
+  try:
+    from mcgs_jax import arena  # pylint: disable=import-outside-toplevel
+    agent_a, agent_b = _agent(args, "a"), _agent(args, "b")
+    result = arena.play_match(args.game, agent_a, agent_b, num_games=args.games,
+                              seed=args.seed, opening_moves=args.openings,
+                              progress=True)
+  except (ValueError, TypeError) as error:
+    message = " ".join(str(error).split()) or type(error).__name__
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+  if args.plot is not None:
+    save_plot(args.plot, args.game, result)
+  if args.json:
+    report = result.to_dict()
+    report["game"] = args.game
+    report["openings_plies"] = args.openings
+    report["seed"] = args.seed
+    if args.plot is not None:
+      report["plot"] = args.plot
+    print(json.dumps(report))
+  else:
+    print(format_result(args.game, result, args.openings))
+    if args.plot is not None:
+      print(f"plot saved to {args.plot}")
+  return 0

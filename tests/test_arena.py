@@ -1,0 +1,224 @@
+"""Tests of `mcgs_jax.arena` and `mcgs-jax arena` (tiny matches on tic_tac_toe)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mcgs_jax import arena, arena_command
+from mcgs_jax.arena import Agent, play_match
+
+# One match configuration for every test that plays (the sharding test, in a
+# subprocess, and the command-line tests too), so its step compiles once per process.
+STRONG = Agent(policy="uct", evaluator="rollout", num_simulations=64)
+WEAK = Agent(policy="muzero", evaluator="uniform", num_simulations=2)
+NUM_GAMES = 16
+OPENING = 2
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+def strong_vs_weak():
+  return play_match("tic_tac_toe", STRONG, WEAK, num_games=NUM_GAMES, seed=SEED,
+                    opening_moves=OPENING)
+
+
+def test_strong_agent_wins(strong_vs_weak):
+  result = strong_vs_weak
+  assert result.wins + result.draws + result.losses == NUM_GAMES == result.games
+  assert result.score == pytest.approx((result.wins + result.draws / 2) / NUM_GAMES)
+  assert result.score >= 0.75
+  assert result.elo > 0
+  assert result.elo_ci95[0] <= result.elo <= result.elo_ci95[1]
+  assert result.outcomes.shape == (NUM_GAMES,)
+  assert set(np.unique(result.outcomes)) <= {-1.0, 0.0, 1.0}
+  assert result.wins == int((result.outcomes > 0).sum())
+
+
+def test_colours_alternate_and_openings_are_shared(strong_vs_weak):
+  result = strong_vs_weak
+  half = NUM_GAMES // 2
+  assert result.a_first.sum() == half
+  assert result.a_first[:half].all() and not result.a_first[half:].any()
+  assert result.openings.shape == (NUM_GAMES, OPENING)
+  np.testing.assert_array_equal(result.openings[:half], result.openings[half:])
+  assert len({tuple(row) for row in result.openings[:half]}) > 1  # openings vary
+  assert (result.game_lengths >= OPENING).all()
+  assert result.mean_game_length == pytest.approx(result.game_lengths.mean())
+
+
+def test_search_statistics(strong_vs_weak):
+  a, b = strong_vs_weak.agents["a"], strong_vs_weak.agents["b"]
+  assert a["name"] == "uct/rollout/64 graph" and b["name"] == "muzero/uniform/2 graph"
+  plies = int(strong_vs_weak.game_lengths.sum()) - OPENING * NUM_GAMES
+  assert a["searches"] + b["searches"] == plies
+  assert 1 < a["mean_nodes"] <= 65
+  assert 1 < b["mean_nodes"] <= 3
+  assert a["mean_transposition_hits"] > 0  # tic_tac_toe transposes at once
+  assert b["mean_transposition_hits"] >= 0
+  json.dumps(strong_vs_weak.to_dict(), allow_nan=False)
+
+
+def test_same_seed_same_result(strong_vs_weak):
+  again = play_match("tic_tac_toe", STRONG, WEAK, num_games=NUM_GAMES, seed=SEED,
+                     opening_moves=OPENING)
+  np.testing.assert_array_equal(again.outcomes, strong_vs_weak.outcomes)
+  np.testing.assert_array_equal(again.openings, strong_vs_weak.openings)
+  assert again.to_dict()["agents"] == strong_vs_weak.to_dict()["agents"]
+
+
+@pytest.mark.parametrize("bad, error", [
+    (dict(num_games=3), ValueError), (dict(num_games=0), ValueError),
+    (dict(num_games=4, opening_moves=-1), ValueError)])
+def test_bad_match_arguments(bad, error):
+  with pytest.raises(error):
+    play_match("tic_tac_toe", STRONG, WEAK, **bad)
+
+
+def test_bad_agents():
+  with pytest.raises(ValueError, match="policy"):
+    Agent(policy="alphabeta")
+  with pytest.raises(ValueError, match="apply_fn"):
+    Agent(evaluator="network")
+  with pytest.raises(ValueError, match="multiple"):
+    Agent(num_simulations=10, num_parallel=4)
+  with pytest.raises(TypeError):
+    play_match("tic_tac_toe", "uct", WEAK, num_games=2)
+
+
+# ---------------------------------------------------------------------------------
+# Elo
+
+
+def test_elo_from_score():
+  assert arena.elo_from_score(0.5) == 0.0
+  assert arena.elo_from_score(0.75) == pytest.approx(400 * math.log10(3))
+  for score in (0.1, 0.3, 0.6, 0.99):
+    assert arena.elo_from_score(score) == pytest.approx(-arena.elo_from_score(1 - score))
+  assert arena.elo_from_score(1.0) == math.inf and arena.elo_from_score(0.0) == -math.inf
+
+
+def test_elo_interval():
+  even = np.array([1.0, 0.0] * 10)
+  score, elo, (low, high), (score_low, score_high) = arena.elo_interval(even)
+  assert score == 0.5 and elo == 0.0
+  assert low == pytest.approx(-high) and low < 0 < high
+  assert score_low < 0.5 < score_high
+  points = np.array([1.0] * 12 + [0.5] * 4 + [0.0] * 4)
+  score, elo, (low, high), _ = arena.elo_interval(points)
+  assert score == pytest.approx(0.7) and low < elo < high
+  mirrored = arena.elo_interval(1.0 - points)
+  assert mirrored[1] == pytest.approx(-elo)
+  assert mirrored[2] == pytest.approx((-high, -low))
+  sweep = arena.elo_interval(np.ones(16))
+  assert math.isfinite(sweep[1]) and sweep[2][0] < sweep[1] == sweep[2][1]
+  wider = arena.elo_interval(points[::2])  # fewer games: a wider interval
+  assert wider[2][1] - wider[2][0] > high - low
+
+
+# ---------------------------------------------------------------------------------
+# Sharding
+
+
+SHARDED_SCRIPT = textwrap.dedent(f"""
+    import os, json
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    import jax
+    from mcgs_jax.arena import Agent, play_match
+    result = play_match("tic_tac_toe", {STRONG!r}, {WEAK!r}, num_games={NUM_GAMES},
+                        seed={SEED}, opening_moves={OPENING})
+    print(json.dumps(dict(devices=len(jax.devices()), used=result.num_devices,
+                          outcomes=result.outcomes.tolist(),
+                          openings=result.openings.tolist(),
+                          wdl=[result.wins, result.draws, result.losses],
+                          agents=result.to_dict()["agents"])))
+""")
+
+
+def test_sharded_match_equals_unsharded(strong_vs_weak):
+  env = dict(os.environ)
+  env.pop("XLA_FLAGS", None)
+  env["JAX_PLATFORMS"] = "cpu"
+  completed = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env,
+                             capture_output=True, text=True, timeout=300, check=True)
+  sharded = json.loads(completed.stdout.strip().splitlines()[-1])
+  assert sharded["devices"] == 4 and sharded["used"] == 4
+  result = strong_vs_weak
+  assert result.num_devices == 1
+  assert sharded["wdl"] == [result.wins, result.draws, result.losses]
+  assert sharded["outcomes"] == result.outcomes.tolist()
+  assert sharded["openings"] == result.openings.tolist()
+  assert sharded["agents"] == result.to_dict()["agents"]
+
+
+# ---------------------------------------------------------------------------------
+# Command line
+
+MATCH_FLAGS = ["--game", "tic_tac_toe", "--games", str(NUM_GAMES), "--openings",
+               str(OPENING), "--seed", str(SEED),
+               "--a-policy", "uct", "--a-evaluator", "rollout", "--a-simulations", "64",
+               "--b-policy", "muzero", "--b-evaluator", "uniform", "--b-simulations", "2",
+               "--b-mode", "graph"]
+
+
+def test_cli_flags_make_the_agents():
+  args = arena_command.build_parser().parse_args(MATCH_FLAGS)
+  assert arena_command._agent(args, "a") == STRONG  # pylint: disable=protected-access
+  assert arena_command._agent(args, "b") == WEAK  # pylint: disable=protected-access
+  args = arena_command.build_parser().parse_args(
+      ["--a-no-transpositions", "--b-mode", "graph", "--b-solver", "--b-parallel", "4",
+       "--b-rollouts", "3"])
+  a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")  # pylint: disable=protected-access
+  assert not a.transpositions and b.transpositions
+  assert b.solver and b.num_parallel == 4 and b.num_rollouts == 3
+  assert (a.policy, a.evaluator, a.num_simulations) == ("uct", "rollout", 512)
+
+
+def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
+  plot = tmp_path / "arena.png"
+  assert arena_command.main(MATCH_FLAGS + ["--json", "--plot", str(plot)]) == 0
+  report = json.loads(capsys.readouterr().out)
+  for key in ("wins", "draws", "losses", "score", "elo", "elo_ci95", "games", "agents",
+              "outcomes", "a_first", "mean_game_length"):
+    assert key in report
+  assert report["games"] == NUM_GAMES
+  assert [report["wins"], report["draws"], report["losses"]] == [
+      strong_vs_weak.wins, strong_vs_weak.draws, strong_vs_weak.losses]
+  assert report["outcomes"] == strong_vs_weak.outcomes.tolist()
+  assert report["agents"]["a"]["name"] == "uct/rollout/64 graph"
+  assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_text(capsys):
+  assert arena_command.main(MATCH_FLAGS) == 0
+  out = capsys.readouterr().out
+  assert "Elo of A over B" in out
+  assert "A: uct/rollout/64 graph" in out and "B: muzero/uniform/2 graph" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["--games", "3"], ["--games", "x"], ["--a-policy", "alphabeta"],
+    ["--openings", "-1"], ["--frobnicate"], ["--game", "no_such_game", "--games", "2"],
+    ["--a-simulations", "10", "--a-parallel", "4", "--games", "2"],
+    ["--plot", "/no/such/dir/x.png"]])
+def test_cli_bad_input(argv, capsys):
+  assert arena_command.main(argv) == 2
+  captured = capsys.readouterr()
+  assert captured.out == ""
+  lines = captured.err.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith("mcgs-jax arena: error: ")
+
+
+def test_cli_bad_flag_in_a_subprocess():
+  completed = subprocess.run(
+      [sys.executable, "-m", "mcgs_jax.cli", "arena", "--games", "odd"],
+      capture_output=True, text=True, timeout=120)
+  assert completed.returncode == 2
+  assert completed.stdout == ""
+  assert len(completed.stderr.strip().splitlines()) == 1
+  assert "Traceback" not in completed.stderr
