@@ -43,7 +43,7 @@ import numpy as np
 from mcgs_jax import checks
 from mcgs_jax import hashing
 from mcgs_jax import qtransforms
-from mcgs_jax import solver as solver_lib
+from mcgs_jax import proofs
 from mcgs_jax import types
 from mcgs_jax.graph import Graph, ROOT_INDEX
 from mcgs_jax.policies import mask_invalid_actions
@@ -261,7 +261,7 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
     graph: a previous graph to continue (see `mcgs_jax.search`). Sequential Halving
       then schedules only this call's playouts, counting root visits above those
       the graph held (a game restarted from an empty graph counts from zero).
-    solver: prove exact values (`mcgs_jax.solver`); both rules skip dominated proven
+    solver: prove exact values (`mcgs_jax.proofs`); both rules skip dominated proven
       edges, and where the root is decided `action` is the best proven action.
     num_parallel: playouts per game per step with virtual visits (see
       `mcgs_jax.search`); Sequential Halving then counts the in-flight visits too.
@@ -314,7 +314,7 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
                            completed_qvalues, visits)
   action = masked_argmax(score, invalid_actions)
   if solver:
-    action = solver_lib.prefer_proven(graph, action)
+    action = proofs.prefer_proven(graph, action)
 
   action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues,
                                                        invalid_actions))

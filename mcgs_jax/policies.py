@@ -11,7 +11,7 @@ from mcgs_jax import hashing
 from mcgs_jax import qtransforms
 from mcgs_jax import search as search_lib
 from mcgs_jax import selection
-from mcgs_jax import solver as solver_lib
+from mcgs_jax import proofs
 from mcgs_jax import types
 
 
@@ -54,7 +54,7 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
     probe_window: hash slots read per lookup.
     graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
       of `mcgs_jax.reroot(previous.search_graph, action)`.
-    solver: prove exact values (`mcgs_jax.solver`): playouts stop at proven nodes,
+    solver: prove exact values (`mcgs_jax.proofs`): playouts stop at proven nodes,
       selection skips dominated proven edges, and when the root has a proven win (or
       is proven) `action` is the best proven action.
     num_parallel: playouts per game per step with virtual visits, K (see
@@ -87,7 +87,7 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
   has_visits = jnp.any(choice_weights > 0, axis=-1)
   action = jnp.where(has_visits, action, 0)
-  return types.PolicyOutput(action=solver_lib.prefer_proven(graph, action) if solver else action,
+  return types.PolicyOutput(action=proofs.prefer_proven(graph, action) if solver else action,
                             action_weights=action_weights, search_graph=graph)
 
 
@@ -124,7 +124,7 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
   action_weights = graph.summary().visit_probs
   choice_weights = _without_proven_losses(graph, action_weights, solver)
   action = jnp.argmax(choice_weights, axis=-1).astype(jnp.int32)
-  return types.PolicyOutput(action=solver_lib.prefer_proven(graph, action) if solver else action,
+  return types.PolicyOutput(action=proofs.prefer_proven(graph, action) if solver else action,
                             action_weights=action_weights, search_graph=graph)
 
 
@@ -134,7 +134,7 @@ def _without_proven_losses(graph, action_weights, solver: bool):
   `solver`. The returned `action_weights` stay the visit distribution."""
   if not solver:
     return action_weights
-  excluded = jax.vmap(solver_lib.excluded_edges, in_axes=(0, None))(graph, 0)
+  excluded = jax.vmap(proofs.excluded_edges, in_axes=(0, None))(graph, 0)
   return jnp.where(excluded, 0.0, action_weights)
 
 

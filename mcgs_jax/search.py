@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from mcgs_jax import checks
 from mcgs_jax import hashing
-from mcgs_jax import solver as solver_lib
+from mcgs_jax import proofs
 from mcgs_jax import types
 from mcgs_jax.graph import Graph, ROOT_INDEX, empty_graph
 
@@ -92,7 +92,7 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     if solver:
       # A child whose proof is only stale (its children settle it) counts as proven:
       # the playout stops there and backup records the proof.
-      provable, _ = jax.vmap(solver_lib.prove_node)(graph, known_child)
+      provable, _ = jax.vmap(proofs.prove_node)(graph, known_child)
       proceed &= ~(graph.node_proven[batch, known_child] | provable)
     if transpositions:
       proceed &= path_marks[batch, known_child] != stamp
@@ -273,7 +273,7 @@ def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
   batch = jnp.arange(graph.batch_size)
   leaf = jnp.maximum(path.leaf, 0)
   existing = (path.leaf >= 0) & ~path.leaf_is_new & ~graph.node_terminal[batch, leaf]
-  proven, proven_value = jax.vmap(solver_lib.prove_node)(graph, leaf)
+  proven, proven_value = jax.vmap(proofs.prove_node)(graph, leaf)
   target = _drop_unless(existing & proven & ~graph.node_proven[batch, leaf], leaf,
                         graph.capacity)
   return graph.replace(
@@ -288,7 +288,7 @@ def backup(graph: Graph, path: Path, *, solver: bool = False) -> Graph:
   Walks the path from its end to the root: `N(n, a) += 1` on each edge (the last one
   only if its child exists), then the idempotent update of `n`. A playout that ended
   at a terminal node adds one to that node's visits. With `solver`, each node on the
-  path is also re-proven (`mcgs_jax.solver.prove_node`); a proven node's `Q` is its
+  path is also re-proven (`mcgs_jax.proofs.prove_node`); a proven node's `Q` is its
   proven value.
   """
   batch_size, capacity = graph.batch_size, graph.capacity
@@ -313,7 +313,7 @@ def backup(graph: Graph, path: Path, *, solver: bool = False) -> Graph:
     visits, value = jax.vmap(recompute_node)(graph, node)
     target = _drop_unless(on_path, node, capacity)
     if solver:
-      proven, proven_value = jax.vmap(solver_lib.prove_node)(graph, node)
+      proven, proven_value = jax.vmap(proofs.prove_node)(graph, node)
       value = jnp.where(proven, proven_value, value)
       graph = graph.replace(
           node_proven=graph.node_proven.at[batch, target].set(proven, mode="drop"),
@@ -435,7 +435,7 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
       `root`'s. A game whose graph is empty (`num_nodes == 0`, as `reroot` leaves a
       finished game) starts afresh from `root`. Playouts that find the graph full are
       counted in `capacity_overflows`.
-    solver: prove exact values from terminal states up (`mcgs_jax.solver`) and stop
+    solver: prove exact values from terminal states up (`mcgs_jax.proofs`) and stop
       playouts at proven nodes. Pair it with selection rules built with `solver=True`
       so that they skip dominated proven edges.
     num_parallel: playouts per game per step, K. The K paths are selected one after

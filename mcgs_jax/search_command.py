@@ -199,7 +199,7 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from mcgs_jax import solver as solver_lib  # pylint: disable=import-outside-toplevel
+  from mcgs_jax import proofs  # pylint: disable=import-outside-toplevel
 
   evaluator = args.evaluator or ("rollout" if args.policy == "uct" else "uniform")
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
@@ -229,7 +229,7 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
   num_nodes = np.asarray(graph.num_nodes)
   hits = np.asarray(graph.transposition_hits)
   chosen = np.asarray(output.action)
-  proven, proven_values = jax.vmap(solver_lib.proven_edges, in_axes=(0, None))(graph, 0)
+  proven, proven_values = jax.vmap(proofs.proven_edges, in_axes=(0, None))(graph, 0)
   proven, proven_values = np.asarray(proven), np.asarray(proven_values)
 
   reports = []

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax import qtransforms
-from mcgs_jax import solver as solver_lib
+from mcgs_jax import proofs
 from mcgs_jax.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
@@ -30,10 +30,10 @@ def masked_argmax(scores, invalid_actions):
 
 def excluded_actions(graph: Graph, node_index, depth, solver: bool):
   """`[A]` bool: the root's invalid actions at depth 0, and with `solver` the proven
-  edges not worth a playout (`mcgs_jax.solver.excluded_edges`)."""
+  edges not worth a playout (`mcgs_jax.proofs.excluded_edges`)."""
   excluded = graph.root_invalid_actions & (depth == 0)
   if solver:
-    excluded |= solver_lib.excluded_edges(graph, node_index)
+    excluded |= proofs.excluded_edges(graph, node_index)
   return excluded
 
 

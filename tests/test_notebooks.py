@@ -8,7 +8,6 @@ missing `jupyter kernelspec install` step can send the notebook to another Pytho
 """
 
 import json
-import os
 import pathlib
 import sys
 import time

@@ -1,4 +1,4 @@
-"""MCTS-solver on the graph: exact values proven from terminal states upwards.
+"""MCTS-solver proofs on the graph: exact values proven from terminal states upwards.
 
 A terminal node is proven with value 0 (its outcome is the reward of the edge that
 leads there). An edge into a proven child has the exact value
