@@ -48,9 +48,8 @@ import numpy as np
 from mcgs_jax import evaluators
 from mcgs_jax.games import adapter
 from mcgs_jax.gumbel import gumbel_muzero_policy
-from mcgs_jax.policies import muzero_policy, uct_policy
+from mcgs_jax.policies import POLICY_NAMES, muzero_policy, uct_policy
 
-POLICIES = ("muzero", "gumbel", "uct")
 EVALUATORS = ("uniform", "rollout", "network")
 MESH_AXIS = "games"
 Z_95 = 1.959963984540054  # two-sided 95% quantile of the standard normal
@@ -86,8 +85,8 @@ class Agent:
   name: str = ""
 
   def __post_init__(self):
-    if self.policy not in POLICIES:
-      raise ValueError(f"unknown policy {self.policy!r}; expected one of {POLICIES}")
+    if self.policy not in POLICY_NAMES:
+      raise ValueError(f"unknown policy {self.policy!r}; expected one of {POLICY_NAMES}")
     if self.evaluator not in EVALUATORS:
       raise ValueError(f"unknown evaluator {self.evaluator!r}; expected one of "
                        f"{EVALUATORS}")

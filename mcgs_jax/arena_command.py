@@ -24,38 +24,17 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from mcgs_jax.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.policies import POLICY_NAMES
+
 PROG = "mcgs-jax arena"
-POLICIES = ("muzero", "gumbel", "uct")
 EVALUATORS = ("uniform", "rollout")
 DEFAULTS = dict(game="connect_four", policy="uct", evaluator="rollout", simulations=512,
                 games=128, openings=3)
 
 
-class _Parser(argparse.ArgumentParser):
-  """An ArgumentParser whose errors are one line, `mcgs-jax arena: error: ...`."""
-
-  def error(self, message):
-    self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive_int(text: str) -> int:
-  try:
-    value = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-  if value < 1:
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-  return value
-
-
-def _non_negative_int(text: str) -> int:
-  try:
-    value = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-  if value < 0:
-    raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-  return value
+_positive_int = int_at_least(1)
+_non_negative_int = int_at_least(0)
 
 
 def _even_games(text: str) -> int:
@@ -68,7 +47,7 @@ def _even_games(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-  parser = _Parser(prog=PROG, description=(
+  parser = OneLineErrorParser(prog=PROG, description=(
       "Play a match between two search agents (A and B) and print A's score and Elo "
       "difference. Default: UCT with rollouts, graph (MCGS) against tree (MCTS), on "
       "connect four."))
@@ -87,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
   for side, mode in (("a", "graph"), ("b", "tree")):
     upper = side.upper()
     group = parser.add_argument_group(f"agent {upper}")
-    group.add_argument(f"--{side}-policy", choices=list(POLICIES),
+    group.add_argument(f"--{side}-policy", choices=list(POLICY_NAMES),
                        default=DEFAULTS["policy"],
                        help=f"{upper}'s search policy (default: %(default)s)")
     group.add_argument(f"--{side}-evaluator", choices=list(EVALUATORS),

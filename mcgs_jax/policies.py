@@ -14,6 +14,9 @@ from mcgs_jax import selection
 from mcgs_jax import proofs
 from mcgs_jax import types
 
+# Every policy by the name the command line and the arena use.
+POLICY_NAMES = ("muzero", "gumbel", "uct")
+
 
 def muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
                   num_simulations: int, invalid_actions=None,

@@ -27,33 +27,21 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
+from mcgs_jax.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.policies import POLICY_NAMES
+
 PROG = "mcgs-jax search"
 CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
 _CONNECT_FOUR_CELLS = 42
 
 
-class _Parser(argparse.ArgumentParser):
-  """An ArgumentParser whose errors are one line, `mcgs-jax search: error: ...`."""
-
-  def error(self, message):
-    self.exit(2, f"{self.prog}: error: {message}\n")
+_positive_int = int_at_least(1)
 
 
-def _positive_int(text: str) -> int:
-  try:
-    value = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-  if value < 1:
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-  return value
-
-
-POLICIES = ("muzero", "gumbel", "uct")
 
 
 def build_parser() -> argparse.ArgumentParser:
-  parser = _Parser(prog=PROG, description=(
+  parser = OneLineErrorParser(prog=PROG, description=(
       "Search positions with Monte-Carlo Graph Search and print the root statistics."))
   parser.add_argument("--game", default="tic_tac_toe",
                       help="nim:3,4,5, tic_tac_toe, connect_four, another pgx id with a "
@@ -66,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
   where.add_argument("--positions", metavar="FILE",
                      help="file with one comma-separated move list per line (an empty "
                           "line is the start position); all are searched in one batch")
-  parser.add_argument("--policy", choices=list(POLICIES), default="muzero",
+  parser.add_argument("--policy", choices=list(POLICY_NAMES), default="muzero",
                       help="search policy (default: %(default)s)")
   parser.add_argument("--evaluator", choices=("uniform", "rollout"),
                       help="leaf evaluator (default: rollout for uct, uniform otherwise)")

@@ -1,0 +1,26 @@
+"""What the `mcgs-jax` subcommands share: one-line argument errors, integer checks."""
+
+import argparse
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+  """An ArgumentParser whose errors are one line, `PROG: error: ...`, exit status 2."""
+
+  def error(self, message):
+    self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def int_at_least(minimum: int):
+  """An argparse `type` accepting integers >= `minimum`, with a one-line error."""
+  expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+  def parse(text: str) -> int:
+    try:
+      value = int(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if value < minimum:
+      raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+  return parse
