@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax import evaluators
+from mcgs_jax import reuse
 from mcgs_jax.games import adapter
 from mcgs_jax.gumbel import gumbel_muzero_policy
 from mcgs_jax.policies import POLICY_NAMES, muzero_policy, uct_policy
@@ -72,6 +73,11 @@ class Agent:
     num_rollouts: random playouts per evaluation with `evaluator="rollout"`.
     apply_fn: `apply_fn(params, observation) -> (logits, value)` for
       `evaluator="network"`.
+    reuse: keep the graph between plies (`mcgs_jax.reroot` by the move played, the
+      agent's own and the opponent's) and continue it at the next search.
+    capacity: nodes per game of the graph; default `num_simulations + 1`, or
+      `4 * num_simulations + 1` with `reuse` (what does not fit is counted in the
+      graph's `capacity_overflows`, never corrupts it).
     name: a label for reports; `describe()` is used when empty.
   """
   policy: str = "muzero"
@@ -82,6 +88,8 @@ class Agent:
   num_parallel: int = 1
   num_rollouts: int = 1
   apply_fn: Optional[Callable] = None
+  reuse: bool = False
+  capacity: Optional[int] = None
   name: str = ""
 
   def __post_init__(self):
@@ -95,6 +103,8 @@ class Agent:
     for field in ("num_simulations", "num_parallel", "num_rollouts"):
       if int(getattr(self, field)) < 1:
         raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}")
+    if self.capacity is not None and int(self.capacity) < 2:
+      raise ValueError(f"capacity must be at least 2, got {self.capacity}")
     if self.num_simulations % self.num_parallel:
       raise ValueError(f"num_simulations ({self.num_simulations}) must be a multiple of "
                        f"num_parallel ({self.num_parallel})")
@@ -107,6 +117,8 @@ class Agent:
             f"{'graph' if self.transpositions else 'tree'}")
     if self.solver:
       text += " solver"
+    if self.reuse:
+      text += " reuse"
     if self.num_parallel > 1:
       text += f" K={self.num_parallel}"
     return text
@@ -238,13 +250,17 @@ def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
 
 
 def _make_search(game: adapter.Game, agent: Agent) -> Callable:
-  """`search(params, key, state) -> (action [B], nodes [B], hits [B])`.
+  """`search(params, key, state, graph) -> (action [B], nodes [B], hits [B], graph)`.
 
-  Finished games get an all-invalid root (a trivial search, action 0).
+  Finished games get an all-invalid root (a trivial search, action 0). With
+  `agent.reuse`, `graph` is the previous search's graph rerooted (or an all-empty
+  graph) and the search continues it; otherwise it is None and returned as None.
   """
   game = _agent_game(game, agent)
+  capacity = agent.capacity or (4 * agent.num_simulations + 1 if agent.reuse
+                                else agent.num_simulations + 1)
   common = dict(hash_fn=game.hash_fn, transpositions=agent.transpositions,
-                solver=agent.solver, num_parallel=agent.num_parallel)
+                solver=agent.solver, num_parallel=agent.num_parallel, capacity=capacity)
   if agent.policy == "muzero":
     policy = functools.partial(muzero_policy, dirichlet_fraction=0.0, temperature=0.0,
                                **common)
@@ -253,17 +269,27 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   else:
     policy = functools.partial(uct_policy, **common)
 
-  def search(params, key, state):
+  def search(params, key, state, graph):
     root_key, search_key = jax.random.split(key)
     finished = evaluators.is_finished(state)
     invalid = game.invalid_actions(state) | finished[:, None]
     root = game.root(params, root_key, state)
     out = policy(params, search_key, root, game.recurrent_fn, agent.num_simulations,
-                 invalid_actions=invalid)
-    graph = out.search_graph
-    return out.action, graph.num_nodes, graph.transposition_hits
+                 invalid_actions=invalid, graph=graph)
+    searched = out.search_graph
+    return (out.action, searched.num_nodes, searched.transposition_hits,
+            searched if agent.reuse else None)
 
   return search
+
+
+def _initial_graph(search: Callable, params, state, agent: Agent):
+  """An all-empty graph of the shapes `search` produces (None without reuse)."""
+  if not agent.reuse:
+    return None
+  shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3],
+                          params, state)
+  return reuse.empty_like(shapes)
 
 
 def _random_legal_action(keys, legal_action_mask):
@@ -286,49 +312,53 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
                opening_moves: int) -> Callable:
   """The jitted per-ply step of a match (cached per configuration).
 
-  `step(params_a, params_b, key, ply, state, a_player, opening_keys)` returns
-  `(state, action, a_moved, searched, nodes, hits)`: the states after the ply,
-  the action played, whether A was to move, whether a search chose the move
-  (not finished, not an opening ply), and the nodes and transposition hits of
-  the search of the agent to move.
+  `step(params_a, params_b, key, ply, state, a_player, opening_keys, graphs)`
+  returns `(state, action, a_moved, searched, nodes, hits, graphs)`: the states after
+  the ply, the action played, whether A was to move, whether a search chose the move
+  (not finished, not an opening ply), the nodes and transposition hits of the
+  search of the agent to move, and the agents' graphs `(graph_a, graph_b)` rerooted
+  by the move played (None for an agent without `reuse`; during the opening plies
+  the graphs stay as they are, empty).
   """
   search_a = _make_search(game, agent_a)
   search_b = _make_search(game, agent_b)
 
-  def searched_actions(params_a, params_b, key, state, a_to_move):
+  def searched_actions(params_a, params_b, key, state, a_to_move, graphs):
     key_a, key_b = jax.random.split(key)
-    action_a, nodes_a, hits_a = search_a(params_a, key_a, state)
-    action_b, nodes_b, hits_b = search_b(params_b, key_b, state)
-    return (jnp.where(a_to_move, action_a, action_b),
-            jnp.where(a_to_move, nodes_a, nodes_b),
-            jnp.where(a_to_move, hits_a, hits_b))
+    action_a, nodes_a, hits_a, graph_a = search_a(params_a, key_a, state, graphs[0])
+    action_b, nodes_b, hits_b, graph_b = search_b(params_b, key_b, state, graphs[1])
+    action = jnp.where(a_to_move, action_a, action_b)
+    return (action, jnp.where(a_to_move, nodes_a, nodes_b),
+            jnp.where(a_to_move, hits_a, hits_b), (graph_a, graph_b))
 
-  def random_actions(params_a, params_b, key, state, a_to_move, opening_keys, ply):
-    del params_a, params_b, key, a_to_move
+  def random_actions(state, opening_keys, ply, graphs):
     keys = jax.vmap(jax.random.fold_in, (0, None))(opening_keys, ply)
     action = _random_legal_action(keys, state.legal_action_mask)
     zeros = jnp.zeros(action.shape, jnp.int32)
-    return action, zeros, zeros
+    return action, zeros, zeros, graphs
 
   @jax.jit
-  def step(params_a, params_b, key, ply, state, a_player, opening_keys):
+  def step(params_a, params_b, key, ply, state, a_player, opening_keys, graphs):
     finished = evaluators.is_finished(state)
     a_to_move = state.current_player == a_player
     in_opening = ply < opening_moves
     if opening_moves > 0:
-      action, nodes, hits = jax.lax.cond(
+      action, nodes, hits, searched_graphs = jax.lax.cond(
           in_opening,
-          lambda: random_actions(params_a, params_b, key, state, a_to_move,
-                                 opening_keys, ply),
-          lambda: searched_actions(params_a, params_b, key, state, a_to_move))
+          lambda: random_actions(state, opening_keys, ply, graphs),
+          lambda: searched_actions(params_a, params_b, key, state, a_to_move, graphs))
     else:
-      action, nodes, hits = searched_actions(params_a, params_b, key, state, a_to_move)
+      action, nodes, hits, searched_graphs = searched_actions(
+          params_a, params_b, key, state, a_to_move, graphs)
     action = jnp.where(finished, 0, action).astype(jnp.int32)
     new_state = _tree_where(finished, state, game.step(state, action))
     searched = ~finished & ~in_opening
-    return new_state, action, a_to_move, searched, nodes, hits
+    # Rerooting an empty graph (opening plies) gives an empty graph again.
+    graphs = tuple(None if graph is None else reuse.reroot(graph, action)
+                   for graph in searched_graphs)
+    return new_state, action, a_to_move, searched, nodes, hits, graphs
 
-  return step
+  return step, search_a, search_b
 
 
 # ---------------------------------------------------------------------------------
@@ -393,7 +423,7 @@ def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
   else:
     game = game_spec_or_game
   started = time.perf_counter()
-  step = _make_step(game, agent_a, agent_b, opening_moves)
+  step, search_a, search_b = _make_step(game, agent_a, agent_b, opening_moves)
 
   half = num_games // 2
   init_key, opening_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
@@ -406,10 +436,12 @@ def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
   first_player = np.asarray(state.current_player)
   a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
 
+  graphs = (_initial_graph(search_a, params_a, state, agent_a),
+            _initial_graph(search_b, params_b, state, agent_b))
   sharding = _mesh_sharding(num_games)
   if sharding is not None:
-    state, a_player, opening_keys = jax.device_put((state, a_player, opening_keys),
-                                                   sharding)
+    state, a_player, opening_keys, graphs = jax.device_put(
+        (state, a_player, opening_keys, graphs), sharding)
 
   outcomes = np.zeros(num_games, np.float64)
   lengths = np.zeros(num_games, np.int64)
@@ -428,8 +460,8 @@ def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
       if ply >= _MAX_PLIES:
         raise RuntimeError(f"games still running after {_MAX_PLIES} plies")
       key = jax.random.fold_in(search_key, ply)
-      state, action, a_moved, searched, nodes, hits = step(
-          params_a, params_b, key, jnp.int32(ply), state, a_player, opening_keys)
+      state, action, a_moved, searched, nodes, hits, graphs = step(
+          params_a, params_b, key, jnp.int32(ply), state, a_player, opening_keys, graphs)
       action, a_moved, searched, nodes, hits, now_finished, rewards = _fetch((
           action, a_moved, searched, nodes, hits, evaluators.is_finished(state),
           evaluators.rewards_of(state, a_player)))

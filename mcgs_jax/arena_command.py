@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"same as --{side}-mode tree")
     group.add_argument(f"--{side}-solver", action="store_true",
                        help=f"{upper} proves exact values during its searches")
+    group.add_argument(f"--{side}-reuse", action="store_true",
+                       help=f"{upper} keeps its graph between moves (reroot) and "
+                            f"continues it")
     group.add_argument(f"--{side}-parallel", type=_positive_int, default=1,
                        help=f"{upper}'s playouts per search step (virtual visits); must "
                             f"divide its simulations (default: %(default)s)")
@@ -103,7 +106,7 @@ def _agent(args, side: str):
   transpositions = get("mode") == "graph" and not get("no_transpositions")
   return Agent(policy=get("policy"), evaluator=get("evaluator"),
                num_simulations=get("simulations"), transpositions=transpositions,
-               solver=get("solver"), num_parallel=get("parallel"),
+               solver=get("solver"), reuse=get("reuse"), num_parallel=get("parallel"),
                num_rollouts=get("rollouts"))
 
 

@@ -1,5 +1,6 @@
 """Tests of `mcgs_jax.arena` and `mcgs-jax arena` (tiny matches on tic_tac_toe)."""
 
+import dataclasses
 import json
 import math
 import os
@@ -62,6 +63,21 @@ def test_search_statistics(strong_vs_weak):
   assert a["mean_transposition_hits"] > 0  # tic_tac_toe transposes at once
   assert b["mean_transposition_hits"] >= 0
   json.dumps(strong_vs_weak.to_dict(), allow_nan=False)
+
+
+def test_reuse_carries_the_graph_between_moves(strong_vs_weak):
+  """An agent that reroots its graph after every ply plays the same kind of match,
+  and its searches hold more nodes (the kept subgraph plus the new playouts)."""
+  reusing = dataclasses.replace(STRONG, reuse=True)
+  result = play_match("tic_tac_toe", reusing, WEAK, num_games=NUM_GAMES, seed=SEED,
+                      opening_moves=OPENING)
+  assert result.wins + result.draws + result.losses == NUM_GAMES
+  assert result.score >= 0.75
+  assert result.agents["a"]["name"].endswith("reuse")
+  assert result.agents["a"]["mean_nodes"] > strong_vs_weak.agents["a"]["mean_nodes"]
+  np.testing.assert_array_equal(result.openings, strong_vs_weak.openings)
+  with pytest.raises(ValueError, match="capacity must be at least 2"):
+    Agent(reuse=True, capacity=1)
 
 
 def test_same_seed_same_result(strong_vs_weak):
@@ -176,6 +192,9 @@ def test_cli_flags_make_the_agents():
   a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")  # pylint: disable=protected-access
   assert not a.transpositions and b.transpositions
   assert b.solver and b.num_parallel == 4 and b.num_rollouts == 3
+  assert not a.reuse and not b.reuse
+  args = arena_command.build_parser().parse_args(["--a-reuse"])
+  assert arena_command._agent(args, "a").reuse  # pylint: disable=protected-access
   assert (a.policy, a.evaluator, a.num_simulations) == ("uct", "rollout", 512)
 
 
