@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax import evaluators, solvers
+from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -34,13 +34,13 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax import evaluators, solvers
+from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
-from invariants import check_graph  # pylint: disable=wrong-import-position
+from mcgs_jax.testing import check_graph  # pylint: disable=wrong-import-position
 
 MAX_SIMULATIONS = 400
 C = 1.41

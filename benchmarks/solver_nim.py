@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax import evaluators
+from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 

@@ -6,9 +6,9 @@ import mctx
 import numpy as np
 import pytest
 
-from mcgs_jax import evaluators
+from mcgs_jax.games import evaluators
 from mcgs_jax.games import adapter
-from mcgs_jax.policies import mask_invalid_actions
+from mcgs_jax._src.runner import mask_invalid_actions
 
 FLOAT32_MIN = np.finfo(np.float32).min
 

@@ -11,8 +11,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from mcgs_jax import arena, arena_command
-from mcgs_jax.arena import Agent, play_match
+from mcgs_jax.apps import arena, arena_command
+from mcgs_jax.apps.arena import Agent, play_match
 
 # One match configuration for every test that plays (the sharding test, in a
 # subprocess, and the command-line tests too), so its step compiles once per process.
@@ -145,7 +145,7 @@ SHARDED_SCRIPT = textwrap.dedent(f"""
     import os, json
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     import jax
-    from mcgs_jax.arena import Agent, play_match
+    from mcgs_jax.apps.arena import Agent, play_match
     result = play_match("tic_tac_toe", {STRONG!r}, {WEAK!r}, num_games={NUM_GAMES},
                         seed={SEED}, opening_moves={OPENING})
     print(json.dumps(dict(devices=len(jax.devices()), used=result.num_devices,
@@ -235,7 +235,7 @@ def test_cli_bad_input(argv, capsys):
 
 def test_cli_bad_flag_in_a_subprocess():
   completed = subprocess.run(
-      [sys.executable, "-m", "mcgs_jax.cli", "arena", "--games", "odd"],
+      [sys.executable, "-m", "mcgs_jax.apps.cli", "arena", "--games", "odd"],
       capture_output=True, text=True, timeout=120)
   assert completed.returncode == 2
   assert completed.stdout == ""

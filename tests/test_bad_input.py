@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import pytest
 
 import mcgs_jax as mg
-from toy_games import commuting_game
+from mcgs_jax._src.hashing import hash_words
+from mcgs_jax.testing import commuting_game
 
 ROOT, RECURRENT = commuting_game()
 KEY = jax.random.PRNGKey(0)
@@ -66,6 +67,6 @@ def test_bad_recurrent_fn_output():
 
 def test_hash_words_rejects_bad_input():
   with pytest.raises(TypeError, match="uint32"):
-    mg.hash_words(jnp.zeros((2, 3), jnp.int32))
+    hash_words(jnp.zeros((2, 3), jnp.int32))
   with pytest.raises(ValueError, match="lanes"):
-    mg.hash_words(jnp.zeros((2, 3), jnp.uint32), lanes=0)
+    hash_words(jnp.zeros((2, 3), jnp.uint32), lanes=0)

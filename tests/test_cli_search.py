@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from mcgs_jax import cli
-from mcgs_jax import search_command
+from mcgs_jax.apps import cli
+from mcgs_jax.apps import search_command
 
 
 def run_search(capsys, *argv):

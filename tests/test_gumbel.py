@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from mctx._src import seq_halving
 
-from invariants import check_graph
-from mcgs_jax import evaluators
-from mcgs_jax import gumbel
-from mcgs_jax.benchmark import random_positions
+from mcgs_jax.testing import check_graph
+from mcgs_jax.games import evaluators
+from mcgs_jax._src import gumbel
+from mcgs_jax.apps.benchmark import random_positions
 from mcgs_jax.games.adapter import make_game
-from mcgs_jax.policies import mask_invalid_actions
-from mcgs_jax.qtransforms import qtransform_completed_by_mix_value
-from mcgs_jax.search import search
-from toy_games import commuting_game
+from mcgs_jax._src.runner import mask_invalid_actions
+from mcgs_jax import qtransform_completed_by_mix_value
+from mcgs_jax import search
+from mcgs_jax.testing import commuting_game
 
 PARITY_BATCH, PARITY_SIMS = 128, 32
 TTT_BATCH, TTT_SIMS = 4, 64

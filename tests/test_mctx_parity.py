@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from mcgs_jax import evaluators
-from mcgs_jax.benchmark import random_positions
+from mcgs_jax.games import evaluators
+from mcgs_jax.apps.benchmark import random_positions
 from mcgs_jax.games.adapter import make_game
 
 BATCH, SIMS = 128, 32

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax import solvers
+from mcgs_jax.games import solvers
 from mcgs_jax.games import dag, nim
 
 

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcgs_jax as mg
-from mcgs_jax import evaluators
+from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
 
-from invariants import check_graph
+from mcgs_jax.testing import check_graph
 
 # (num_actions, depth, width, seed, illegal_fraction): a few DAGs with transpositions
 # (num_actions ** layer > width from the second layer on).

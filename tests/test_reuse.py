@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from invariants import check_graph, node_formula, to_numpy
-from mcgs_jax import hashing
-from mcgs_jax.reuse import empty_like, reachable_nodes, reroot
-from toy_games import commuting_game
+from mcgs_jax.testing import check_graph, node_formula, to_numpy
+from mcgs_jax._src import hashing
+from mcgs_jax._src.reuse import empty_like, reachable_nodes, reroot
+from mcgs_jax.testing import commuting_game
 
 ROOT, RECURRENT = commuting_game()
 BATCH = 4
@@ -31,7 +31,7 @@ NODE_FIELDS = ("node_visits", "raw_values", "node_values", "node_terminal", "nod
 REBUILT_FIELDS = ("node_keys", "path_marks", "children_index", "children_prior_logits",
                   "embeddings", "hash_slots", "num_nodes", "transposition_hits",
                   "dropped_inserts", "capacity_overflows", "parallel_collisions",
-                  "root_invalid_actions",
+                  "root_invalid_actions", "value_bounds",
                   "extra_data")
 
 

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from invariants import check_graph, to_numpy
-from toy_games import commuting_game
+from mcgs_jax._src import search as search_steps
+from mcgs_jax._src import selection
+from mcgs_jax.testing import check_graph, to_numpy
+from mcgs_jax.testing import commuting_game
 
 ROOT, RECURRENT = commuting_game()
 SIMS = 40
@@ -43,8 +45,8 @@ def test_graph_mode_merges_transpositions():
     assert len(states) == used
 
 
-def test_stop_at_transposition_off_keeps_invariants():
-  out = run(jax.random.PRNGKey(2), options=(("stop_at_transposition", False),))
+def test_stop_rule_never_keeps_invariants():
+  out = run(jax.random.PRNGKey(2), options=(("stop_rule", "never"),))
   check_graph(out.search_graph, SIMS, tree_mode=False)
 
 
@@ -152,7 +154,7 @@ def cyclic_game(modulus=5, num_actions=3):
 def test_cycles_end_playouts(stop):
   root, recurrent_fn = cyclic_game()
   out = jax.jit(lambda k: mg.muzero_policy(
-      None, k, root, recurrent_fn, 60, stop_at_transposition=stop))(jax.random.PRNGKey(0))
+      None, k, root, recurrent_fn, 60, stop_rule="catch_up" if stop else "never"))(jax.random.PRNGKey(0))
   graph = out.search_graph
   assert np.all(np.asarray(graph.num_nodes) <= 5)
   check_graph(graph, 60, tree_mode=False)
@@ -206,7 +208,7 @@ def test_summary_matches_graph():
 def test_public_steps_compose_into_search():
   """A hand-written loop of select / expand / backup equals `search`."""
   root = ROOT(2)
-  rules = mg.selection.make_muzero_selection(
+  rules = selection.make_muzero_selection(
       pb_c_init=1.25, pb_c_base=19652.0, qtransform=mg.qtransform_by_parent_and_siblings)
   key = jax.random.PRNGKey(13)
   expected = mg.search(None, key, root=root, recurrent_fn=RECURRENT,
@@ -215,15 +217,16 @@ def test_public_steps_compose_into_search():
   graph = mg.search(None, key, root=root, recurrent_fn=RECURRENT,
                     root_action_selection_fn=rules[0],
                     interior_action_selection_fn=rules[1], num_simulations=1,
-                    capacity=6)
+                    options=mg.GraphOptions(capacity=6))
   loop_key = jax.random.split(key, 3)[0]
   for _ in range(4):
     loop_key, select_key, expand_key = jax.random.split(loop_key, 3)
-    graph, path = mg.select(select_key, graph, root_action_selection_fn=rules[0],
-                            interior_action_selection_fn=rules[1], max_depth=5)
-    graph, path = mg.expand(None, expand_key, graph, path, recurrent_fn=RECURRENT,
-                            hash_fn=mg.hash_pytree)
-    graph = mg.backup(graph, path)
+    graph, path = search_steps.select(select_key, graph,
+                                      root_action_selection_fn=rules[0],
+                                      interior_action_selection_fn=rules[1], max_depth=5)
+    graph, path = search_steps.expand(None, expand_key, graph, path,
+                                      recurrent_fn=RECURRENT)
+    graph = search_steps.backup(graph, path)
   np.testing.assert_array_equal(graph.edge_visits, expected.edge_visits)
   np.testing.assert_allclose(graph.node_values, expected.node_values, atol=1e-6)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from invariants import check_graph
-from mcgs_jax import evaluators, solvers
+from mcgs_jax.testing import check_graph
+from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax import solvers
-from mcgs_jax.solvers import ConnectFourPosition
+from mcgs_jax.games import solvers
+from mcgs_jax.games.solvers import ConnectFourPosition
 
 X, O, _ = 0, 1, -1  # tic-tac-toe cells: first mover, second mover, empty
 

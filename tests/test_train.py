@@ -8,8 +8,8 @@ import numpy as np
 import optax
 import pytest
 
-from mcgs_jax import evaluators
-from mcgs_jax import train as train_lib
+from mcgs_jax.games import evaluators
+from mcgs_jax.apps import train as train_lib
 from mcgs_jax.games.adapter import make_game
 
 pytest.importorskip("pgx")
@@ -122,7 +122,7 @@ class _FakeMatch:
 
 
 def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
-  from mcgs_jax import arena  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
   fake = _FakeMatch()
   monkeypatch.setattr(arena, "play_match", fake)
   config = train_lib.Config.quick(**dict(TINY, iterations=3, eval_games=2,

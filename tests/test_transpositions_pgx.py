@@ -6,7 +6,7 @@ import jax
 import numpy as np
 
 import mcgs_jax as mg
-from invariants import check_graph
+from mcgs_jax.testing import check_graph
 from mcgs_jax.games.adapter import make_game
 
 SIMS = 300

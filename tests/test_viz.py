@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 from matplotlib.collections import PathCollection  # pylint: disable=wrong-import-position
 
 import mcgs_jax as mg  # pylint: disable=wrong-import-position
-from mcgs_jax import evaluators, viz  # pylint: disable=wrong-import-position
+from mcgs_jax.apps import viz
+from mcgs_jax.games import evaluators  # pylint: disable=wrong-import-position
 from mcgs_jax.games.adapter import make_game  # pylint: disable=wrong-import-position
 
 pgx = pytest.importorskip("pgx")

@@ -35,16 +35,21 @@ Supported specs of `make_game`:
 """
 
 import dataclasses
+import difflib
 import functools
 from typing import Any, Callable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax import evaluators
-from mcgs_jax import hashing
-from mcgs_jax.policies import mask_invalid_actions
-from mcgs_jax.types import RecurrentFnOutput, RootFnOutput
+from mcgs_jax._src import hashing
+from mcgs_jax._src.runner import mask_invalid_actions
+from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
+from mcgs_jax.games import evaluators
+from mcgs_jax.games.keys import SUPPORTED_ENV_IDS
+
+# Every name `make_game` accepts (Nim and the DAG game take arguments after a colon).
+SUPPORTED_GAMES = ("nim", "dag") + tuple(SUPPORTED_ENV_IDS)
 
 _DAG_ARGUMENT_NAMES = {"actions": "num_actions", "num_actions": "num_actions",
                        "depth": "depth", "width": "width", "seed": "seed",
@@ -204,10 +209,12 @@ def _env_from_spec(spec: str):
   if name == "dag":
     from mcgs_jax.games import dag  # pylint: disable=import-outside-toplevel
     return dag.DagGame(**_parse_dag_arguments(arguments))
+  if arguments or name not in SUPPORTED_ENV_IDS:
+    guess = difflib.get_close_matches(name, SUPPORTED_GAMES, n=1)
+    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+    raise ValueError(f"unknown game {spec!r}{hint}: expected 'nim[:heaps]', "
+                     f"'dag[:name=value,...]' or one of {', '.join(SUPPORTED_ENV_IDS)}")
   import pgx  # pylint: disable=import-outside-toplevel
-  if arguments or name not in pgx.available_envs():
-    raise ValueError(f"unknown game {spec!r}: expected 'nim[:heaps]', "
-                     f"'dag[:name=value,...]' or a pgx env id {pgx.available_envs()}")
   return pgx.make(name)
 
 

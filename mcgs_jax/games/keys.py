@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax.hashing import DEFAULT_LANES, hash_words, leaf_to_words
+from mcgs_jax._src.hashing import DEFAULT_LANES, hash_words, leaf_to_words
 
 _ABSENT_ROW = np.uint32(0xFFFFFFFF)  # pgx's Zobrist halves are < 2**31, so never a real one
 

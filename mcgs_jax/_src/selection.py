@@ -11,9 +11,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax import qtransforms
-from mcgs_jax import proofs
-from mcgs_jax.graph import Graph
+from mcgs_jax._src import qtransforms
+from mcgs_jax._src import proofs
+from mcgs_jax._src.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
 # are broken the same way for the same key).

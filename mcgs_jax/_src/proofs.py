@@ -16,7 +16,7 @@ playout path: a stale proof is a missing proof, never a wrong one.
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax.graph import Graph, ROOT_INDEX
+from mcgs_jax._src.graph import Graph, ROOT_INDEX
 
 WIN = 1.0
 LOSS = -1.0

@@ -45,11 +45,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax import evaluators
-from mcgs_jax import reuse
-from mcgs_jax.games import adapter
-from mcgs_jax.gumbel import gumbel_muzero_policy
-from mcgs_jax.policies import POLICY_NAMES, muzero_policy, uct_policy
+import mcgs_jax as mg
+from mcgs_jax.apps.registry import POLICIES, POLICY_NAMES
+from mcgs_jax.games import adapter, evaluators
 
 EVALUATORS = ("uniform", "rollout", "network")
 MESH_AXIS = "games"
@@ -261,13 +259,9 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
                                 else agent.num_simulations + 1)
   common = dict(hash_fn=game.hash_fn, transpositions=agent.transpositions,
                 solver=agent.solver, num_parallel=agent.num_parallel, capacity=capacity)
-  if agent.policy == "muzero":
-    policy = functools.partial(muzero_policy, dirichlet_fraction=0.0, temperature=0.0,
-                               **common)
-  elif agent.policy == "gumbel":
-    policy = functools.partial(gumbel_muzero_policy, **common)
-  else:
-    policy = functools.partial(uct_policy, **common)
+  if agent.policy == "muzero":  # no root noise, most visited move: play, not explore
+    common.update(dirichlet_fraction=0.0, temperature=0.0)
+  policy = functools.partial(POLICIES[agent.policy], **common)
 
   def search(params, key, state, graph):
     root_key, search_key = jax.random.split(key)
@@ -289,7 +283,7 @@ def _initial_graph(search: Callable, params, state, agent: Agent):
     return None
   shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3],
                           params, state)
-  return reuse.empty_like(shapes)
+  return mg.empty_like(shapes)
 
 
 def _random_legal_action(keys, legal_action_mask):
@@ -354,7 +348,7 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
     new_state = _tree_where(finished, state, game.step(state, action))
     searched = ~finished & ~in_opening
     # Rerooting an empty graph (opening plies) gives an empty graph again.
-    graphs = tuple(None if graph is None else reuse.reroot(graph, action)
+    graphs = tuple(None if graph is None else mg.reroot(graph, action)
                    for graph in searched_graphs)
     return new_state, action, a_to_move, searched, nodes, hits, graphs
 

@@ -12,11 +12,14 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax import checks
-from mcgs_jax import hashing
-from mcgs_jax import proofs
-from mcgs_jax import types
-from mcgs_jax.graph import Graph, ROOT_INDEX, empty_graph
+from mcgs_jax._src import checks
+from mcgs_jax._src import hashing
+from mcgs_jax._src import proofs
+from mcgs_jax._src import types
+from mcgs_jax._src.graph import NODE_FIELDS, Graph, ROOT_INDEX, empty_graph
+from mcgs_jax._src.options import GraphOptions
+
+_DEFAULT_OPTIONS = GraphOptions()
 
 
 @chex.dataclass(frozen=True)
@@ -46,14 +49,14 @@ def _drop_unless(condition, index, out_of_bounds):
 
 
 def select(rng_key, graph: Graph, *, root_action_selection_fn,
-           interior_action_selection_fn, max_depth: int, transpositions: bool = True,
-           stop_at_transposition: bool = True, solver: bool = False):
+           interior_action_selection_fn, max_depth: int,
+           options: GraphOptions = _DEFAULT_OPTIONS):
   """Descends from the root of every game until the playout ends.
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
   already on this path (cycle guard), is visited more often than the edge
-  (`N(child) > N(n, a)`, when `stop_at_transposition`), is proven (`solver`), or at
-  `max_depth` edges.
+  (`N(child) > N(n, a)`, as `options.stop_rule` says), is proven (`options.solver`),
+  or at `max_depth` edges.
 
   Args:
     rng_key: one key; split into one per game (as mctx does).
@@ -61,9 +64,8 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     root_action_selection_fn: `(key, graph, node) -> action`, on one game.
     interior_action_selection_fn: `(key, graph, node, depth) -> action`, on one game.
     max_depth: most edges in a path.
-    transpositions: graph mode (enables the cycle guard and the transposition stop).
-    stop_at_transposition: end the playout at a child visited more than its edge.
-    solver: end the playout at a proven child (its value is exact already).
+    options: `GraphOptions`; `transpositions` enables the cycle guard and the stop
+      rule, `solver` ends playouts at proven children (their value is exact).
 
   Returns:
     `(graph, path)`: the graph with the path's nodes stamped in `path_marks`, and the
@@ -89,14 +91,14 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     known_child = jnp.maximum(child, 0)
     proceed = (active & (child >= 0) & ~graph.node_terminal[batch, known_child]
                & (depth + 1 < max_depth))
-    if solver:
+    if options.solver:
       # A child whose proof is only stale (its children settle it) counts as proven:
       # the playout stops there and backup records the proof.
       provable, _ = jax.vmap(proofs.prove_node)(graph, known_child)
       proceed &= ~(graph.node_proven[batch, known_child] | provable)
-    if transpositions:
+    if options.transpositions:
       proceed &= path_marks[batch, known_child] != stamp
-      if stop_at_transposition:
+      if options.stop_rule != "never":
         proceed &= (graph.node_visits[batch, known_child]
                     <= graph.edge_visits[batch, node, actions])
     # One write per game, rows in order: declaring it lets XLA update the marks in
@@ -141,8 +143,7 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
 
 
 def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
-           hash_fn=None, transpositions: bool = True,
-           probe_window: int = hashing.DEFAULT_PROBE_WINDOW, solver: bool = False):
+           options: GraphOptions = _DEFAULT_OPTIONS):
   """Evaluates the last edge of every path and links it to its child.
 
   One batched `recurrent_fn` call for all games. Where the last edge is unexpanded,
@@ -161,8 +162,7 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
   output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
   checks.check_recurrent_output(output, embedding, parent_embedding, graph.batch_size,
                                 graph.num_actions)
-  return link(graph, path, output, embedding, hash_fn=hash_fn,
-              transpositions=transpositions, probe_window=probe_window, solver=solver)
+  return link(graph, path, output, embedding, options=options)
 
 
 def last_edge(path: Path):
@@ -174,8 +174,7 @@ def last_edge(path: Path):
 
 
 def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *,
-         hash_fn=None, transpositions: bool = True,
-         probe_window: int = hashing.DEFAULT_PROBE_WINDOW, solver: bool = False):
+         options: GraphOptions = _DEFAULT_OPTIONS):
   """The second half of `expand`: links the last edge of every path to its child,
   given what `recurrent_fn` returned for that edge (`[B]` output, `[B, ...]`
   embedding). Reads the graph afresh, so paths linked one after another see each
@@ -194,9 +193,12 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
   terminal = discount == 0
   # A terminal state's value never reaches its parents (discount 0); store 0.
   value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
+  transpositions, solver = options.transpositions, options.solver
+  # The table may be smaller than the window asked for (a small capacity).
+  probe_window = min(options.probe_window, graph.hash_slots.shape[1])
 
   if transpositions:
-    key = checks.check_key(hash_fn(embedding), batch_size)
+    key = checks.check_key(options.resolved_hash_fn(embedding), batch_size)
     if key.shape[1] != graph.node_keys.shape[2]:
       raise ValueError(f"hash_fn returned {key.shape[1]} lanes; the root key has "
                        f"{graph.node_keys.shape[2]}")
@@ -229,17 +231,16 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
         batch, _drop_unless(insert, free_slot, hash_slots.shape[1])].set(
             graph.num_nodes, mode="drop")
 
+  new_rows = {
+      "node_visits": 1, "raw_values": value, "node_values": value, "node_keys": key,
+      "node_terminal": terminal, "node_proven": terminal & solver,
+      "proven_values": 0.0, "path_marks": NODE_FIELDS["path_marks"],
+      "children_prior_logits": output.prior_logits.astype(
+          graph.children_prior_logits.dtype),
+  }
+  assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
   graph = graph.replace(
-      node_visits=set_node(graph.node_visits, 1),
-      raw_values=set_node(graph.raw_values, value),
-      node_values=set_node(graph.node_values, value),
-      node_keys=set_node(graph.node_keys, key),
-      node_terminal=set_node(graph.node_terminal, terminal),
-      node_proven=set_node(graph.node_proven, terminal & solver),
-      proven_values=set_node(graph.proven_values, 0.0),
-      children_prior_logits=set_node(
-          graph.children_prior_logits,
-          output.prior_logits.astype(graph.children_prior_logits.dtype)),
+      **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
       embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
       children_index=set_edge(graph.children_index, new_child),
       edge_rewards=set_edge(graph.edge_rewards,
@@ -282,13 +283,14 @@ def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
       node_values=graph.node_values.at[batch, target].set(proven_value, mode="drop"))
 
 
-def backup(graph: Graph, path: Path, *, solver: bool = False) -> Graph:
+def backup(graph: Graph, path: Path, *,
+           options: GraphOptions = _DEFAULT_OPTIONS) -> Graph:
   """Counts the playout on its edges and recomputes every node on the path.
 
   Walks the path from its end to the root: `N(n, a) += 1` on each edge (the last one
   only if its child exists), then the idempotent update of `n`. A playout that ended
-  at a terminal node adds one to that node's visits. With `solver`, each node on the
-  path is also re-proven (`mcgs_jax.proofs.prove_node`); a proven node's `Q` is its
+  at a terminal node adds one to that node's visits. With `options.solver`, each node
+  on the path is also re-proven (`mcgs_jax.proofs.prove_node`); a proven node's `Q` is its
   proven value.
   """
   batch_size, capacity = graph.batch_size, graph.capacity
@@ -297,6 +299,7 @@ def backup(graph: Graph, path: Path, *, solver: bool = False) -> Graph:
   arrived = (path.leaf >= 0) & graph.node_terminal[batch, leaf] & ~path.leaf_is_new
   graph = graph.replace(node_visits=graph.node_visits.at[
       batch, _drop_unless(arrived, leaf, capacity)].add(1, mode="drop"))
+  solver = options.solver
   if solver:
     graph = _record_leaf_proof(graph, path)
   longest = jnp.max(path.length)
@@ -401,11 +404,9 @@ def _continue(graph: Graph, fresh: Graph, root: types.RootFnOutput, invalid_acti
 def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
            root_action_selection_fn, interior_action_selection_fn,
            num_simulations: int, max_depth: Optional[int] = None,
-           invalid_actions=None, hash_fn=None, transpositions: bool = True,
-           stop_at_transposition: bool = True, capacity: Optional[int] = None,
-           probe_window: int = hashing.DEFAULT_PROBE_WINDOW, extra_data=None,
-           loop_fn=jax.lax.fori_loop, graph: Optional[Graph] = None,
-           solver: bool = False, num_parallel: int = 1) -> Graph:
+           invalid_actions=None, options: GraphOptions = _DEFAULT_OPTIONS,
+           extra_data=None, loop_fn=jax.lax.fori_loop,
+           graph: Optional[Graph] = None) -> Graph:
   """Runs `num_simulations` playouts in every game and returns the graph.
 
   Args:
@@ -421,13 +422,9 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
     invalid_actions: `[B, A]` bool, actions the root may not choose. A row that is
       all True makes that root terminal: nothing is expanded, every playout ends at
       the root, and its visit counts stay zero.
-    hash_fn: `embedding [B, ...] -> uint32 [B, L]`, the transposition key (default
-      `hash_pytree`). Unused in tree mode.
-    transpositions: graph mode (True) or classic MCTS (False) with the same code.
-    stop_at_transposition: end a playout at a child visited more than its edge.
-    capacity: nodes per game, root included (default `num_simulations + 1`, or the
-      capacity of `graph`), >= 2.
-    probe_window: hash slots read per lookup.
+    options: `GraphOptions` (transpositions, key, stop rule, capacity, probe
+      window, solver, parallel playouts, folding of evaluations). `capacity`
+      defaults to `num_simulations + 1`, or to the capacity of `graph`.
     extra_data: stored as `graph.extra_data` (read by selection rules).
     loop_fn: the loop over simulations (`jax.lax.fori_loop`, or `hk.fori_loop`).
     graph: a graph to continue (e.g. from `mcgs_jax.reroot`): its nodes, edges and
@@ -435,24 +432,26 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
       `root`'s. A game whose graph is empty (`num_nodes == 0`, as `reroot` leaves a
       finished game) starts afresh from `root`. Playouts that find the graph full are
       counted in `capacity_overflows`.
-    solver: prove exact values from terminal states up (`mcgs_jax.proofs`) and stop
-      playouts at proven nodes. Pair it with selection rules built with `solver=True`
-      so that they skip dominated proven edges.
-    num_parallel: playouts per game per step, K. The K paths are selected one after
-      another, each counting a virtual visit, valued as a loss for the player who
-      chose each edge, on the nodes and edges it passes, so the next one spreads out
-      (virtual loss; taken back before backup); one `recurrent_fn` call evaluates
-      all `K * B` leaves;
-      then the paths are linked and backed up one after another, so two paths that
-      end on the same edge, or reach the same new state, share one node.
-      `num_simulations` stays the total per game and must be a multiple of K.
+
+  With `options.num_parallel = K > 1`, the K paths of a step are selected one after
+  another, each counting a virtual visit, valued as a loss for the player who chose
+  each edge, on the nodes and edges it passes, so the next one spreads out (virtual
+  loss; taken back before backup); one `recurrent_fn` call evaluates all `K * B`
+  leaves; then the paths are linked and backed up one after another, so two paths
+  that end on the same edge, or reach the same new state, share one node.
+  `num_simulations` stays the total per game and must be a multiple of K. With
+  `options.solver`, pair the search with selection rules built with `solver=True`
+  so that they skip dominated proven edges.
 
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
   """
   batch_size, num_actions = checks.check_root(root)
   num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
-  num_parallel = checks.check_int("num_parallel", num_parallel, minimum=1)
+  if not isinstance(options, GraphOptions):
+    raise TypeError(f"options must be a mcgs_jax.GraphOptions, got {type(options).__name__}")
+  num_parallel, transpositions = options.num_parallel, options.transpositions
+  capacity = options.capacity
   if num_simulations % num_parallel:
     raise ValueError(f"num_simulations ({num_simulations}) must be a multiple of "
                      f"num_parallel ({num_parallel})")
@@ -463,18 +462,16 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
                                       transpositions)
   capacity = checks.check_int("capacity", num_simulations + 1 if capacity is None
                               else capacity, minimum=2)
-  probe_window = checks.check_int("probe_window", probe_window, minimum=1)
   invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
   if transpositions:
-    hash_fn = hash_fn or hashing.hash_pytree
-    root_key = checks.check_key(hash_fn(root.embedding), batch_size)
+    root_key = checks.check_key(options.resolved_hash_fn(root.embedding), batch_size)
     num_slots = hashing.num_slots_for(capacity)
-    probe_window = min(probe_window, num_slots)
   else:
     root_key = jnp.zeros((batch_size, 0), jnp.uint32)
     num_slots = 0
   fresh = empty_graph(root, capacity=capacity, num_slots=num_slots, root_key=root_key,
-                      root_invalid_actions=invalid_actions, extra_data=extra_data)
+                      root_invalid_actions=invalid_actions,
+                      value_bounds=options.value_bounds, extra_data=extra_data)
   graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions,
                                                 extra_data)
 
@@ -484,12 +481,10 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
     graph, path = select(select_key, graph,
                          root_action_selection_fn=root_action_selection_fn,
                          interior_action_selection_fn=interior_action_selection_fn,
-                         max_depth=max_depth, transpositions=transpositions,
-                         stop_at_transposition=stop_at_transposition, solver=solver)
+                         max_depth=max_depth, options=options)
     graph, path = expand(params, expand_key, graph, path, recurrent_fn=recurrent_fn,
-                         hash_fn=hash_fn, transpositions=transpositions,
-                         probe_window=probe_window, solver=solver)
-    return rng_key, backup(graph, path, solver=solver)
+                         options=options)
+    return rng_key, backup(graph, path, options=options)
 
   def simulate_in_parallel(unused_index, carry):
     rng_key, graph = carry
@@ -499,8 +494,7 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
       graph, path = select(key, graph,
                            root_action_selection_fn=root_action_selection_fn,
                            interior_action_selection_fn=interior_action_selection_fn,
-                           max_depth=max_depth, transpositions=transpositions,
-                           stop_at_transposition=stop_at_transposition, solver=solver)
+                           max_depth=max_depth, options=options)
       return add_path_visits(add_path_losses(graph, path), path, 1), path
 
     node_values = graph.node_values
@@ -521,10 +515,8 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
 
     def link_and_backup(graph, inputs):
       path, output, embedding = inputs
-      graph, path = link(graph, path, output, embedding, hash_fn=hash_fn,
-                         transpositions=transpositions, probe_window=probe_window,
-                         solver=solver)
-      return backup(graph, path, solver=solver), None
+      graph, path = link(graph, path, output, embedding, options=options)
+      return backup(graph, path, options=options), None
 
     graph, _ = jax.lax.scan(link_and_backup, graph, (paths, output, embedding))
     return rng_key, graph

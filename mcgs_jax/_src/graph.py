@@ -1,15 +1,32 @@
 """The search graph: fixed-capacity node, edge and hash-slot arrays per game."""
 
-from typing import Any
+from typing import Any, ClassVar, Dict
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax import types
+from mcgs_jax._src import types
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
+
+# Every table of the graph, declared once with the value of an unused row:
+# `empty_graph` fills with it, `link` writes every node table of a new node,
+# `reroot` moves rows and refills freed ones, and `mcgs_jax.testing` reads them all.
+NODE_FIELDS: Dict[str, Any] = {       # [B, N, ...]: one row per node
+    "node_visits": 0, "raw_values": 0.0, "node_values": 0.0, "node_keys": 0,
+    "node_terminal": False, "node_proven": False, "proven_values": 0.0,
+    "path_marks": -1, "children_prior_logits": 0.0, "embeddings": 0,
+}
+EDGE_FIELDS: Dict[str, Any] = {       # [B, N, A]: one row per node, one column per action
+    "children_index": UNEXPANDED, "edge_visits": 0, "edge_rewards": 0.0,
+    "edge_discounts": 0.0,
+}
+COUNTER_FIELDS = (                    # [B] int32: events counted over the graph's life
+    "transposition_hits", "dropped_inserts", "capacity_overflows",
+    "parallel_collisions",
+)
 
 
 @chex.dataclass(frozen=True)
@@ -50,8 +67,20 @@ class Graph:
   parallel_collisions: `[B]` int32, playouts dropped because another playout of the
     same step (`num_parallel > 1`) expanded their last edge first.
   root_invalid_actions: `[B, A]` bool, actions the root may not select.
+  value_bounds: `[B, 2]` float, the lowest and highest value the game allows
+    (`GraphOptions.value_bounds`; -inf and +inf when not given), read by the solver.
   extra_data: anything a policy keeps beside the graph (e.g. Gumbel noise).
+
+  Code written for `mctx.Tree` reads the same statistics under mctx's names:
+  `children_visits` (= `edge_visits`), `children_rewards`, `children_discounts`,
+  `children_values` (the child's `Q`, 0 for an unexpanded edge), `node_visits`,
+  `raw_values`, `node_values`, `children_prior_logits`, `children_index`,
+  `ROOT_INDEX`, `UNVISITED`, `num_simulations`, `qvalues` and `summary()`. A graph
+  has no `parents` / `action_from_parent`: a shared node has several parents.
   """
+  ROOT_INDEX: ClassVar[int] = ROOT_INDEX
+  UNVISITED: ClassVar[int] = UNEXPANDED
+
   node_visits: chex.Array
   raw_values: chex.Array
   node_values: chex.Array
@@ -73,6 +102,7 @@ class Graph:
   capacity_overflows: chex.Array
   parallel_collisions: chex.Array
   root_invalid_actions: chex.Array
+  value_bounds: chex.Array
   extra_data: Any = None
 
   @property
@@ -86,6 +116,45 @@ class Graph:
   @property
   def num_actions(self) -> int:
     return self.children_index.shape[-1]
+
+  @property
+  def num_simulations(self) -> int:
+    """As `mctx.Tree.num_simulations`: capacity minus the root."""
+    return self.capacity - 1
+
+  @property
+  def children_visits(self) -> chex.Array:
+    """mctx's name of `edge_visits`: `[B, N, A]` int32."""
+    return self.edge_visits
+
+  @property
+  def children_rewards(self) -> chex.Array:
+    """mctx's name of `edge_rewards`: `[B, N, A]` float."""
+    return self.edge_rewards
+
+  @property
+  def children_discounts(self) -> chex.Array:
+    """mctx's name of `edge_discounts`: `[B, N, A]` float."""
+    return self.edge_discounts
+
+  @property
+  def children_values(self) -> chex.Array:
+    """`[B, N, A]` float, `Q` of each edge's child (0 where unexpanded), as mctx's
+    `children_values`; `qvalues = children_rewards + children_discounts *
+    children_values`."""
+    children = self.children_index
+    batch_axes = children.ndim - 2
+    if batch_axes:
+      values = jax.vmap(lambda v, c: v[jnp.maximum(c, 0)])(self.node_values, children)
+    else:
+      values = self.node_values[jnp.maximum(children, 0)]
+    return jnp.where(children >= 0, values, 0.0)
+
+  def infer_batch_size(self) -> int:
+    """As `mctx.tree.infer_batch_size`."""
+    if self.node_values.ndim != 2:
+      raise ValueError("the graph is not batched")
+    return self.batch_size
 
   def qvalues(self, node_index):
     """`Q(n, a) = r(n, a) + discount(n, a) * Q(child)`, 0 for unexpanded actions.
@@ -119,7 +188,7 @@ def _edge_qvalues(graph: Graph, node_index):
 
 def empty_graph(root: types.RootFnOutput, *, capacity: int,
                 num_slots: int, root_key, root_invalid_actions,
-                extra_data=None) -> Graph:
+                value_bounds=None, extra_data=None) -> Graph:
   """A graph whose only node is the root.
 
   Args:
@@ -129,46 +198,50 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
     root_key: `[B, L]` uint32 key of the root state (`L = 0` in tree mode).
     root_invalid_actions: `[B, A]` bool. A root whose every action is invalid is
       terminal: playouts end there and no node is ever added.
+    value_bounds: `(lowest, highest)` or None (unbounded).
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
+
+  root_terminal = jnp.all(root_invalid_actions, axis=-1)
+  root_rows = {
+      "node_visits": (jnp.ones((batch_size,)), jnp.int32),
+      "raw_values": (root.value, value_dtype),
+      "node_values": (root.value, value_dtype),
+      "node_keys": (root_key, jnp.uint32),
+      "node_terminal": (root_terminal, jnp.bool_),
+      "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
+      "proven_values": (jnp.zeros((batch_size,)), value_dtype),
+      "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
+      "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
+  }
+  edge_dtypes = {"children_index": jnp.int32, "edge_visits": jnp.int32,
+                 "edge_rewards": value_dtype, "edge_discounts": value_dtype}
 
   def node_table(root_entry, fill, dtype):
     root_entry = jnp.asarray(root_entry, dtype)
     table = jnp.full((batch_size, capacity) + root_entry.shape[1:], fill, dtype)
     return table.at[:, ROOT_INDEX].set(root_entry)
 
-  def edge_table(fill, dtype):
-    return jnp.full((batch_size, capacity, num_actions), fill, dtype)
-
-  embeddings = jax.tree_util.tree_map(
-      lambda leaf: node_table(leaf, 0, leaf.dtype), root.embedding)
-  root_terminal = jnp.all(root_invalid_actions, axis=-1)
+  tables = {name: node_table(entry, NODE_FIELDS[name], dtype)
+            for name, (entry, dtype) in root_rows.items()}
+  tables["embeddings"] = jax.tree_util.tree_map(
+      lambda leaf: node_table(leaf, NODE_FIELDS["embeddings"], leaf.dtype),
+      root.embedding)
+  for name, dtype in edge_dtypes.items():
+    tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+  for name in COUNTER_FIELDS:
+    tables[name] = jnp.zeros((batch_size,), jnp.int32)
   hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
   if num_slots:
     start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
     hash_slots = hash_slots.at[jnp.arange(batch_size), start].set(ROOT_INDEX)
-  zeros = jnp.zeros((batch_size,), jnp.int32)
+  lowest, highest = (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds
   return Graph(
-      node_visits=node_table(jnp.ones((batch_size,)), 0, jnp.int32),
-      raw_values=node_table(root.value, 0, value_dtype),
-      node_values=node_table(root.value, 0, value_dtype),
-      node_keys=node_table(root_key, 0, jnp.uint32),
-      node_terminal=node_table(root_terminal, False, jnp.bool_),
-      node_proven=node_table(jnp.zeros((batch_size,), jnp.bool_), False, jnp.bool_),
-      proven_values=node_table(jnp.zeros((batch_size,)), 0, value_dtype),
-      path_marks=node_table(jnp.full((batch_size,), -1), -1, jnp.int32),
-      children_index=edge_table(UNEXPANDED, jnp.int32),
-      children_prior_logits=node_table(root.prior_logits, 0, root.prior_logits.dtype),
-      edge_visits=edge_table(0, jnp.int32),
-      edge_rewards=edge_table(0, value_dtype),
-      edge_discounts=edge_table(0, value_dtype),
-      embeddings=embeddings,
+      **tables,
       hash_slots=hash_slots,
-      num_nodes=zeros + 1,
-      transposition_hits=zeros,
-      dropped_inserts=zeros,
-      capacity_overflows=zeros,
-      parallel_collisions=zeros,
+      num_nodes=jnp.ones((batch_size,), jnp.int32),
       root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
+      value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype),
+                                    (batch_size, 2)),
       extra_data=extra_data)

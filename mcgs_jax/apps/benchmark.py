@@ -84,7 +84,7 @@ def run(*, game_id: str = "connect_four", batch_sizes=(1024,), simulations=(64,)
         scaling_batch_size: int = 64, scaling_simulations=(64, 1024), repeats: int = 3,
         seed: int = 0, progress=print):
   """Measures every (implementation, B, S); returns a list of result rows."""
-  from mcgs_jax import evaluators
+  from mcgs_jax.games import evaluators
   from mcgs_jax.games.adapter import make_game
 
   key = jax.random.PRNGKey(seed)

@@ -19,14 +19,14 @@ def main(argv=None):
     return 0 if argv else 2
   command, rest = argv[0], argv[1:]
   if command == "arena":
-    from mcgs_jax import arena_command
+    from mcgs_jax.apps import arena_command
     return arena_command.main(rest)
   if command == "bench":
-    from mcgs_jax import benchmark
+    from mcgs_jax.apps import benchmark
     benchmark.main(rest)
     return 0
   if command == "search":
-    from mcgs_jax import search_command
+    from mcgs_jax.apps import search_command
     return search_command.main(rest)
   print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
   return 2

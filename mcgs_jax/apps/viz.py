@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from mcgs_jax.graph import ROOT_INDEX
+from mcgs_jax._src.graph import ROOT_INDEX
 
 ActionLabels = Union[None, Sequence[str], Callable[[int], str]]
 

@@ -42,8 +42,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax import hashing
-from mcgs_jax.graph import Graph, ROOT_INDEX, UNEXPANDED
+from mcgs_jax._src import hashing
+from mcgs_jax._src.graph import (COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS, Graph, ROOT_INDEX,
+                            UNEXPANDED)
 
 
 def _check_action(graph: Graph, action):
@@ -221,27 +222,17 @@ def reroot(graph: Graph, action, *,
   def counter(values):
     return jnp.where(keep_game, values, 0).astype(values.dtype)
 
+  moved = {name: jax.tree_util.tree_map(lambda table, fill=fill: move(table, fill),
+                                        getattr(graph, name))
+           for name, fill in {**NODE_FIELDS, **EDGE_FIELDS}.items()}
+  moved.update(node_keys=node_keys, children_index=children_index,
+               path_marks=jnp.full_like(graph.path_marks, NODE_FIELDS["path_marks"]))
+  counters = {name: counter(getattr(graph, name)) for name in COUNTER_FIELDS}
+  counters.update(dropped_inserts=dropped)
   return graph.replace(
-      node_visits=move(graph.node_visits, 0),
-      raw_values=move(graph.raw_values, 0),
-      node_values=move(graph.node_values, 0),
-      node_keys=node_keys,
-      node_terminal=move(graph.node_terminal, False),
-      node_proven=move(graph.node_proven, False),
-      proven_values=move(graph.proven_values, 0),
-      path_marks=jnp.full_like(graph.path_marks, -1),
-      children_index=children_index,
-      children_prior_logits=move(graph.children_prior_logits, 0),
-      edge_visits=move(graph.edge_visits, 0),
-      edge_rewards=move(graph.edge_rewards, 0),
-      edge_discounts=move(graph.edge_discounts, 0),
-      embeddings=jax.tree_util.tree_map(lambda leaf: move(leaf, 0), graph.embeddings),
+      **moved, **counters,
       hash_slots=hash_slots,
       num_nodes=num_kept,
-      transposition_hits=counter(graph.transposition_hits),
-      dropped_inserts=dropped,
-      capacity_overflows=counter(graph.capacity_overflows),
-      parallel_collisions=counter(graph.parallel_collisions),
       root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions))
 
 

@@ -24,8 +24,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from mcgs_jax.cli_args import OneLineErrorParser, int_at_least
-from mcgs_jax.policies import POLICY_NAMES
+from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.registry import POLICY_NAMES
 
 PROG = "mcgs-jax arena"
 EVALUATORS = ("uniform", "rollout")
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _agent(args, side: str):
   """The `Agent` of one side from the parsed flags."""
-  from mcgs_jax.arena import Agent  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.arena import Agent  # pylint: disable=import-outside-toplevel
   get = lambda name: getattr(args, f"{side}_{name}")
   transpositions = get("mode") == "graph" and not get("no_transpositions")
   return Agent(policy=get("policy"), evaluator=get("evaluator"),
@@ -180,7 +180,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr)
       return 2
   try:
-    from mcgs_jax import arena  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
     agent_a, agent_b = _agent(args, "a"), _agent(args, "b")
     result = arena.play_match(args.game, agent_a, agent_b, num_games=args.games,
                               seed=args.seed, opening_moves=args.openings,

@@ -1,6 +1,23 @@
-"""Checks of a searched graph against the definitions of MCGS (numpy, per game)."""
+"""Tools for testing code that uses `mcgs_jax`: the invariant checker and toy games.
 
+`check_graph(graph, num_simulations, tree_mode=...)` asserts the definitions of
+Monte-Carlo Graph Search (KataGo's "Monte-Carlo Graph Search from First
+Principles") on every game of a searched graph: `N(n) = 1 + sum_a N(n, a)`, `Q(n)`
+equal to the idempotent formula, root visits = simulations + 1, a tree in tree mode.
+
+`commuting_game()` is a tiny game written with jnp (no game library): the state is (total, steps); action a adds a + 1 to the total
+(mod `modulus`), so every permutation of the same actions reaches one state: many
+transpositions. After `horizon` moves the game ends with a reward that depends on the
+total. Priors and values are fixed pseudo-random functions of the state.
+"""
+
+import jax.numpy as jnp
 import numpy as np
+
+from mcgs_jax._src.graph import COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS
+from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
+
+__all__ = ["check_graph", "commuting_game", "node_formula", "to_numpy"]
 
 
 def node_formula(graph_np, game, node):
@@ -15,12 +32,10 @@ def node_formula(graph_np, game, node):
 
 
 def to_numpy(graph):
-  return {name: np.asarray(getattr(graph, name)) for name in (
-      "node_visits", "raw_values", "node_values", "node_terminal", "node_proven",
-      "proven_values", "children_index",
-      "edge_visits", "edge_rewards", "edge_discounts", "num_nodes",
-      "transposition_hits", "dropped_inserts", "capacity_overflows",
-      "parallel_collisions")}
+  """Every node, edge and counter table of `graph` (embeddings aside) as numpy."""
+  names = [name for name in (*NODE_FIELDS, *EDGE_FIELDS) if name != "embeddings"]
+  return {name: np.asarray(getattr(graph, name))
+          for name in (*names, *COUNTER_FIELDS, "num_nodes")}
 
 
 def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1e-5,
@@ -86,3 +101,32 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
       counted = num_simulations - g["parallel_collisions"][game]
       assert g["node_visits"][game, 0] == counted + 1
       assert edge_visits[0].sum() == counted
+
+
+
+def commuting_game(num_actions=3, modulus=11, horizon=6):
+  def evaluate(total, steps):
+    angle = total.astype(jnp.float32) * 1.7 + steps.astype(jnp.float32) * 0.3
+    logits = jnp.sin(angle[:, None] * (1.0 + jnp.arange(num_actions)))
+    return logits, 0.5 * jnp.cos(angle)
+
+  def recurrent_fn(params, rng_key, action, embedding):
+    del params, rng_key
+    total, steps = embedding["total"], embedding["steps"]
+    total = (total + action + 1) % modulus
+    steps = steps + 1
+    done = steps >= horizon
+    logits, value = evaluate(total, steps)
+    reward = jnp.where(done, jnp.sin(total.astype(jnp.float32)), 0.0)
+    discount = jnp.where(done, 0.0, -1.0)
+    return RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits,
+                                value=value), {"total": total, "steps": steps}
+
+  def root(batch_size, offset=0):
+    total = (jnp.arange(batch_size, dtype=jnp.int32) + offset) % modulus
+    steps = jnp.zeros((batch_size,), jnp.int32)
+    logits, value = evaluate(total, steps)
+    return RootFnOutput(prior_logits=logits, value=value,
+                           embedding={"total": total, "steps": steps})
+
+  return root, recurrent_fn

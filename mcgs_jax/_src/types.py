@@ -1,9 +1,12 @@
 """Inputs and outputs of a search, named and shaped as in mctx so that code written
 for `mctx` runs unchanged against `mcgs_jax`."""
 
-from typing import Any, Callable, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Tuple
 
 import chex
+
+if TYPE_CHECKING:
+  from mcgs_jax._src.graph import Graph
 
 Params = Any
 Embedding = Any  # any pytree whose leaves have a leading batch axis `[B, ...]`
@@ -39,9 +42,16 @@ class RecurrentFnOutput:
   value: chex.Array
 
 
+# The callables a search takes, named as in mctx. Selection rules and q-transforms
+# see one game's graph (unbatched, under `jax.vmap`).
 RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
                        Tuple[RecurrentFnOutput, Embedding]]
 HashFn = Callable[[Embedding], chex.Array]
+RootActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array], chex.Array]
+InteriorActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array, chex.Array],
+                                     chex.Array]
+QTransform = Callable[..., chex.Array]  # (graph, node_index, **hyperparameters) -> [A]
+LoopFn = Callable[..., Any]             # jax.lax.fori_loop's signature
 
 
 @chex.dataclass(frozen=True)
@@ -73,8 +83,8 @@ class PolicyOutput:
   """
   action: chex.Array
   action_weights: chex.Array
-  search_graph: Any
+  search_graph: "Graph"
 
   @property
-  def search_tree(self):
+  def search_tree(self) -> "Graph":
     return self.search_graph

@@ -8,7 +8,7 @@ current value of a shared child, not the one its last visit through this edge le
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax.graph import Graph
+from mcgs_jax._src.graph import Graph
 
 
 def qtransform_by_min_max(graph: Graph, node_index, *, min_value, max_value):

@@ -40,15 +40,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax import checks
-from mcgs_jax import hashing
-from mcgs_jax import qtransforms
-from mcgs_jax import proofs
-from mcgs_jax import types
-from mcgs_jax.graph import Graph, ROOT_INDEX
-from mcgs_jax.policies import mask_invalid_actions
-from mcgs_jax.search import search
-from mcgs_jax.selection import excluded_actions, masked_argmax
+from mcgs_jax._src import checks
+from mcgs_jax._src import options as options_lib
+from mcgs_jax._src import qtransforms
+from mcgs_jax._src import runner
+from mcgs_jax._src import types
+from mcgs_jax._src.graph import Graph, ROOT_INDEX
+from mcgs_jax._src.runner import mask_invalid_actions
+from mcgs_jax._src.selection import excluded_actions, masked_argmax
 
 # Floor of a root score before the Sequential-Halving mask (as mctx): keeps
 # `gumbel + logits + q` finite for actions whose logit is the lowest float.
@@ -209,19 +208,15 @@ def _check_gumbel_scale(gumbel_scale):
     raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
 
 
-def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn,
-                         num_simulations: int, invalid_actions=None,
-                         max_depth: Optional[int] = None, loop_fn=jax.lax.fori_loop, *,
-                         qtransform=qtransforms.qtransform_completed_by_mix_value,
+def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput,
+                         recurrent_fn: types.RecurrentFn, num_simulations: int,
+                         invalid_actions=None, max_depth: Optional[int] = None,
+                         loop_fn=jax.lax.fori_loop, *,
+                         qtransform: types.QTransform = (
+                             qtransforms.qtransform_completed_by_mix_value),
                          max_num_considered_actions: int = 16,
-                         gumbel_scale: float = 1.0, hash_fn=None,
-                         transpositions: bool = True,
-                         stop_at_transposition: bool = True,
-                         capacity: Optional[int] = None,
-                         probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
-                         graph: Optional[Graph] = None,
-                         solver: bool = False,
-                  num_parallel: int = 1) -> types.PolicyOutput:
+                         gumbel_scale: float = 1.0, graph: Optional[Graph] = None,
+                         **graph_options) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -252,35 +247,27 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
       >= 1 (fewer when fewer are valid).
     gumbel_scale: scale of the root Gumbel noise, >= 0 (0: deterministic, e.g. for
       evaluation in perfect-information games).
-    hash_fn: `embedding -> uint32 [B, L]` transposition key (default
-      `mcgs_jax.hash_pytree`; use a game's key from `mcgs_jax.games` for pgx).
-    transpositions: search a graph (True) or a tree (False).
-    stop_at_transposition: end a playout at a child visited more than its edge.
-    capacity: nodes per game (default `num_simulations + 1`, or `graph`'s).
-    probe_window: hash slots read per lookup.
     graph: a previous graph to continue (see `mcgs_jax.search`). Sequential Halving
       then schedules only this call's playouts, counting root visits above those
       the graph held (a game restarted from an empty graph counts from zero).
-    solver: prove exact values (`mcgs_jax.proofs`); both rules skip dominated proven
-      edges, and where the root is decided `action` is the best proven action.
-    num_parallel: playouts per game per step with virtual visits (see
-      `mcgs_jax.search`); Sequential Halving then counts the in-flight visits too.
+    **graph_options: the keywords of `mcgs_jax.GraphOptions`, as for
+      `muzero_policy`. With `solver`, both rules skip dominated proven edges and
+      where the root is decided `action` is the best proven action; with
+      `num_parallel`, Sequential Halving counts the in-flight visits too.
 
   Returns:
     `PolicyOutput(action [B] int32, action_weights [B, A], search_graph)`, where
     `action_weights = softmax(prior_logits + completed Q at the root)` over valid
     actions, the policy-improvement target of the paper.
   """
-  batch_size, num_actions = checks.check_root(root)
-  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
-  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
+  options = options_lib.from_keywords("gumbel_muzero_policy", graph_options)
+  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  batch_size, num_actions = invalid_actions.shape
   max_num_considered_actions = checks.check_int(
       "max_num_considered_actions", max_num_considered_actions, minimum=1)
   _check_gumbel_scale(gumbel_scale)
 
-  root = root.replace(prior_logits=mask_invalid_actions(jnp.asarray(root.prior_logits),
-                                                        invalid_actions))
-  logits = root.prior_logits
+  logits = mask_invalid_actions(root.prior_logits, invalid_actions)
   rng_key, gumbel_key = jax.random.split(rng_key)
   gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
 
@@ -292,19 +279,18 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
                               graph.edge_visits[:, ROOT_INDEX])
   extra_data = GumbelMuZeroExtraData(root_gumbel=gumbel,
                                      root_visits_before=visits_before.astype(jnp.int32))
-  graph = search(
-      params, rng_key, root=root, recurrent_fn=recurrent_fn,
+  graph = runner.run_search(
+      params, rng_key, root, recurrent_fn, num_simulations=num_simulations,
+      invalid_actions=invalid_actions, max_depth=max_depth, loop_fn=loop_fn,
+      options=options,
       root_action_selection_fn=functools.partial(
           gumbel_muzero_root_action_selection, num_simulations=num_simulations,
           max_num_considered_actions=max_num_considered_actions,
-          qtransform=qtransform, solver=solver),
+          qtransform=qtransform, solver=options.solver),
       interior_action_selection_fn=functools.partial(
-          gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=solver),
-      num_simulations=num_simulations, max_depth=max_depth,
-      invalid_actions=invalid_actions, hash_fn=hash_fn, transpositions=transpositions,
-      stop_at_transposition=stop_at_transposition, capacity=capacity,
-      probe_window=probe_window, extra_data=extra_data, loop_fn=loop_fn, graph=graph,
-      solver=solver, num_parallel=num_parallel)
+          gumbel_muzero_interior_action_selection, qtransform=qtransform,
+          solver=options.solver),
+      extra_data=extra_data, graph=graph)
 
   # The winner of Sequential Halving: the best-scoring of the most visited actions.
   # (Rows with fewer valid actions may end on a different visit count.)
@@ -312,9 +298,7 @@ def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn
   completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
   score = score_considered(jnp.max(visits, axis=-1, keepdims=True), gumbel, logits,
                            completed_qvalues, visits)
-  action = masked_argmax(score, invalid_actions)
-  if solver:
-    action = proofs.prefer_proven(graph, action)
+  action = runner.final_action(graph, masked_argmax(score, invalid_actions), options)
 
   action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues,
                                                        invalid_actions))

@@ -27,8 +27,8 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from mcgs_jax.cli_args import OneLineErrorParser, int_at_least
-from mcgs_jax.policies import POLICY_NAMES
+from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.registry import POLICY_NAMES
 
 PROG = "mcgs-jax search"
 CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
@@ -116,7 +116,7 @@ def read_positions(path: str) -> List[List[int]]:
 def _make_game(spec: str, evaluator: str, rollouts: int):
   """The `Game` for `spec` with the named evaluator (cached, so repeated in-process
   calls reuse the env and hence the compiled search)."""
-  from mcgs_jax import evaluators  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import evaluators  # pylint: disable=import-outside-toplevel
   from mcgs_jax.games import adapter  # pylint: disable=import-outside-toplevel
   try:
     game = adapter.make_game(spec)
@@ -161,7 +161,7 @@ def _exact_action_values(game, spec: str, moves: Sequence[int], state
                          ) -> Optional[Dict[int, int]]:
   """Exact value of every legal action for the player to move, or None if no solver
   applies (see the module docstring)."""
-  from mcgs_jax import solvers  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import solvers  # pylint: disable=import-outside-toplevel
   name = spec.partition(":")[0]
   if name == "nim":
     heaps = [int(h) for h in state.heaps]
@@ -187,7 +187,7 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from mcgs_jax import proofs  # pylint: disable=import-outside-toplevel
+  from mcgs_jax._src import proofs  # pylint: disable=import-outside-toplevel
 
   evaluator = args.evaluator or ("rollout" if args.policy == "uct" else "uniform")
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)

@@ -1,0 +1,121 @@
+"""How a search treats the graph: one frozen object built once per policy call.
+
+Every policy takes these as flat keywords (as mctx takes its hyperparameters) and
+builds one `GraphOptions`; `search`, `select`, `expand`, `link` and `backup` read
+it. Checks run when it is built, at trace time, and name the keyword at fault.
+"""
+
+import dataclasses
+import difflib
+import warnings
+from typing import Any, Optional, Tuple
+
+from mcgs_jax._src import checks
+from mcgs_jax._src import hashing
+from mcgs_jax._src import types
+
+# What a playout does when it reaches a child that other parents have visited more
+# often than this edge (`N(child) > N(n, a)`), see `GraphOptions.stop_rule`.
+STOP_RULES = ("catch_up", "value_lag", "never")
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphOptions:
+  """Graph keywords shared by every policy.
+
+  hash_fn: `embedding [B, ...] -> uint32 [B, L]`, the transposition key (None:
+    `mcgs_jax.hash_pytree`, every bit of the embedding). Unused in tree mode.
+  transpositions: search a graph (True) or a tree (False, classic MCTS, mctx's
+    search exactly).
+  stop_rule: where a playout ends at a child visited more often than its edge.
+    `"catch_up"` (KataGo's rule): stop there, count the edge and back up, except
+    with probability `stop_leak`, when the playout continues through the child.
+    `"value_lag"` (as CrazyAra): stop only when the edge's stored value lags the
+    child's current value by more than `stop_epsilon`. `"never"`: always continue.
+  stop_leak: probability in [0, 1] that a `"catch_up"` stop is skipped.
+  stop_epsilon: value difference, >= 0, above which `"value_lag"` stops.
+  capacity: nodes per game, root included (None: `num_simulations + 1`, or the
+    capacity of a continued graph); >= 2.
+  probe_window: hash slots read per lookup, >= 1.
+  solver: prove exact values (`mcgs_jax.proofs`): playouts stop at proven nodes
+    and selection skips dominated proven edges.
+  value_bounds: `(lowest, highest)` value the game allows for the player to move,
+    e.g. `(-1, 1)` for a two-player zero-sum game with outcomes in [-1, 1]. With
+    `solver`, an edge proven worth `highest` proves its node at once; None: a node
+    is proven only when every legal edge is (single-player games with rewards).
+  num_parallel: playouts per game per step, K, with virtual loss and one batched
+    evaluation of the K leaves; `num_simulations` must be a multiple of K.
+  fold_evaluations: when a playout's evaluation lands on a node that exists
+    already (a transposition hit, or a stop at an existing child), add it to that
+    node's own value as one more sample instead of dropping it. Worth it for
+    stochastic evaluators (rollouts); a deterministic network repeats itself.
+  """
+  hash_fn: Optional[types.HashFn] = None
+  transpositions: bool = True
+  stop_rule: str = "catch_up"
+  stop_leak: float = 0.0
+  stop_epsilon: float = 0.0
+  capacity: Optional[int] = None
+  probe_window: int = hashing.DEFAULT_PROBE_WINDOW
+  solver: bool = False
+  value_bounds: Optional[Tuple[float, float]] = (-1.0, 1.0)
+  num_parallel: int = 1
+  fold_evaluations: bool = False
+
+  def __post_init__(self):
+    for name in ("transpositions", "solver", "fold_evaluations"):
+      if not isinstance(getattr(self, name), bool):
+        raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+    if self.hash_fn is not None and not callable(self.hash_fn):
+      raise TypeError(f"hash_fn must be callable (embedding -> uint32 [B, L]), got "
+                      f"{self.hash_fn!r}")
+    if self.stop_rule not in STOP_RULES:
+      raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
+    if not 0.0 <= self.stop_leak <= 1.0:
+      raise ValueError(f"stop_leak must be in [0, 1], got {self.stop_leak}")
+    if not self.stop_epsilon >= 0.0:
+      raise ValueError(f"stop_epsilon must be >= 0, got {self.stop_epsilon}")
+    if self.capacity is not None:
+      checks.check_int("capacity", self.capacity, minimum=2)
+    checks.check_int("probe_window", self.probe_window, minimum=1)
+    checks.check_int("num_parallel", self.num_parallel, minimum=1)
+    if self.value_bounds is not None:
+      bounds = tuple(self.value_bounds)
+      if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
+        raise ValueError(f"value_bounds must be None or (lowest, highest) with lowest < "
+                         f"highest, got {self.value_bounds!r}")
+      object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
+
+  @property
+  def resolved_hash_fn(self) -> types.HashFn:
+    """`hash_fn`, or the default key of every bit of the embedding."""
+    return self.hash_fn or hashing.hash_pytree
+
+
+
+GRAPH_KEYWORDS = tuple(field.name for field in dataclasses.fields(GraphOptions))
+
+
+def from_keywords(caller: str, keywords: dict[str, Any]) -> GraphOptions:
+  """The `GraphOptions` of a policy's flat graph keywords.
+
+  An unknown keyword is a TypeError that names it and lists the graph keywords (with
+  a guess when it looks like a typo). `stop_at_transposition`, the keyword of
+  version 0.1, still works for one release with a DeprecationWarning: True is
+  `stop_rule="catch_up"` (no leak), False is `stop_rule="never"`.
+  """
+  keywords = dict(keywords)
+  if "stop_at_transposition" in keywords:
+    stop = keywords.pop("stop_at_transposition")
+    warnings.warn("stop_at_transposition is deprecated; use stop_rule='catch_up' (True) "
+                  "or stop_rule='never' (False)", DeprecationWarning, stacklevel=3)
+    if "stop_rule" in keywords:
+      raise TypeError(f"{caller}: give stop_rule or stop_at_transposition, not both")
+    keywords["stop_rule"] = "catch_up" if stop else "never"
+  unknown = sorted(set(keywords) - set(GRAPH_KEYWORDS))
+  if unknown:
+    guess = difflib.get_close_matches(unknown[0], GRAPH_KEYWORDS, n=1)
+    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+    raise TypeError(f"{caller} got an unexpected keyword {unknown[0]!r}{hint}; its graph "
+                    f"keywords are {', '.join(GRAPH_KEYWORDS)}")
+  return GraphOptions(**keywords)

@@ -1,0 +1,133 @@
+"""Policies: a search plus the choice of the action to play, as in mctx."""
+
+import functools
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax._src import options as options_lib
+from mcgs_jax._src import qtransforms
+from mcgs_jax._src import runner
+from mcgs_jax._src import selection
+from mcgs_jax._src import types
+from mcgs_jax._src.graph import Graph
+
+
+def muzero_policy(params, rng_key, root: types.RootFnOutput,
+                  recurrent_fn: types.RecurrentFn, num_simulations: int,
+                  invalid_actions=None, max_depth: Optional[int] = None,
+                  loop_fn=jax.lax.fori_loop, *,
+                  qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
+                  dirichlet_fraction: float = 0.25, dirichlet_alpha: float = 0.3,
+                  pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
+                  temperature: float = 1.0, graph: Optional[Graph] = None,
+                  **graph_options) -> types.PolicyOutput:
+  """AlphaZero / MuZero search on a graph: `mctx.muzero_policy` plus graph keywords.
+
+  Dirichlet noise is mixed into the root prior, invalid root actions are masked, PUCT
+  on edge visits chooses actions, and the action is sampled from the root visit
+  distribution raised to `1 / temperature`. With `transpositions=False` this is
+  mctx's search, and with the same key it gives mctx's root visit counts.
+
+  Args:
+    params: passed to `recurrent_fn`.
+    rng_key: the only source of randomness.
+    root: `RootFnOutput`: prior logits `[B, A]`, value `[B]`, embedding `[B, ...]`.
+    recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
+      embedding)`.
+    num_simulations: playouts per game, >= 1.
+    invalid_actions: `[B, A]` bool, actions the root may not take. A game whose row
+      is all True gets `action_weights` of zeros and action 0.
+    max_depth: most edges in a playout (default `num_simulations`).
+    loop_fn: loop over simulations.
+    qtransform, dirichlet_fraction, dirichlet_alpha, pb_c_init, pb_c_base,
+      temperature: as in mctx.
+    graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
+      of `mcgs_jax.reroot(previous.search_graph, action)`.
+    **graph_options: the keywords of `mcgs_jax.GraphOptions`: `hash_fn` (the
+      transposition key; use a game's key from `mcgs_jax.games` for pgx),
+      `transpositions`, `stop_rule`, `stop_leak`, `stop_epsilon`, `capacity`,
+      `probe_window`, `solver`, `value_bounds`, `num_parallel`,
+      `fold_evaluations`. With `solver`, when the root is decided `action` is the
+      best proven action.
+
+  Returns:
+    `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
+  """
+  options = options_lib.from_keywords("muzero_policy", graph_options)
+  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+  prior_probs = jax.nn.softmax(root.prior_logits, axis=-1)
+  root = root.replace(prior_logits=probs_to_logits(add_dirichlet_noise(
+      dirichlet_key, prior_probs, dirichlet_fraction=dirichlet_fraction,
+      dirichlet_alpha=dirichlet_alpha)))
+  root_fn, interior_fn = selection.make_muzero_selection(
+      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform,
+      solver=options.solver)
+  graph = runner.run_search(
+      params, search_key, root, recurrent_fn, num_simulations=num_simulations,
+      invalid_actions=invalid_actions, max_depth=max_depth, loop_fn=loop_fn,
+      options=options, root_action_selection_fn=root_fn,
+      interior_action_selection_fn=interior_fn, graph=graph)
+  action_weights = graph.summary().visit_probs
+  choice_weights = runner.playable_weights(graph, action_weights, options)
+  action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
+  action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
+  action = jnp.where(jnp.any(choice_weights > 0, axis=-1), action, 0)
+  return types.PolicyOutput(action=runner.final_action(graph, action, options),
+                            action_weights=action_weights, search_graph=graph)
+
+
+def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn: types.RecurrentFn,
+               num_simulations: int, invalid_actions=None, max_depth: Optional[int] = None,
+               loop_fn=jax.lax.fori_loop, *, c: float = 1.41,
+               graph: Optional[Graph] = None, **graph_options) -> types.PolicyOutput:
+  """UCT (UCB1 on edge visits), usually with a rollout evaluator, as in the classic
+  UCT with random playouts on Nim.
+
+  Selection ignores the prior except to recognise illegal actions (prior 0). The
+  action is the most visited root action; `action_weights` is the root visit
+  distribution. Arguments as `muzero_policy` (including `graph=` and the graph
+  keywords); `c` is the exploration constant, >= 0.
+  """
+  options = options_lib.from_keywords("uct_policy", graph_options)
+  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  if not c >= 0:
+    raise ValueError(f"c must be >= 0, got {c}")
+  rule = functools.partial(selection.uct_action_selection, c=c, solver=options.solver)
+  graph = runner.run_search(
+      params, rng_key, root, recurrent_fn, num_simulations=num_simulations,
+      invalid_actions=invalid_actions, max_depth=max_depth, loop_fn=loop_fn,
+      options=options,
+      root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
+      interior_action_selection_fn=rule, graph=graph)
+  action_weights = graph.summary().visit_probs
+  choice_weights = runner.playable_weights(graph, action_weights, options)
+  action = jnp.argmax(choice_weights, axis=-1).astype(jnp.int32)
+  return types.PolicyOutput(action=runner.final_action(graph, action, options),
+                            action_weights=action_weights, search_graph=graph)
+
+
+def add_dirichlet_noise(rng_key, probs, *, dirichlet_fraction: float,
+                        dirichlet_alpha: float):
+  """`(1 - fraction) * probs + fraction * Dirichlet(alpha)`, per row of `[B, A]`."""
+  if not 0.0 <= dirichlet_fraction <= 1.0:
+    raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction}")
+  if not dirichlet_alpha > 0:
+    raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
+  batch_size, num_actions = probs.shape
+  noise = jax.random.dirichlet(rng_key, jnp.full((num_actions,), dirichlet_alpha),
+                               shape=(batch_size,))
+  return (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
+
+
+def probs_to_logits(probs):
+  """`log(probs)`, with zeros mapped to `log(tiny)` instead of -inf."""
+  return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+
+
+def apply_temperature(logits, temperature: float):
+  """`logits / temperature`; temperature 0 becomes a greedy choice, not 0/0."""
+  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+  return logits / jnp.maximum(temperature, jnp.finfo(logits.dtype).tiny)

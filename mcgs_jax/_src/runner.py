@@ -1,0 +1,75 @@
+"""The part every policy shares: checks, root masking, the search, and the solver's
+say on the action. A policy adds only its root prior, its selection rules and how
+it turns the root statistics into `action` and `action_weights`."""
+
+from typing import Any, Callable, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax._src import checks
+from mcgs_jax._src import proofs
+from mcgs_jax._src import search as search_lib
+from mcgs_jax._src import types
+from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.options import GraphOptions
+
+
+def checked_root(root: types.RootFnOutput, invalid_actions, num_simulations: int
+                 ) -> Tuple[types.RootFnOutput, Any]:
+  """Checks the root, `invalid_actions` and `num_simulations` at trace time.
+
+  Returns `(root, invalid_actions)`: the root with array logits, and
+  `invalid_actions` as bool `[B, A]` (all False when None).
+  """
+  batch_size, num_actions = checks.check_root(root)
+  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
+  checks.check_int("num_simulations", num_simulations, minimum=1)
+  return root.replace(prior_logits=jnp.asarray(root.prior_logits)), invalid_actions
+
+
+def run_search(params, rng_key, root: types.RootFnOutput,
+               recurrent_fn: types.RecurrentFn, *, num_simulations: int,
+               invalid_actions, max_depth: Optional[int], loop_fn: Callable,
+               options: GraphOptions,
+               root_action_selection_fn: types.RootActionSelectionFn,
+               interior_action_selection_fn: types.InteriorActionSelectionFn,
+               extra_data=None, graph: Optional[Graph] = None) -> Graph:
+  """Masks the root's invalid actions (lowest finite logit) and runs the search.
+
+  `root` and `invalid_actions` as returned by `checked_root` (a policy may change
+  the root's logits in between, e.g. with Dirichlet noise).
+  """
+  root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits,
+                                                        invalid_actions))
+  return search_lib.search(
+      params, rng_key, root=root, recurrent_fn=recurrent_fn,
+      root_action_selection_fn=root_action_selection_fn,
+      interior_action_selection_fn=interior_action_selection_fn,
+      num_simulations=num_simulations, max_depth=max_depth,
+      invalid_actions=invalid_actions, options=options, extra_data=extra_data,
+      loop_fn=loop_fn, graph=graph)
+
+
+def playable_weights(graph: Graph, weights, options: GraphOptions):
+  """`weights [B, A]` with the root edges the solver rules out (proven losses,
+  proven edges another proven edge beats) set to 0; unchanged without the solver."""
+  if not options.solver:
+    return weights
+  excluded = jax.vmap(proofs.excluded_edges, in_axes=(0, None))(graph, 0)
+  return jnp.where(excluded, 0.0, weights)
+
+
+def final_action(graph: Graph, action, options: GraphOptions):
+  """`action [B]`, replaced by the best proven root action where the solver has
+  decided the root; unchanged without the solver."""
+  if not options.solver:
+    return action
+  return proofs.prefer_proven(graph, action)
+
+
+def mask_invalid_actions(logits, invalid_actions):
+  """Sets invalid actions to the lowest finite logit (finite: no NaN in a softmax
+  even when every action is invalid)."""
+  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+  return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)

@@ -1,0 +1,502 @@
+"""A small, complete AlphaZero loop on top of `mcgs_jax`'s graph search.
+
+One iteration of `train(config)`:
+
+1. **Self-play.** `config.num_games` games are played to the end in one jitted
+   `lax.scan` over the longest possible game. Every move is chosen by a search in
+   graph mode (`hash_fn=game.hash_fn`, `transpositions=True`) guided by the current
+   network. Each position yields `(observation, policy target = the search's
+   action_weights, value target = the game's final outcome for the player to move)`,
+   plus a mask that is False for the padding after a game has ended.
+2. **Replay.** The valid positions go into a fixed-size ring buffer
+   (`ReplayBuffer`, numpy on the host).
+3. **Training.** `config.train_steps` Adam steps on minibatches drawn uniformly from
+   the buffer. Loss = policy cross-entropy + value MSE + `l2` times the sum of
+   squared weights (`loss_fn`).
+4. **Checkpoint.** Params and optimiser state are written with
+   `flax.serialization.to_bytes` to `checkpoint_dir/iteration_XXXX.msgpack`.
+5. **Evaluation** (every `eval_every` iterations, `eval_games > 0`). With
+   `mcgs_jax.arena.play_match`, the network agent (same policy, same number of
+   simulations, graph mode) plays the uniform-prior MCTS baseline
+   (`Agent(policy="muzero", evaluator="uniform", transpositions=False)`) and the
+   network of the previous evaluation (at the first one: the initial network).
+
+`train` returns the history: one dict per iteration (losses, timings, scores).
+`plot_history(history, path)` draws the learning curve. From the shell:
+
+    python -m mcgs_jax.train --quick                 # tic_tac_toe, ~30 s on 2 cores
+    python -m mcgs_jax.train --iterations 10 --plot curve.png
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import flax.serialization
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from mcgs_jax.games import evaluators
+from mcgs_jax.games.adapter import Game, make_game
+from mcgs_jax.apps.registry import POLICIES
+
+# Longest game of each supported pgx board game (every move fills a cell).
+MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
+
+
+@dataclasses.dataclass
+class Config:
+  """Everything one training run needs.
+
+  Attributes:
+    game: pgx env id (`"connect_four"`, `"tic_tac_toe"`).
+    num_games: self-play games per iteration, played as one batch.
+    num_simulations: search playouts per move (self-play and evaluation).
+    policy: `"muzero"` (PUCT, Dirichlet noise, move sampled from the visit counts
+      at `temperature`) or `"gumbel"` (Gumbel MuZero).
+    transpositions: search a graph (True, the point of this package) or a tree.
+    temperature: self-play move temperature of the muzero policy.
+    hidden: widths of the MLP policy-value network's hidden layers.
+    learning_rate: Adam step size.
+    l2: weight of the sum of squared weights in the loss.
+    buffer_size: positions the replay buffer holds (oldest overwritten first).
+    train_batch_size: positions per training step.
+    train_steps: training steps per iteration.
+    iterations: self-play / training iterations.
+    eval_games: arena games per opponent per evaluation (0: no evaluation).
+    eval_every: evaluate every this many iterations (and after the last one).
+    eval_opening_moves: uniformly random opening plies of each arena game. Arena
+      agents play greedily without noise, so this is what makes games differ;
+      each opening is played once with each colour.
+    seed: seeds everything.
+    checkpoint_dir: where checkpoints go (None: none written).
+    progress: show a tqdm bar.
+  """
+  game: str = "connect_four"
+  num_games: int = 64
+  num_simulations: int = 32
+  policy: str = "muzero"
+  transpositions: bool = True
+  temperature: float = 1.0
+  hidden: Sequence[int] = (128, 128)
+  learning_rate: float = 1e-3
+  l2: float = 1e-4
+  buffer_size: int = 20_000
+  train_batch_size: int = 256
+  train_steps: int = 100
+  iterations: int = 10
+  eval_games: int = 32
+  eval_every: int = 1
+  eval_opening_moves: int = 2
+  seed: int = 0
+  checkpoint_dir: Optional[str] = None
+  progress: bool = True
+
+  @classmethod
+  def quick(cls, **overrides) -> "Config":
+    """A tic_tac_toe run small enough for a test or a notebook (~30 s on 2 cores)."""
+    values = dict(game="tic_tac_toe", num_games=32, num_simulations=16,
+                  hidden=(64, 64), buffer_size=5_000, train_batch_size=128,
+                  train_steps=30, iterations=3, eval_games=8, learning_rate=3e-3)
+    values.update(overrides)
+    return cls(**values)
+
+
+# ----------------------------------------------------------------------------------
+# Self-play
+
+
+def max_game_length(game: Game, game_id: str) -> int:
+  """Moves after which every game is over (the length of the self-play scan)."""
+  if game_id in MAX_GAME_LENGTH:
+    return MAX_GAME_LENGTH[game_id]
+  length = getattr(game.env, "max_game_length", None)
+  if length is None:
+    raise ValueError(f"unknown game length for {game_id!r}; add it to MAX_GAME_LENGTH")
+  return int(length)
+
+
+def make_self_play(game: Game, config: Config):
+  """Returns `self_play(params, rng_key) -> dict of [T, B, ...] arrays` (jitted).
+
+  The returned dict holds, for move `t` of game `b`:
+    * `observation` `[T, B, ...]`: the position before the move, from the mover's
+      point of view (pgx observations);
+    * `policy` `[T, B, A]`: the search's `action_weights` (visit distribution for
+      muzero, improved policy for gumbel): sums to 1 over legal actions;
+    * `value` `[T, B]`: the final outcome (+1 win, 0 draw, -1 loss) for the player
+      who moves at `t`;
+    * `legal` `[T, B, A]`: the legal actions at `t`;
+    * `valid` `[T, B]`: False for padding (the game had already ended).
+  """
+  length = max_game_length(game, config.game)
+  if config.policy == "muzero":
+    def policy(params, key, root, invalid):
+      return POLICIES["muzero"](params, key, root, game.recurrent_fn, config.num_simulations,
+                           invalid_actions=invalid, hash_fn=game.hash_fn,
+                           transpositions=config.transpositions,
+                           temperature=config.temperature)
+  elif config.policy == "gumbel":
+    def policy(params, key, root, invalid):
+      return POLICIES["gumbel"](params, key, root, game.recurrent_fn,
+                                  config.num_simulations, invalid_actions=invalid,
+                                  hash_fn=game.hash_fn,
+                                  transpositions=config.transpositions)
+  else:
+    raise ValueError(f"policy must be 'muzero' or 'gumbel', got {config.policy!r}")
+
+  def move(carry, key):
+    params, state = carry
+    root_key, search_key = jax.random.split(key)
+    invalid = game.invalid_actions(state)
+    root = game.root(params, root_key, state)
+    output = policy(params, search_key, root, invalid)
+    valid = ~evaluators.is_finished(state)
+    # Finished games are still searched (the batch moves together), but stepping
+    # them is a no-op and their records are masked out by `valid`.
+    next_state = game.step(state, output.action)
+    record = dict(observation=state.observation, policy=output.action_weights,
+                  legal=state.legal_action_mask & valid[:, None],
+                  player=state.current_player, valid=valid,
+                  rewards=jnp.asarray(next_state.rewards, jnp.float32))
+    return (params, next_state), record
+
+  @jax.jit
+  def self_play(params, rng_key):
+    init_key, moves_key = jax.random.split(rng_key)
+    state = game.init(init_key, config.num_games)
+    _, trajectory = jax.lax.scan(move, (params, state),
+                                 jax.random.split(moves_key, length))
+    returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
+    player = trajectory.pop("player")  # [T, B]
+    value = jnp.take_along_axis(returns[None], player[..., None], axis=-1)[..., 0]
+    trajectory["value"] = jnp.where(trajectory["valid"], value, 0.0)
+    trajectory["policy"] = jnp.where(trajectory["valid"][..., None],
+                                     trajectory["policy"], 0.0)
+    return trajectory
+
+  return self_play
+
+
+# ----------------------------------------------------------------------------------
+# Replay buffer
+
+
+class ReplayBuffer:
+  """A fixed-size ring buffer of training positions (numpy, on the host)."""
+
+  def __init__(self, capacity: int):
+    self.capacity = int(capacity)
+    self.data: Dict[str, np.ndarray] = {}
+    self.size = 0
+    self.cursor = 0
+
+  def add(self, trajectory: Dict[str, Any]) -> int:
+    """Adds the valid positions of a self-play batch; returns how many."""
+    valid = np.asarray(trajectory["valid"]).reshape(-1)
+    items = {name: np.asarray(trajectory[name]).reshape((valid.size,) +
+                                                       np.shape(trajectory[name])[2:])
+             [valid] for name in ("observation", "policy", "value")}
+    count = int(valid.sum())
+    if not self.data:
+      self.data = {name: np.zeros((self.capacity,) + item.shape[1:], item.dtype)
+                   for name, item in items.items()}
+    for start in range(0, count, self.capacity):  # in chunks if count > capacity
+      chunk = {name: item[start:start + self.capacity] for name, item in items.items()}
+      n = len(chunk["value"])
+      index = (self.cursor + np.arange(n)) % self.capacity
+      for name, item in chunk.items():
+        self.data[name][index] = item
+      self.cursor = (self.cursor + n) % self.capacity
+      self.size = min(self.size + n, self.capacity)
+    return count
+
+  def sample(self, rng: np.random.Generator, batch_size: int) -> Dict[str, np.ndarray]:
+    """`batch_size` positions drawn uniformly with replacement."""
+    if self.size == 0:
+      raise ValueError("the replay buffer is empty")
+    index = rng.integers(0, self.size, batch_size)
+    return {name: item[index] for name, item in self.data.items()}
+
+
+# ----------------------------------------------------------------------------------
+# Network and training step
+
+
+def loss_fn(params, apply_fn, batch, l2: float):
+  """`(total, (policy_loss, value_loss))` on a batch of positions.
+
+  policy: cross-entropy `-sum(target * log_softmax(logits))` (targets are 0 on illegal
+  actions, so their logits do not matter); value: squared error against the final
+  outcome; plus `l2 * sum(w^2)` over all weights. Every term is finite.
+  """
+  logits, value = apply_fn(params, batch["observation"])
+  policy_loss = -jnp.mean(jnp.sum(batch["policy"] * jax.nn.log_softmax(logits), -1))
+  value_loss = jnp.mean((value - batch["value"]) ** 2)
+  weights = sum(jnp.sum(w ** 2) for w in jax.tree_util.tree_leaves(params))
+  return policy_loss + value_loss + l2 * weights, (policy_loss, value_loss)
+
+
+def make_train_step(apply_fn, optimizer, l2: float):
+  """Returns the jitted `train_step(params, opt_state, batch) -> (params, opt_state,
+  metrics)` with metrics `loss`, `policy_loss`, `value_loss` (before the update)."""
+
+  @jax.jit
+  def train_step(params, opt_state, batch):
+    (loss, (policy_loss, value_loss)), grads = jax.value_and_grad(
+        loss_fn, has_aux=True)(params, apply_fn, batch, l2)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    return params, opt_state, dict(loss=loss, policy_loss=policy_loss,
+                                   value_loss=value_loss)
+
+  return train_step
+
+
+# ----------------------------------------------------------------------------------
+# Checkpoints
+
+
+def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0) -> str:
+  """Writes params (and optimiser state) with `flax.serialization.to_bytes`."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  payload = dict(params=params, opt_state=opt_state, iteration=iteration)
+  with open(path, "wb") as handle:
+    handle.write(flax.serialization.to_bytes(payload))
+  return path
+
+
+def load_checkpoint(path: str, params_template, opt_state_template=None):
+  """Reads a checkpoint into the given templates; returns `(params, opt_state,
+  iteration)`."""
+  template = dict(params=params_template, opt_state=opt_state_template, iteration=0)
+  with open(path, "rb") as handle:
+    payload = flax.serialization.from_bytes(template, handle.read())
+  return payload["params"], payload["opt_state"], int(payload["iteration"])
+
+
+# ----------------------------------------------------------------------------------
+# Evaluation
+
+
+def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> Dict:
+  """Arena scores of the network against the uniform MCTS baseline and against the
+  previous network. Returns a dict with `vs_baseline` and `vs_previous` (each with
+  `wins`, `draws`, `losses`, `score`, `elo`); `vs_previous` is None when
+  `previous_params` is.
+  """
+  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  network = arena.Agent(policy=config.policy, evaluator="network",
+                        num_simulations=config.num_simulations, transpositions=True,
+                        apply_fn=apply_fn, name="network")
+  baseline = arena.Agent(policy="muzero", evaluator="uniform",
+                         num_simulations=config.num_simulations, transpositions=False,
+                         name="uniform-mcts")
+  results = {}
+  opponents = [("vs_baseline", baseline, None)]
+  if previous_params is not None:
+    previous = dataclasses.replace(network, name="previous")
+    opponents.append(("vs_previous", previous, previous_params))
+  for label, opponent, opponent_params in opponents:
+    result = arena.play_match(config.game, network, opponent,
+                              num_games=config.eval_games, seed=seed,
+                              params_a=params, params_b=opponent_params,
+                              opening_moves=config.eval_opening_moves)
+    results[label] = dict(wins=int(result.wins), draws=int(result.draws),
+                          losses=int(result.losses), score=float(result.score),
+                          elo=float(result.elo))
+  results.setdefault("vs_previous", None)
+  return results
+
+
+# ----------------------------------------------------------------------------------
+# The loop
+
+
+class History(list):
+  """The list of per-iteration dicts that `train` returns, plus the final network:
+  `params`, `apply_fn` (`apply_fn(params, observation) -> (logits, value)`) and the
+  `config` of the run."""
+  params: Any = None
+  apply_fn: Any = None
+  config: Optional[Config] = None
+
+
+def train(config: Config, *, params=None) -> History:
+  """Runs the AlphaZero loop; returns the history (one dict per iteration).
+
+  Each history entry holds `iteration`, `positions` (new valid positions),
+  `buffer_size`, `loss`, `policy_loss`, `value_loss` (means over the iteration's
+  training steps), `first_loss` / `last_loss` (first and last step), `selfplay_s`,
+  `train_s`, `eval_s`, and, when evaluated, `vs_baseline` / `vs_previous` (see
+  `evaluate`). The final network is `history.params` / `history.apply_fn`.
+
+  Args:
+    config: the run's `Config`.
+    params: initial network weights (default: a fresh `MLPPolicyValueNet`).
+  """
+  key = jax.random.PRNGKey(config.seed)
+  init_key, key = jax.random.split(key)
+  env_game = make_game(config.game)
+  apply_fn, fresh_params = evaluators.init_network(env_game.env, init_key,
+                                                   hidden=config.hidden)
+  params = fresh_params if params is None else params
+  game = make_game(config.game, evaluators.network_evaluator(apply_fn))
+  optimizer = optax.adam(config.learning_rate)
+  opt_state = optimizer.init(params)
+  self_play = make_self_play(game, config)
+  train_step = make_train_step(apply_fn, optimizer, config.l2)
+  buffer = ReplayBuffer(config.buffer_size)
+  rng = np.random.default_rng(config.seed)
+  previous_params = params  # the opponent of "vs_previous": the last evaluated net
+  history = History()
+  history.apply_fn, history.config = apply_fn, config
+
+  iterations = range(1, config.iterations + 1)
+  bar = None
+  if config.progress:
+    from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+    iterations = bar = tqdm(iterations, desc=f"alphazero {config.game}")
+  for iteration in iterations:
+    entry: Dict[str, Any] = dict(iteration=iteration)
+    start = time.perf_counter()
+    key, play_key = jax.random.split(key)
+    trajectory = jax.device_get(self_play(params, play_key))
+    entry["positions"] = buffer.add(trajectory)
+    entry["buffer_size"] = buffer.size
+    entry["selfplay_s"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    metrics = []
+    for _ in range(config.train_steps):
+      batch = buffer.sample(rng, config.train_batch_size)
+      params, opt_state, step_metrics = train_step(params, opt_state, batch)
+      metrics.append(step_metrics)
+    metrics = jax.device_get(metrics)
+    for name in ("loss", "policy_loss", "value_loss"):
+      entry[name] = float(np.mean([m[name] for m in metrics]))
+    entry["first_loss"] = float(metrics[0]["loss"])
+    entry["last_loss"] = float(metrics[-1]["loss"])
+    entry["train_s"] = time.perf_counter() - start
+
+    if config.checkpoint_dir:
+      entry["checkpoint"] = save_checkpoint(
+          os.path.join(config.checkpoint_dir, f"iteration_{iteration:04d}.msgpack"),
+          params, opt_state, iteration)
+
+    evaluate_now = config.eval_games > 0 and (
+        iteration % config.eval_every == 0 or iteration == config.iterations)
+    if evaluate_now:
+      start = time.perf_counter()
+      entry.update(evaluate(config, apply_fn, params, previous_params,
+                            seed=config.seed * 1000 + iteration))
+      entry["eval_s"] = time.perf_counter() - start
+      previous_params = params
+    history.append(entry)
+    if bar is not None:
+      postfix = dict(loss=f"{entry['loss']:.3f}")
+      if "vs_baseline" in entry:
+        postfix["vs_uniform"] = f"{entry['vs_baseline']['score']:.2f}"
+      bar.set_postfix(postfix)
+    else:
+      print(format_entry(entry), flush=True)
+  history.params = params
+  return history
+
+
+def format_entry(entry: Dict) -> str:
+  """One line per iteration: loss and scores."""
+  text = (f"iter {entry['iteration']:3d}  loss {entry['loss']:.3f} "
+          f"(policy {entry['policy_loss']:.3f}, value {entry['value_loss']:.3f})  "
+          f"positions {entry['positions']}  self-play {entry['selfplay_s']:.1f}s  "
+          f"train {entry['train_s']:.1f}s")
+  for label in ("vs_baseline", "vs_previous"):
+    result = entry.get(label)
+    if result:
+      text += (f"  {label} {result['wins']}-{result['draws']}-{result['losses']} "
+               f"score {result['score']:.2f}")
+  if "eval_s" in entry:
+    text += f"  arena {entry['eval_s']:.1f}s"
+  return text
+
+
+def plot_history(history: List[Dict], path: Optional[str] = None):
+  """Loss and arena scores per iteration; saved to `path` when given. Returns the
+  matplotlib figure."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  if path is not None:
+    matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+  steps = [entry["iteration"] for entry in history]
+  for name in ("loss", "policy_loss", "value_loss"):
+    loss_axis.plot(steps, [entry[name] for entry in history], marker="o", label=name)
+  loss_axis.set_xlabel("iteration")
+  loss_axis.set_title("training loss")
+  loss_axis.legend()
+  for label, text in (("vs_baseline", "vs uniform MCTS"),
+                      ("vs_previous", "vs previous network")):
+    points = [(entry["iteration"], entry[label]["score"]) for entry in history
+              if entry.get(label)]
+    if points:
+      score_axis.plot(*zip(*points), marker="o", label=text)
+  score_axis.axhline(0.5, color="grey", linestyle=":")
+  score_axis.set_ylim(-0.05, 1.05)
+  score_axis.set_xlabel("iteration")
+  score_axis.set_title("arena score (win = 1, draw = 0.5)")
+  if score_axis.get_legend_handles_labels()[0]:
+    score_axis.legend()
+  else:
+    score_axis.text(0.5, 0.5, "not evaluated", ha="center", transform=score_axis.transAxes)
+  figure.tight_layout()
+  if path is not None:
+    figure.savefig(path, dpi=100)
+  return figure
+
+
+def main(argv=None):
+  """`python -m mcgs_jax.train [--quick] [options]`."""
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--quick", action="store_true",
+                      help="tiny tic_tac_toe run (Config.quick())")
+  defaults = Config()
+  parser.add_argument("--game")
+  parser.add_argument("--policy", choices=("muzero", "gumbel"))
+  parser.add_argument("--games", type=int, dest="num_games")
+  parser.add_argument("--simulations", type=int, dest="num_simulations")
+  parser.add_argument("--iterations", type=int)
+  parser.add_argument("--train-steps", type=int, dest="train_steps")
+  parser.add_argument("--eval-games", type=int, dest="eval_games")
+  parser.add_argument("--eval-every", type=int, dest="eval_every")
+  parser.add_argument("--hidden", type=lambda s: tuple(int(w) for w in s.split(",")),
+                      help=f"comma-separated widths (default {defaults.hidden})")
+  parser.add_argument("--learning-rate", type=float, dest="learning_rate")
+  parser.add_argument("--buffer-size", type=int, dest="buffer_size")
+  parser.add_argument("--train-batch-size", type=int, dest="train_batch_size")
+  parser.add_argument("--seed", type=int)
+  parser.add_argument("--checkpoint-dir", dest="checkpoint_dir")
+  parser.add_argument("--plot", help="save the learning curve to this file")
+  parser.add_argument("--history", help="save the history as JSON to this file")
+  args = parser.parse_args(argv)
+  overrides = {name: value for name, value in vars(args).items()
+               if name not in ("quick", "plot", "history") and value is not None}
+  overrides.setdefault("progress", False)
+  config = Config.quick(**overrides) if args.quick else Config(**overrides)
+  print(config, flush=True)
+  history = train(config)
+  if args.history:
+    with open(args.history, "w", encoding="utf-8") as handle:
+      json.dump(dict(config=dataclasses.asdict(config), history=history), handle,
+                indent=1)
+  if args.plot:
+    plot_history(history, args.plot)
+  return history
+
+
+if __name__ == "__main__":
+  main()
