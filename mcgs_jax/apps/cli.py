@@ -1,35 +1,84 @@
 """The `mcgs-jax` command."""
 
+import os
 import sys
+from typing import List, Optional, Sequence
 
-USAGE = """usage: mcgs-jax COMMAND [options]
+USAGE = """usage: mcgs-jax [--version] [--no-cache] COMMAND [options]
 
 commands:
   arena    a match between two search agents: score and Elo (default: graph against
            tree on connect four; see `mcgs-jax arena -h`)
   bench    speed of mcgs_jax against mctx on a pgx game (see `mcgs-jax bench -h`)
   search   search positions and print root tables (see `mcgs-jax search -h`)
+  train    the AlphaZero training loop (see `mcgs-jax train -h`)
+
+Compiled searches are cached on disk (JAX's persistent compilation cache, in
+$MCGS_JAX_CACHE_DIR or ~/.cache/mcgs_jax/jax), so a second identical command starts
+at once; --no-cache (before the command) turns the cache off for one run.
 """
 
 
-def main(argv=None):
-  argv = list(sys.argv[1:] if argv is None else argv)
-  if not argv or argv[0] in ("-h", "--help"):
+def cache_dir() -> str:
+  """Where the command line keeps compiled programs."""
+  default = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+                         "mcgs_jax", "jax")
+  return os.environ.get("MCGS_JAX_CACHE_DIR", default)
+
+
+def enable_compilation_cache(path: Optional[str] = None) -> str:
+  """Turns on JAX's persistent compilation cache in `path` (default `cache_dir()`),
+  for every program that took at least a second to compile. Library users can call
+  it too (or set `jax.config.update("jax_compilation_cache_dir", path)`).
+
+  Returns the directory used.
+  """
+  import jax  # pylint: disable=import-outside-toplevel
+
+  path = path or cache_dir()
+  os.makedirs(path, exist_ok=True)
+  jax.config.update("jax_compilation_cache_dir", path)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  return path
+
+
+def _version() -> str:
+  from mcgs_jax import __version__  # pylint: disable=import-outside-toplevel
+  return __version__
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args: List[str] = list(sys.argv[1:] if argv is None else argv)
+  use_cache = True
+  while args and args[0] in ("--version", "--no-cache"):
+    option = args.pop(0)
+    if option == "--version":
+      print(f"mcgs-jax {_version()}")
+      return 0
+    use_cache = False
+  if not args or args[0] in ("-h", "--help"):
     print(USAGE, end="")
-    return 0 if argv else 2
-  command, rest = argv[0], argv[1:]
+    return 0 if args else 2
+  command, rest = args[0], args[1:]
+  if command not in ("arena", "bench", "search", "train"):
+    print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
+    return 2
+  if use_cache and os.environ.get("MCGS_JAX_NO_CACHE", "") in ("", "0"):
+    enable_compilation_cache()
   if command == "arena":
-    from mcgs_jax.apps import arena_command
+    from mcgs_jax.apps import arena_command  # pylint: disable=import-outside-toplevel
     return arena_command.main(rest)
   if command == "bench":
-    from mcgs_jax.apps import benchmark
+    from mcgs_jax.apps import benchmark  # pylint: disable=import-outside-toplevel
     benchmark.main(rest)
     return 0
   if command == "search":
-    from mcgs_jax.apps import search_command
+    from mcgs_jax.apps import search_command  # pylint: disable=import-outside-toplevel
     return search_command.main(rest)
-  print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
-  return 2
+  from mcgs_jax.apps import train  # pylint: disable=import-outside-toplevel
+  result = train.main(rest)
+  return int(result or 0)
 
 
 if __name__ == "__main__":
