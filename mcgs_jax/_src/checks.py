@@ -1,5 +1,7 @@
 """Input checks that run at trace time and name the argument at fault."""
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,7 +28,8 @@ def check_root(root):
   if num_actions < 1:
     raise ValueError(f"root.prior_logits must have at least one action, got {logits_shape}")
   if not jnp.issubdtype(jnp.result_type(root.prior_logits), jnp.floating):
-    raise TypeError(f"root.prior_logits must be floating point, got {jnp.result_type(root.prior_logits)}")
+    raise TypeError("root.prior_logits must be floating point, got "
+                    f"{jnp.result_type(root.prior_logits)}")
   if _shape(root.value) != (batch_size,):
     raise ValueError(f"root.value must have shape [B] = ({batch_size},) to match "
                      f"root.prior_logits {logits_shape}, got {_shape(root.value)}")
@@ -61,13 +64,14 @@ def check_recurrent_output(output, new_embedding, node_embedding, batch_size: in
     got = _shape(getattr(output, name))
     if got != expected:
       raise ValueError(f"recurrent_fn returned {name} of shape {got}; expected {expected}")
-  expected_struct = jax.tree_util.tree_structure(node_embedding)
+  # jaxlib ships no type stub for PyTreeDef, so mypy cannot compare two of them.
+  expected_struct: Any = jax.tree_util.tree_structure(node_embedding)
   if jax.tree_util.tree_structure(new_embedding) != expected_struct:
     raise ValueError("recurrent_fn returned an embedding whose pytree structure differs "
                      f"from root.embedding: {jax.tree_util.tree_structure(new_embedding)} vs "
                      f"{expected_struct}")
   for (path, new), old in zip(jax.tree_util.tree_leaves_with_path(new_embedding),
-                              jax.tree_util.tree_leaves(node_embedding)):
+                              jax.tree_util.tree_leaves(node_embedding), strict=True):
     if _shape(new) != _shape(old):
       raise ValueError(f"recurrent_fn returned embedding{jax.tree_util.keystr(path)} of shape "
                        f"{_shape(new)}; root.embedding has {_shape(old)}")

@@ -33,19 +33,15 @@ still use everything the graph knows.
 
 import functools
 import math
-from typing import Optional, Tuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks
+from mcgs_jax._src import checks, qtransforms, runner, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src import qtransforms
-from mcgs_jax._src import runner
-from mcgs_jax._src import types
-from mcgs_jax._src.graph import Graph, ROOT_INDEX
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax._src.selection import excluded_actions, masked_argmax
 
@@ -65,11 +61,11 @@ class GumbelMuZeroExtraData:
     extra data is built as for mctx, with `root_gumbel` alone) means zeros.
   """
   root_gumbel: chex.Array
-  root_visits_before: Optional[chex.Array] = None
+  root_visits_before: chex.Array | None = None
 
 
 def considered_visit_sequence(max_num_considered_actions: int,
-                              num_simulations: int) -> Tuple[int, ...]:
+                              num_simulations: int) -> tuple[int, ...]:
   """The Sequential-Halving schedule of one search: `num_simulations` visit counts.
 
   Entry `i` is the visit count an action must have to be chosen by playout `i`
@@ -83,7 +79,7 @@ def considered_visit_sequence(max_num_considered_actions: int,
   if max_num_considered_actions <= 1:
     return tuple(range(num_simulations))
   num_phases = math.ceil(math.log2(max_num_considered_actions))
-  schedule = []
+  schedule: list[int] = []
   considered = max_num_considered_actions
   visits = 0
   while len(schedule) < num_simulations:
@@ -96,7 +92,7 @@ def considered_visit_sequence(max_num_considered_actions: int,
 
 
 def considered_visit_table(max_num_considered_actions: int,
-                           num_simulations: int) -> Tuple[Tuple[int, ...], ...]:
+                           num_simulations: int) -> tuple[tuple[int, ...], ...]:
   """`considered_visit_sequence(k, num_simulations)` for `k = 0 ..
   max_num_considered_actions`: shape `[max_num_considered_actions + 1, S]`."""
   return tuple(considered_visit_sequence(k, num_simulations)
@@ -210,12 +206,12 @@ def _check_gumbel_scale(gumbel_scale):
 
 def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput,
                          recurrent_fn: types.RecurrentFn, num_simulations: int,
-                         invalid_actions=None, max_depth: Optional[int] = None,
+                         invalid_actions=None, max_depth: int | None = None,
                          loop_fn=jax.lax.fori_loop, *,
                          qtransform: types.QTransform = (
                              qtransforms.qtransform_completed_by_mix_value),
                          max_num_considered_actions: int = 16,
-                         gumbel_scale: float = 1.0, graph: Optional[Graph] = None,
+                         gumbel_scale: float = 1.0, graph: Graph | None = None,
                          **graph_options) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.

@@ -1,27 +1,23 @@
 """Policies: a search plus the choice of the action to play, as in mctx."""
 
 import functools
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src import qtransforms
-from mcgs_jax._src import runner
-from mcgs_jax._src import selection
-from mcgs_jax._src import types
+from mcgs_jax._src import qtransforms, runner, selection, types
 from mcgs_jax._src.graph import Graph
 
 
 def muzero_policy(params, rng_key, root: types.RootFnOutput,
                   recurrent_fn: types.RecurrentFn, num_simulations: int,
-                  invalid_actions=None, max_depth: Optional[int] = None,
+                  invalid_actions=None, max_depth: int | None = None,
                   loop_fn=jax.lax.fori_loop, *,
                   qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
                   dirichlet_fraction: float = 0.25, dirichlet_alpha: float = 0.3,
                   pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
-                  temperature: float = 1.0, graph: Optional[Graph] = None,
+                  temperature: float = 1.0, graph: Graph | None = None,
                   **graph_options) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph: `mctx.muzero_policy` plus graph keywords.
 
@@ -80,9 +76,9 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput,
 
 
 def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn: types.RecurrentFn,
-               num_simulations: int, invalid_actions=None, max_depth: Optional[int] = None,
+               num_simulations: int, invalid_actions=None, max_depth: int | None = None,
                loop_fn=jax.lax.fori_loop, *, c: float = 1.41,
-               graph: Optional[Graph] = None, **graph_options) -> types.PolicyOutput:
+               graph: Graph | None = None, **graph_options) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits), usually with a rollout evaluator, as in the classic
   UCT with random playouts on Nim.
 

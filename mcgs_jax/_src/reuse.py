@@ -43,8 +43,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import hashing
-from mcgs_jax._src.graph import (COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS, Graph, ROOT_INDEX,
-                            UNEXPANDED)
+from mcgs_jax._src.graph import (
+  COUNTER_FIELDS,
+  EDGE_FIELDS,
+  NODE_FIELDS,
+  ROOT_INDEX,
+  UNEXPANDED,
+  Graph,
+)
 
 
 def _check_action(graph: Graph, action):

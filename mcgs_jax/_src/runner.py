@@ -2,21 +2,20 @@
 say on the action. A policy adds only its root prior, its selection rules and how
 it turns the root statistics into `action` and `action_weights`."""
 
-from typing import Any, Callable, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks
-from mcgs_jax._src import proofs
+from mcgs_jax._src import checks, proofs, types
 from mcgs_jax._src import search as search_lib
-from mcgs_jax._src import types
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import GraphOptions
 
 
 def checked_root(root: types.RootFnOutput, invalid_actions, num_simulations: int
-                 ) -> Tuple[types.RootFnOutput, Any]:
+                 ) -> tuple[types.RootFnOutput, Any]:
   """Checks the root, `invalid_actions` and `num_simulations` at trace time.
 
   Returns `(root, invalid_actions)`: the root with array logits, and
@@ -30,11 +29,11 @@ def checked_root(root: types.RootFnOutput, invalid_actions, num_simulations: int
 
 def run_search(params, rng_key, root: types.RootFnOutput,
                recurrent_fn: types.RecurrentFn, *, num_simulations: int,
-               invalid_actions, max_depth: Optional[int], loop_fn: Callable,
+               invalid_actions, max_depth: int | None, loop_fn: Callable,
                options: GraphOptions,
                root_action_selection_fn: types.RootActionSelectionFn,
                interior_action_selection_fn: types.InteriorActionSelectionFn,
-               extra_data=None, graph: Optional[Graph] = None) -> Graph:
+               extra_data=None, graph: Graph | None = None) -> Graph:
   """Masks the root's invalid actions (lowest finite logit) and runs the search.
 
   `root` and `invalid_actions` as returned by `checked_root` (a policy may change

@@ -1,7 +1,8 @@
 """Inputs and outputs of a search, named and shaped as in mctx so that code written
 for `mctx` runs unchanged against `mcgs_jax`."""
 
-from typing import TYPE_CHECKING, Any, Callable, Tuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import chex
 
@@ -45,7 +46,7 @@ class RecurrentFnOutput:
 # The callables a search takes, named as in mctx. Selection rules and q-transforms
 # see one game's graph (unbatched, under `jax.vmap`).
 RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
-                       Tuple[RecurrentFnOutput, Embedding]]
+                       tuple[RecurrentFnOutput, Embedding]]
 HashFn = Callable[[Embedding], chex.Array]
 RootActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array], chex.Array]
 InteriorActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array, chex.Array],

@@ -2,7 +2,7 @@
 
 import os
 import sys
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 USAGE = """usage: mcgs-jax [--version] [--no-cache] COMMAND [options]
 
@@ -26,7 +26,7 @@ def cache_dir() -> str:
   return os.environ.get("MCGS_JAX_CACHE_DIR", default)
 
 
-def enable_compilation_cache(path: Optional[str] = None) -> str:
+def enable_compilation_cache(path: str | None = None) -> str:
   """Turns on JAX's persistent compilation cache in `path` (default `cache_dir()`),
   for every program that took at least a second to compile. Library users can call
   it too (or set `jax.config.update("jax_compilation_cache_dir", path)`).
@@ -48,8 +48,8 @@ def _version() -> str:
   return __version__
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  args: List[str] = list(sys.argv[1:] if argv is None else argv)
+def main(argv: Sequence[str] | None = None) -> int:
+  args: list[str] = list(sys.argv[1:] if argv is None else argv)
   use_cache = True
   while args and args[0] in ("--version", "--no-cache"):
     option = args.pop(0)
@@ -66,6 +66,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 2
   if use_cache and os.environ.get("MCGS_JAX_NO_CACHE", "") in ("", "0"):
     enable_compilation_cache()
+  try:
+    return _run(command, rest)
+  except ModuleNotFoundError as error:
+    extra = _EXTRA_OF_MODULE.get((error.name or "").partition(".")[0])
+    if extra is None:
+      raise
+    print(f"mcgs-jax {command}: needs the {extra} extra "
+          f"(pip install 'mcgs-jax[{extra}]'): {error}", file=sys.stderr)
+    return 2
+
+
+# Optional dependencies, by the extra of pyproject.toml that installs them.
+_EXTRA_OF_MODULE = {"pgx": "games", "flax": "train", "optax": "train",
+                    "matplotlib": "viz", "mctx": "bench", "tqdm": "bench"}
+
+
+def _run(command: str, rest: list[str]) -> int:
   if command == "arena":
     from mcgs_jax.apps import arena_command  # pylint: disable=import-outside-toplevel
     return arena_command.main(rest)

@@ -20,13 +20,13 @@ Example:
 
 import dataclasses
 import heapq
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from mcgs_jax._src.graph import ROOT_INDEX
 
-ActionLabels = Union[None, Sequence[str], Callable[[int], str]]
+ActionLabels = Sequence[str] | Callable[[int], str] | None
 
 SHARED_COLOR = "#f4a261"   # orange: a node with two or more incoming edges
 NODE_COLOR = "#a8c5e6"     # light blue: every other node
@@ -51,10 +51,10 @@ class SubGraph:
       (`[N]` numpy arrays), read from the graph.
     total_nodes: nodes in use in this game (`num_nodes`).
   """
-  nodes: List[int]
-  depth: Dict[int, int]
-  edges: List[Tuple[int, int, int, int]]
-  in_degree: Dict[int, int]
+  nodes: list[int]
+  depth: dict[int, int]
+  edges: list[tuple[int, int, int, int]]
+  in_degree: dict[int, int]
   visits: np.ndarray
   values: np.ndarray
   terminal: np.ndarray
@@ -72,8 +72,8 @@ def _one_game(array, game_index: int, unbatched_ndim: int) -> np.ndarray:
   return array if array.ndim == unbatched_ndim else array[game_index]
 
 
-def subgraph(graph, game_index: int = 0, *, max_nodes: Optional[int] = 60,
-             max_depth: Optional[int] = None) -> SubGraph:
+def subgraph(graph, game_index: int = 0, *, max_nodes: int | None = 60,
+             max_depth: int | None = None) -> SubGraph:
   """Selects the nodes to show of game `game_index` (see the module docstring).
 
   Args:
@@ -95,7 +95,7 @@ def subgraph(graph, game_index: int = 0, *, max_nodes: Optional[int] = 60,
 
   # Incoming edges over the whole game, and shortest depths (plain BFS).
   used = children[:num_nodes]
-  in_degree: Dict[int, int] = {}
+  in_degree: dict[int, int] = {}
   for child in used[used >= 0].tolist():
     in_degree[child] = in_degree.get(child, 0) + 1
   depth = {ROOT_INDEX: 0}
@@ -111,7 +111,7 @@ def subgraph(graph, game_index: int = 0, *, max_nodes: Optional[int] = 60,
 
   # Best-first by visits from the root, within max_depth.
   limit = num_nodes if max_nodes is None else min(max_nodes, num_nodes)
-  kept: List[int] = []
+  kept: list[int] = []
   seen = {ROOT_INDEX}
   queue = [(-int(visits[ROOT_INDEX]), ROOT_INDEX)]
   while queue and len(kept) < limit:
@@ -148,7 +148,7 @@ def _action_label(action: int, action_labels: ActionLabels) -> str:
   return str(action_labels[action])
 
 
-def _node_lines(sub: SubGraph, node: int) -> List[str]:
+def _node_lines(sub: SubGraph, node: int) -> list[str]:
   """Label lines of a node: name, visits and value, terminal / proven flags."""
   lines = ["root" if node == ROOT_INDEX else f"#{node}",
            f"N={int(sub.visits[node])} Q={float(sub.values[node]):+.2f}"]
@@ -166,8 +166,8 @@ def _dot_escape(text: str) -> str:
   return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def to_dot(graph, game_index: int = 0, *, max_nodes: Optional[int] = 60,
-           max_depth: Optional[int] = None, action_labels: ActionLabels = None) -> str:
+def to_dot(graph, game_index: int = 0, *, max_nodes: int | None = 60,
+           max_depth: int | None = None, action_labels: ActionLabels = None) -> str:
   """Graphviz DOT text of one game's search graph.
 
   Nodes are named `n<index>` and labelled with `N` and `Q` (plus "terminal",
@@ -221,18 +221,18 @@ def to_dot(graph, game_index: int = 0, *, max_nodes: Optional[int] = 60,
   return "\n".join(out) + "\n"
 
 
-def layered_layout(sub: SubGraph) -> Dict[int, Tuple[float, float]]:
+def layered_layout(sub: SubGraph) -> dict[int, tuple[float, float]]:
   """`(x, y)` of every kept node: `y = -depth`; within a layer nodes are ordered by the
   mean x of their kept parents (one sweep down from the root) and spread evenly over
   [0, 1]."""
-  layers: Dict[int, List[int]] = {}
+  layers: dict[int, list[int]] = {}
   for node in sub.nodes:
     layers.setdefault(sub.depth[node], []).append(node)
-  parents: Dict[int, List[int]] = {}
+  parents: dict[int, list[int]] = {}
   for parent, _, child, _ in sub.edges:
     if sub.depth[parent] < sub.depth[child]:
       parents.setdefault(child, []).append(parent)
-  position: Dict[int, Tuple[float, float]] = {}
+  position: dict[int, tuple[float, float]] = {}
   for level in sorted(layers):
     def order_key(node, level=level):
       xs = [position[p][0] for p in parents.get(node, []) if p in position]
@@ -257,8 +257,8 @@ def _edge_path(start, end, bend: bool, points: int = 16):
   return [tuple(p) for p in curve]
 
 
-def plot_graph(graph, game_index: int = 0, *, ax=None, max_nodes: Optional[int] = 40,
-               max_depth: Optional[int] = None, action_labels: ActionLabels = None,
+def plot_graph(graph, game_index: int = 0, *, ax=None, max_nodes: int | None = 40,
+               max_depth: int | None = None, action_labels: ActionLabels = None,
                show_labels: bool = True):
   """Draws one game's search graph with matplotlib, layered by depth from the root.
 
@@ -298,13 +298,13 @@ def plot_graph(graph, game_index: int = 0, *, ax=None, max_nodes: Optional[int] 
   ax.add_collection(LineCollection(segments, linewidths=widths, colors="#6c757d",
                                    alpha=0.6, zorder=1))
   if show_labels and len(sub.edges) <= 30:
-    for (_, action, _, _), path in zip(sub.edges, segments):
+    for (_, action, _, _), path in zip(sub.edges, segments, strict=True):
       x, y = path[len(path) // 2]
       ax.text(x, y, _action_label(action, action_labels),
               fontsize=7, color="#495057", ha="center", va="center", zorder=2,
               bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
 
-  kinds = {"node": [], "shared": [], "terminal": []}
+  kinds: dict[str, list[int]] = {"node": [], "shared": [], "terminal": []}
   for node in sub.nodes:
     kind = ("shared" if sub.is_shared(node) else
             "terminal" if sub.terminal[node] else "node")

@@ -21,7 +21,6 @@ Conventions:
     terminated state's `legal_action_mask` is all True.
 """
 
-from typing import Dict, Tuple
 
 import chex
 import jax
@@ -108,7 +107,7 @@ class DagGame:
     self._next_index_jnp = jnp.asarray(self.next_index)
     self._legal_jnp = jnp.asarray(self.legal)
     self._terminal_values_jnp = jnp.asarray(self.terminal_values, jnp.float32)
-    self._exact_values = None  # computed on first use
+    self._exact_values: np.ndarray | None = None  # computed on first use
 
   @property
   def id(self) -> str:
@@ -127,7 +126,7 @@ class DagGame:
     return self._num_actions
 
   @property
-  def observation_shape(self) -> Tuple[int]:
+  def observation_shape(self) -> tuple[int]:
     return (self.depth + 1 + self.width,)
 
   transposition_words = staticmethod(transposition_words)
@@ -190,7 +189,7 @@ class DagGame:
     """
     return self._solved_values().copy()
 
-  def exact_action_values(self, layer: int, index: int) -> Dict[int, int]:
+  def exact_action_values(self, layer: int, index: int) -> dict[int, int]:
     """Value of every legal action at (layer, index) for the player who takes it.
 
     Empty for a terminal state (layer == depth).

@@ -29,7 +29,7 @@ Usage::
 Other pgx games (or custom embeddings) can pass their own `hash_fn` to the search.
 """
 
-from typing import Callable, Dict
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -134,7 +134,7 @@ def _animal_shogi_words(state) -> jax.Array:
                 state._zobrist_hash, state.terminated, positions)
 
 
-_WORD_FNS: Dict[str, Callable[..., jax.Array]] = {
+_WORD_FNS: dict[str, Callable[..., jax.Array]] = {
     "tic_tac_toe": _tic_tac_toe_words,
     "connect_four": _connect_four_words,
     "othello": _othello_words,
@@ -147,7 +147,7 @@ _WORD_FNS: Dict[str, Callable[..., jax.Array]] = {
 
 SUPPORTED_ENV_IDS = tuple(_WORD_FNS)
 
-KEY_CONTENTS: Dict[str, str] = {
+KEY_CONTENTS: dict[str, str] = {
     "tic_tac_toe": (
         "Board (9 cells: empty, X or O), colour to move, terminated. The winner "
         "follows from the board, and no rule looks at history."),

@@ -1,7 +1,7 @@
 """A small flax policy-value network for the pgx board games (needs the `train`
 extra: flax, optax)."""
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import flax.linen as nn
 import jax

@@ -20,7 +20,7 @@ Example:
   states = jax.vmap(env.step)(states, actions)      # actions: int32 [8]
 """
 
-from typing import Sequence, Tuple
+from collections.abc import Sequence
 
 import chex
 import jax
@@ -70,7 +70,7 @@ def transposition_words(state: NimState) -> chex.Array:
                           state.terminated.astype(jnp.uint32)[None]])
 
 
-def parse_heaps(text: str) -> Tuple[int, ...]:
+def parse_heaps(text: str) -> tuple[int, ...]:
   """Heap sizes from a comma-separated string: `"3,4,5" -> (3, 4, 5)`."""
   heaps = tuple(int(part) for part in text.split(","))
   if not heaps or min(heaps) < 0 or max(heaps) < 1:
@@ -117,7 +117,7 @@ class Nim:
     return self.num_heaps * self.max_heap
 
   @property
-  def observation_shape(self) -> Tuple[int, int]:
+  def observation_shape(self) -> tuple[int, int]:
     return (self.num_heaps, self.max_heap + 1)
 
   transposition_words = staticmethod(transposition_words)

@@ -17,7 +17,7 @@ column 0..6 (left to right); Nim `heap_index * max_heap + (take - 1)`.
 
 import dataclasses
 import functools
-from typing import Dict, List, Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -25,8 +25,8 @@ import numpy as np
 # Nim
 
 
-@functools.lru_cache(maxsize=None)
-def _nim_minimax(heaps: Tuple[int, ...]) -> int:
+@functools.cache
+def _nim_minimax(heaps: tuple[int, ...]) -> int:
   """Plain minimax over every move, memoised on the heap tuple."""
   if not any(heaps):
     return -1  # the previous player took the last stone
@@ -46,7 +46,7 @@ def nim_value(heaps: Sequence[int]) -> int:
   return _nim_minimax(heaps)
 
 
-def nim_action_values(heaps: Sequence[int], max_heap: int) -> Dict[int, int]:
+def nim_action_values(heaps: Sequence[int], max_heap: int) -> dict[int, int]:
   """Value of every legal Nim action for the player who takes it.
 
   Keys are actions `heap_index * max_heap + (take - 1)`; `max_heap` must be the
@@ -70,11 +70,11 @@ _TTT_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8),
               (0, 4, 8), (2, 4, 6))
 
 
-def _ttt_has_line(board: Tuple[int, ...]) -> bool:
+def _ttt_has_line(board: tuple[int, ...]) -> bool:
   return any(board[a] >= 0 and board[a] == board[b] == board[c] for a, b, c in _TTT_LINES)
 
 
-def _ttt_children(board: Tuple[int, ...]):
+def _ttt_children(board: tuple[int, ...]):
   """`(cell, next board)` for every empty cell."""
   color = sum(cell >= 0 for cell in board) % 2
   for cell in range(9):
@@ -82,8 +82,8 @@ def _ttt_children(board: Tuple[int, ...]):
       yield cell, board[:cell] + (color,) + board[cell + 1:]
 
 
-@functools.lru_cache(maxsize=None)
-def _ttt_minimax(board: Tuple[int, ...]) -> int:
+@functools.cache
+def _ttt_minimax(board: tuple[int, ...]) -> int:
   if _ttt_has_line(board):
     return -1  # only the player who just moved can have completed a line
   if all(cell >= 0 for cell in board):
@@ -91,7 +91,7 @@ def _ttt_minimax(board: Tuple[int, ...]) -> int:
   return max(-_ttt_minimax(child) for _, child in _ttt_children(board))
 
 
-def _ttt_board(state_or_board) -> Tuple[int, ...]:
+def _ttt_board(state_or_board) -> tuple[int, ...]:
   board = getattr(getattr(state_or_board, "_x", None), "board", state_or_board)
   board = np.asarray(board)
   if board.size != 9:
@@ -103,7 +103,7 @@ def _ttt_board(state_or_board) -> Tuple[int, ...]:
   return board
 
 
-def tic_tac_toe_values(state_or_board) -> Tuple[int, Dict[int, int]]:
+def tic_tac_toe_values(state_or_board) -> tuple[int, dict[int, int]]:
   """Solves a tic-tac-toe position.
 
   Args:
@@ -122,7 +122,7 @@ def tic_tac_toe_values(state_or_board) -> Tuple[int, Dict[int, int]]:
   return value, {cell: -_ttt_minimax(child) for cell, child in _ttt_children(board)}
 
 
-def tic_tac_toe_values_from_actions(actions: Sequence[int]) -> Tuple[int, Dict[int, int]]:
+def tic_tac_toe_values_from_actions(actions: Sequence[int]) -> tuple[int, dict[int, int]]:
   """`tic_tac_toe_values` of the position reached by `actions` (cells) from empty."""
   board = [-1] * 9
   for ply, cell in enumerate(actions):
@@ -204,7 +204,7 @@ class ConnectFourPosition:
     return cls(mover=stones[num_moves % 2], occupied=stones[0] | stones[1],
                num_moves=num_moves)
 
-  def legal_columns(self) -> List[int]:
+  def legal_columns(self) -> list[int]:
     return [] if self.is_terminal else [
         column for column in range(_COLUMNS) if _move_bit(self.occupied, column)]
 
@@ -233,7 +233,7 @@ class ConnectFourPosition:
 
 
 def _negamax(mover: int, occupied: int, empty_cells: int, alpha: int, beta: int,
-             table: Dict[int, Tuple[int, int]]) -> int:
+             table: dict[int, tuple[int, int]]) -> int:
   """Value of a non-terminal position for the player to move, exact within
   `(alpha, beta)` (fail-soft outside). `table` maps `mover + occupied` (unique per
   position) to proven `(lower, upper)` bounds."""
@@ -274,7 +274,7 @@ def _negamax(mover: int, occupied: int, empty_cells: int, alpha: int, beta: int,
   return best
 
 
-def connect_four_position_values(position: ConnectFourPosition) -> Tuple[int, Dict[int, int]]:
+def connect_four_position_values(position: ConnectFourPosition) -> tuple[int, dict[int, int]]:
   """Solves a connect four position by alpha-beta negamax with a transposition table.
 
   Returns `(value, action_values)`: the value for the player to move (+1/0/-1), and a
@@ -285,7 +285,7 @@ def connect_four_position_values(position: ConnectFourPosition) -> Tuple[int, Di
   """
   if position.is_terminal:
     return position.outcome, {}
-  table: Dict[int, Tuple[int, int]] = {}
+  table: dict[int, tuple[int, int]] = {}
   empty_cells = _ROWS * _COLUMNS - position.num_moves
   action_values = {}
   for column in position.legal_columns():
@@ -298,7 +298,7 @@ def connect_four_position_values(position: ConnectFourPosition) -> Tuple[int, Di
   return max(action_values.values()), dict(sorted(action_values.items()))
 
 
-def connect_four_values(moves: Sequence[int]) -> Tuple[int, Dict[int, int]]:
+def connect_four_values(moves: Sequence[int]) -> tuple[int, dict[int, int]]:
   """`connect_four_position_values` of the position after `moves` (columns 0..6)."""
   return connect_four_position_values(ConnectFourPosition.from_moves(moves))
 
