@@ -33,6 +33,7 @@ still use everything the graph knows.
 
 import functools
 import math
+from typing import Any
 
 import chex
 import jax
@@ -118,9 +119,10 @@ def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
 
 
 def gumbel_muzero_root_action_selection(
-    rng_key, graph: Graph, node_index, *, num_simulations: int,
+    rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, *, num_simulations: int,
     max_num_considered_actions: int,
-    qtransform=qtransforms.qtransform_completed_by_mix_value, solver: bool = False):
+    qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
+    solver: bool = False) -> chex.Array:
   """Sequential Halving with Gumbel at the root of one game's graph.
 
   The schedule step `i` is the number of root edge visits this search has made
@@ -164,8 +166,9 @@ def gumbel_muzero_root_action_selection(
 
 
 def gumbel_muzero_interior_action_selection(
-    rng_key, graph: Graph, node_index, depth, *,
-    qtransform=qtransforms.qtransform_completed_by_mix_value, solver: bool = False):
+    rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, depth: chex.Array, *,
+    qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
+    solver: bool = False) -> chex.Array:
   """The deterministic interior rule of Gumbel MuZero on one game's graph.
 
   Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
@@ -204,15 +207,16 @@ def _check_gumbel_scale(gumbel_scale):
     raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
 
 
-def gumbel_muzero_policy(params, rng_key, root: types.RootFnOutput,
-                         recurrent_fn: types.RecurrentFn, num_simulations: int,
-                         invalid_actions=None, max_depth: int | None = None,
-                         loop_fn=jax.lax.fori_loop, *,
+def gumbel_muzero_policy(params: types.Params, rng_key: chex.PRNGKey,
+                         root: types.RootFnOutput, recurrent_fn: types.RecurrentFn,
+                         num_simulations: int, invalid_actions: chex.Array | None = None,
+                         max_depth: int | None = None,
+                         loop_fn: types.LoopFn = jax.lax.fori_loop, *,
                          qtransform: types.QTransform = (
                              qtransforms.qtransform_completed_by_mix_value),
                          max_num_considered_actions: int = 16,
                          gumbel_scale: float = 1.0, graph: Graph | None = None,
-                         **graph_options) -> types.PolicyOutput:
+                         **graph_options: Any) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 

@@ -11,6 +11,8 @@ may live in the `probe_window` slots that follow `key[0] mod C`; lookup reads th
 window with one gather, so it costs the same whatever the table holds.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,7 +85,7 @@ def leaf_to_words(leaf, batch_size: int):
   raise TypeError(f"cannot hash a leaf of dtype {dtype}")
 
 
-def hash_pytree(embedding, *, lanes: int = DEFAULT_LANES):
+def hash_pytree(embedding: Any, *, lanes: int = DEFAULT_LANES) -> jax.Array:
   """The default transposition key: every leaf of a `[B, ...]` pytree, bit for bit.
 
   Returns uint32 `[B, lanes]`. Correct only when the embedding holds nothing but the

@@ -1,7 +1,9 @@
 """Policies: a search plus the choice of the action to play, as in mctx."""
 
 import functools
+from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
@@ -10,15 +12,15 @@ from mcgs_jax._src import qtransforms, runner, selection, types
 from mcgs_jax._src.graph import Graph
 
 
-def muzero_policy(params, rng_key, root: types.RootFnOutput,
+def muzero_policy(params: types.Params, rng_key: chex.PRNGKey, root: types.RootFnOutput,
                   recurrent_fn: types.RecurrentFn, num_simulations: int,
-                  invalid_actions=None, max_depth: int | None = None,
-                  loop_fn=jax.lax.fori_loop, *,
+                  invalid_actions: chex.Array | None = None, max_depth: int | None = None,
+                  loop_fn: types.LoopFn = jax.lax.fori_loop, *,
                   qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
                   dirichlet_fraction: float = 0.25, dirichlet_alpha: float = 0.3,
                   pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
                   temperature: float = 1.0, graph: Graph | None = None,
-                  **graph_options) -> types.PolicyOutput:
+                  **graph_options: Any) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph: `mctx.muzero_policy` plus graph keywords.
 
   Dirichlet noise is mixed into the root prior, invalid root actions are masked, PUCT
@@ -75,10 +77,11 @@ def muzero_policy(params, rng_key, root: types.RootFnOutput,
                             action_weights=action_weights, search_graph=graph)
 
 
-def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn: types.RecurrentFn,
-               num_simulations: int, invalid_actions=None, max_depth: int | None = None,
-               loop_fn=jax.lax.fori_loop, *, c: float = 1.41,
-               graph: Graph | None = None, **graph_options) -> types.PolicyOutput:
+def uct_policy(params: types.Params, rng_key: chex.PRNGKey, root: types.RootFnOutput,
+               recurrent_fn: types.RecurrentFn, num_simulations: int,
+               invalid_actions: chex.Array | None = None, max_depth: int | None = None,
+               loop_fn: types.LoopFn = jax.lax.fori_loop, *, c: float = 1.41,
+               graph: Graph | None = None, **graph_options: Any) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits), usually with a rollout evaluator, as in the classic
   UCT with random playouts on Nim.
 
@@ -105,8 +108,8 @@ def uct_policy(params, rng_key, root: types.RootFnOutput, recurrent_fn: types.Re
                             action_weights=action_weights, search_graph=graph)
 
 
-def add_dirichlet_noise(rng_key, probs, *, dirichlet_fraction: float,
-                        dirichlet_alpha: float):
+def add_dirichlet_noise(rng_key: chex.PRNGKey, probs: chex.Array, *,
+                        dirichlet_fraction: float, dirichlet_alpha: float) -> chex.Array:
   """`(1 - fraction) * probs + fraction * Dirichlet(alpha)`, per row of `[B, A]`."""
   if not 0.0 <= dirichlet_fraction <= 1.0:
     raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction}")
@@ -118,12 +121,12 @@ def add_dirichlet_noise(rng_key, probs, *, dirichlet_fraction: float,
   return (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
 
 
-def probs_to_logits(probs):
+def probs_to_logits(probs: chex.Array) -> chex.Array:
   """`log(probs)`, with zeros mapped to `log(tiny)` instead of -inf."""
   return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
 
 
-def apply_temperature(logits, temperature: float):
+def apply_temperature(logits: chex.Array, temperature: float) -> chex.Array:
   """`logits / temperature`; temperature 0 becomes a greedy choice, not 0/0."""
   logits = logits - jnp.max(logits, axis=-1, keepdims=True)
   return logits / jnp.maximum(temperature, jnp.finfo(logits.dtype).tiny)

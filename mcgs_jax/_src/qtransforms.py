@@ -5,20 +5,23 @@ scores. They read `Q(n, a)` and `N(n, a)` from edges, so in graph mode they see 
 current value of a shared child, not the one its last visit through this edge left.
 """
 
+import chex
 import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src.graph import Graph
 
 
-def qtransform_by_min_max(graph: Graph, node_index, *, min_value, max_value):
+def qtransform_by_min_max(graph: Graph, node_index: chex.Array, *, min_value: float,
+                          max_value: float) -> chex.Array:
   """`(Q - min_value) / (max_value - min_value)`; unvisited actions score 0."""
   qvalues = graph.qvalues(node_index)
   visited = graph.edge_visits[node_index] > 0
   return (jnp.where(visited, qvalues, min_value) - min_value) / (max_value - min_value)
 
 
-def qtransform_by_parent_and_siblings(graph: Graph, node_index, *, epsilon=1e-8):
+def qtransform_by_parent_and_siblings(graph: Graph, node_index: chex.Array, *,
+                                      epsilon: float = 1e-8) -> chex.Array:
   """Q normalised to [0, 1] by the min and max over `Q(n)` and the visited `Q(n, a)`.
 
   Unvisited actions score 0 (the minimum).
@@ -32,9 +35,11 @@ def qtransform_by_parent_and_siblings(graph: Graph, node_index, *, epsilon=1e-8)
   return (jnp.where(visited, qvalues, low) - low) / jnp.maximum(high - low, epsilon)
 
 
-def qtransform_completed_by_mix_value(graph: Graph, node_index, *, value_scale=0.1,
-                                      maxvisit_init=50.0, rescale_values=True,
-                                      use_mixed_value=True, epsilon=1e-8):
+def qtransform_completed_by_mix_value(graph: Graph, node_index: chex.Array, *,
+                                      value_scale: float = 0.1, maxvisit_init: float = 50.0,
+                                      rescale_values: bool = True,
+                                      use_mixed_value: bool = True,
+                                      epsilon: float = 1e-8) -> chex.Array:
   """Completed Q-values of Gumbel MuZero (Danihelka et al. 2022, appendix D).
 
   Unvisited actions get the mixed value (or `U(n)` when `use_mixed_value=False`);

@@ -38,6 +38,8 @@ Conventions of `reroot`:
     from its new root.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -158,7 +160,7 @@ def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
   return slots, dropped
 
 
-def reroot(graph: Graph, action, *,
+def reroot(graph: Graph, action: jax.Array, *,
            probe_window: int = hashing.DEFAULT_PROBE_WINDOW) -> Graph:
   """The graph below the move played, with that move's child as the new root.
 
@@ -242,7 +244,7 @@ def reroot(graph: Graph, action, *,
       root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions))
 
 
-def empty_like(graph) -> Graph:
+def empty_like(graph: Any) -> Graph:
   """A graph of `graph`'s shapes in which every game is empty (`num_nodes == 0`).
 
   `graph` may be a `Graph` or its `jax.eval_shape`. A search continuing it starts each

@@ -2,7 +2,6 @@
 say on the action. A policy adds only its root prior, its selection rules and how
 it turns the root statistics into `action` and `action_weights`."""
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -14,8 +13,8 @@ from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import GraphOptions
 
 
-def checked_root(root: types.RootFnOutput, invalid_actions, num_simulations: int
-                 ) -> tuple[types.RootFnOutput, Any]:
+def checked_root(root: types.RootFnOutput, invalid_actions: jax.Array | None,
+                 num_simulations: int) -> tuple[types.RootFnOutput, jax.Array]:
   """Checks the root, `invalid_actions` and `num_simulations` at trace time.
 
   Returns `(root, invalid_actions)`: the root with array logits, and
@@ -27,13 +26,13 @@ def checked_root(root: types.RootFnOutput, invalid_actions, num_simulations: int
   return root.replace(prior_logits=jnp.asarray(root.prior_logits)), invalid_actions
 
 
-def run_search(params, rng_key, root: types.RootFnOutput,
+def run_search(params: types.Params, rng_key: jax.Array, root: types.RootFnOutput,
                recurrent_fn: types.RecurrentFn, *, num_simulations: int,
-               invalid_actions, max_depth: int | None, loop_fn: Callable,
+               invalid_actions: jax.Array, max_depth: int | None, loop_fn: types.LoopFn,
                options: GraphOptions,
                root_action_selection_fn: types.RootActionSelectionFn,
                interior_action_selection_fn: types.InteriorActionSelectionFn,
-               extra_data=None, graph: Graph | None = None) -> Graph:
+               extra_data: Any = None, graph: Graph | None = None) -> Graph:
   """Masks the root's invalid actions (lowest finite logit) and runs the search.
 
   `root` and `invalid_actions` as returned by `checked_root` (a policy may change
@@ -50,7 +49,7 @@ def run_search(params, rng_key, root: types.RootFnOutput,
       loop_fn=loop_fn, graph=graph)
 
 
-def playable_weights(graph: Graph, weights, options: GraphOptions):
+def playable_weights(graph: Graph, weights: jax.Array, options: GraphOptions) -> jax.Array:
   """`weights [B, A]` with the root edges the solver rules out (proven losses,
   proven edges another proven edge beats) set to 0; unchanged without the solver."""
   if not options.solver:
@@ -59,7 +58,7 @@ def playable_weights(graph: Graph, weights, options: GraphOptions):
   return jnp.where(excluded, 0.0, weights)
 
 
-def final_action(graph: Graph, action, options: GraphOptions):
+def final_action(graph: Graph, action: jax.Array, options: GraphOptions) -> jax.Array:
   """`action [B]`, replaced by the best proven root action where the solver has
   decided the root; unchanged without the solver."""
   if not options.solver:
@@ -67,7 +66,7 @@ def final_action(graph: Graph, action, options: GraphOptions):
   return proofs.prefer_proven(graph, action)
 
 
-def mask_invalid_actions(logits, invalid_actions):
+def mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
   """Sets invalid actions to the lowest finite logit (finite: no NaN in a softmax
   even when every action is invalid)."""
   logits = logits - jnp.max(logits, axis=-1, keepdims=True)
