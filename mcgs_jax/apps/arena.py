@@ -303,7 +303,7 @@ def _tree_where(mask, new, old):
 
 @functools.lru_cache(maxsize=16)
 def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
-               opening_moves: int) -> Callable:
+               opening_moves: int) -> tuple[Callable, Callable, Callable]:
   """The jitted per-ply step of a match (cached per configuration).
 
   `step(params_a, params_b, key, ply, state, a_player, opening_keys, graphs)`
@@ -440,8 +440,9 @@ def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
   outcomes = np.zeros(num_games, np.float64)
   lengths = np.zeros(num_games, np.int64)
   openings = np.zeros((num_games, opening_moves), np.int64)
-  totals = {side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []}
-            for side in ("a", "b")}
+  totals: dict[str, dict[str, Any]] = {
+      side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []}
+      for side in ("a", "b")}
   bar = None
   if progress:
     from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel

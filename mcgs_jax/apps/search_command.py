@@ -25,7 +25,7 @@ import functools
 import json
 import os
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
 from mcgs_jax.apps.registry import POLICY_NAMES
@@ -221,7 +221,7 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
   proven, proven_values = np.asarray(proven), np.asarray(proven_values)
 
   reports = []
-  for b, (moves, state) in enumerate(zip(positions, states)):
+  for b, (moves, state) in enumerate(zip(positions, states, strict=True)):
     exact = _exact_action_values(game, args.game, moves, state)
     best = max(exact.values()) if exact else None
     # muzero samples its action; the report shows the most visited one instead,
@@ -232,8 +232,8 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
               else int(np.argmax(visits[b])))
     rows = []
     for a in np.flatnonzero(legal[b]):
-      row = {"action": int(a), "visits": int(visits[b, a]), "q": float(qvalues[b, a]),
-             "prior": float(priors[b, a])}
+      row: dict[str, Any] = {"action": int(a), "visits": int(visits[b, a]),
+                             "q": float(qvalues[b, a]), "prior": float(priors[b, a])}
       label = _action_label(game, args.game, int(a))
       if label:
         row["label"] = label
@@ -255,7 +255,7 @@ def search_positions(args, positions: List[List[int]]) -> List[dict]:
       report["root_proven"] = bool(graph.node_proven[b, 0])
       if report["root_proven"]:
         report["root_proven_value"] = float(graph.proven_values[b, 0])
-    if exact is not None:
+    if exact is not None and best is not None:
       report["minimax_value"] = int(best)
       report["optimal_actions"] = sorted(a for a, v in exact.items() if v == best)
     reports.append(report)

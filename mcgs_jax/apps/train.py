@@ -444,7 +444,7 @@ def plot_history(history: List[Dict], path: Optional[str] = None):
     points = [(entry["iteration"], entry[label]["score"]) for entry in history
               if entry.get(label)]
     if points:
-      score_axis.plot(*zip(*points), marker="o", label=text)
+      score_axis.plot(*zip(*points, strict=True), marker="o", label=text)
   score_axis.axhline(0.5, color="grey", linestyle=":")
   score_axis.set_ylim(-0.05, 1.05)
   score_axis.set_xlabel("iteration")
