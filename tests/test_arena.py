@@ -34,6 +34,10 @@ def test_strong_agent_wins(strong_vs_weak):
   assert result.wins + result.draws + result.losses == NUM_GAMES == result.games
   assert result.score == pytest.approx((result.wins + result.draws / 2) / NUM_GAMES)
   assert result.score >= 0.75
+  # The Elo is the one the score implies (the score clipped to [1/2N, 1 - 1/2N], so
+  # that a clean sweep stays finite), inside its interval.
+  clipped = min(max(result.score, 0.5 / NUM_GAMES), 1 - 0.5 / NUM_GAMES)
+  assert result.elo == pytest.approx(-400 * math.log10(1 / clipped - 1))
   assert result.elo > 0
   assert result.elo_ci95[0] <= result.elo <= result.elo_ci95[1]
   assert result.outcomes.shape == (NUM_GAMES,)
@@ -61,7 +65,9 @@ def test_search_statistics(strong_vs_weak):
   assert 1 < a["mean_nodes"] <= 65
   assert 1 < b["mean_nodes"] <= 3
   assert a["mean_transposition_hits"] > 0  # tic_tac_toe transposes at once
-  assert b["mean_transposition_hits"] >= 0
+  # Two playouts reach at most two new states, one or two plies deep, and none of
+  # them can be reached from another of the graph's nodes: never a transposition.
+  assert b["mean_transposition_hits"] == 0
   json.dumps(strong_vs_weak.to_dict(), allow_nan=False)
 
 
@@ -114,9 +120,15 @@ def test_bad_agents():
 def test_elo_from_score():
   assert arena.elo_from_score(0.5) == 0.0
   assert arena.elo_from_score(0.75) == pytest.approx(400 * math.log10(3))
-  for score in (0.1, 0.3, 0.6, 0.99):
-    assert arena.elo_from_score(score) == pytest.approx(-arena.elo_from_score(1 - score))
   assert arena.elo_from_score(1.0) == math.inf and arena.elo_from_score(0.0) == -math.inf
+
+
+@pytest.mark.parametrize("score", [0.1, 0.3, 0.6, 0.99])
+def test_elo_from_score_is_antisymmetric_and_inverts_the_expected_score(score):
+  elo = arena.elo_from_score(score)
+  assert elo == pytest.approx(-arena.elo_from_score(1 - score))
+  # The expected score of a player `elo` points stronger is `score`.
+  assert 1 / (1 + 10 ** (-elo / 400)) == pytest.approx(score)
 
 
 def test_elo_interval():
@@ -202,12 +214,14 @@ def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
   plot = tmp_path / "arena.png"
   assert arena_command.main(MATCH_FLAGS + ["--json", "--plot", str(plot)]) == 0
   report = json.loads(capsys.readouterr().out)
-  for key in ("wins", "draws", "losses", "score", "elo", "elo_ci95", "games", "agents",
-              "outcomes", "a_first", "mean_game_length"):
-    assert key in report
+  assert {"wins", "draws", "losses", "score", "elo", "elo_ci95", "games", "agents",
+          "outcomes", "a_first", "mean_game_length"} <= set(report)
   assert report["games"] == NUM_GAMES
   assert [report["wins"], report["draws"], report["losses"]] == [
       strong_vs_weak.wins, strong_vs_weak.draws, strong_vs_weak.losses]
+  assert report["score"] == pytest.approx(strong_vs_weak.score)
+  assert report["elo"] == pytest.approx(strong_vs_weak.elo)
+  assert report["elo_ci95"] == pytest.approx(list(strong_vs_weak.elo_ci95))
   assert report["outcomes"] == strong_vs_weak.outcomes.tolist()
   assert report["agents"]["a"]["name"] == "uct/rollout/64 graph"
   assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

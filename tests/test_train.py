@@ -108,17 +108,27 @@ def test_checkpoint_round_trip(setup, tmp_path):
 
 class _FakeMatch:
   """Stands in for `arena.play_match` (compiling two arena searches would double
-  this file's run time); records what the loop asked for."""
+  this file's run time); records what the loop asked for and answers each call with
+  a different result, so that the history shows which answer went where."""
 
   def __init__(self):
     self.calls = []
+    self.results = []
 
   def __call__(self, game, agent_a, agent_b, *, num_games, seed, params_a, params_b,
                opening_moves):
     self.calls.append(dict(game=game, agent_a=agent_a, agent_b=agent_b,
                            num_games=num_games, params_a=params_a, params_b=params_b))
-    return types.SimpleNamespace(wins=num_games, draws=0, losses=0, score=1.0,
-                                 elo=float("inf"))
+    wins = len(self.calls) % (num_games + 1)
+    result = types.SimpleNamespace(wins=wins, draws=0, losses=num_games - wins,
+                                   score=wins / num_games, elo=10.0 * len(self.calls))
+    self.results.append(result)
+    return result
+
+
+def _same_leaves(first, second):
+  return all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in
+             zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)))
 
 
 def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
@@ -127,7 +137,10 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
   monkeypatch.setattr(arena, "play_match", fake)
   config = train_lib.Config.quick(**dict(TINY, iterations=3, eval_games=2,
                                          eval_every=2, checkpoint_dir=str(tmp_path)))
-  history = train_lib.train(config)
+  base = make_game(config.game)
+  _, initial = evaluators.init_network(base.env, jax.random.PRNGKey(5),
+                                       hidden=config.hidden)
+  history = train_lib.train(config, params=initial)
   assert [entry["iteration"] for entry in history] == [1, 2, 3]
   for entry in history:
     for name in ("loss", "policy_loss", "value_loss", "first_loss", "last_loss"):
@@ -139,6 +152,8 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
           np.mean([e["first_loss"] for e in history]))
   assert all(leaf is not None and bool(jnp.all(jnp.isfinite(leaf)))
              for leaf in jax.tree_util.tree_leaves(history.params))
+  # Training moved the weights, from the given ones and between evaluations.
+  assert not _same_leaves(history.params, initial)
 
   # Checkpoints every iteration; the last one holds the final params.
   assert sorted(p.name for p in tmp_path.glob("*.msgpack")) == [
@@ -146,24 +161,33 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
   loaded, _, iteration = train_lib.load_checkpoint(
       str(tmp_path / "iteration_0003.msgpack"), history.params)
   assert iteration == 3
-  for a, b in zip(jax.tree_util.tree_leaves(history.params),
-                  jax.tree_util.tree_leaves(loaded)):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  assert _same_leaves(history.params, loaded)
 
   # Evaluated at iterations 2 and 3 (every 2, and the last): each time against the
-  # uniform MCTS baseline and the previously evaluated network.
-  assert "vs_baseline" not in history[0]
-  assert [e["vs_baseline"]["score"] for e in history[1:]] == [1.0, 1.0]
+  # uniform MCTS baseline, then against the previously evaluated network.
+  assert "vs_baseline" not in history[0] and "vs_previous" not in history[0]
   assert len(fake.calls) == 4
+  for entry, (baseline, previous) in zip(history[1:], [fake.results[0:2],
+                                                        fake.results[2:4]]):
+    for label, result in (("vs_baseline", baseline), ("vs_previous", previous)):
+      assert entry[label] == dict(wins=result.wins, draws=result.draws,
+                                  losses=result.losses, score=result.score,
+                                  elo=result.elo), label
+  for call in fake.calls:
+    assert call["game"] == config.game and call["num_games"] == config.eval_games
+    assert call["agent_a"].evaluator == "network"
   baseline_call, previous_call = fake.calls[2], fake.calls[3]
   assert baseline_call["agent_b"].evaluator == "uniform"
   assert not baseline_call["agent_b"].transpositions
   assert baseline_call["agent_b"].num_simulations == config.num_simulations
-  assert baseline_call["agent_a"].evaluator == "network"
   assert baseline_call["params_a"] is history.params
   assert previous_call["agent_b"].evaluator == "network"
-  # The previous opponent at iteration 3 is the network evaluated at iteration 2.
+  # At iteration 2 the previous opponent is the starting network; at iteration 3 it
+  # is the network evaluated at iteration 2, which training has moved on from.
+  assert fake.calls[1]["params_b"] is initial
   assert previous_call["params_b"] is fake.calls[0]["params_a"]
+  assert not _same_leaves(fake.calls[0]["params_a"], initial)
+  assert not _same_leaves(fake.calls[0]["params_a"], history.params)
 
   figure = train_lib.plot_history(history, str(tmp_path / "curve.png"))
   assert (tmp_path / "curve.png").stat().st_size > 0
@@ -181,4 +205,5 @@ def test_evaluate_plays_real_arena_matches():
   for label in ("vs_baseline", "vs_previous"):
     result = results[label]
     assert result["wins"] + result["draws"] + result["losses"] == 2
-    assert 0.0 <= result["score"] <= 1.0
+    assert result["score"] == pytest.approx((result["wins"] + result["draws"] / 2) / 2)
+    assert np.sign(result["elo"]) == np.sign(result["score"] - 0.5)
