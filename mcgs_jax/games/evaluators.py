@@ -17,7 +17,7 @@ The environments are pgx environments or objects that follow the same protocol:
 and optionally `truncated` and `observation`.
 """
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
