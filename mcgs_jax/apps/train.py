@@ -100,7 +100,7 @@ class Config:
   @classmethod
   def quick(cls, **overrides) -> "Config":
     """A tic_tac_toe run small enough for a test or a notebook (~30 s on 2 cores)."""
-    values = dict(game="tic_tac_toe", num_games=32, num_simulations=16,
+    values: dict[str, Any] = dict(game="tic_tac_toe", num_games=32, num_simulations=16,
                   hidden=(64, 64), buffer_size=5_000, train_batch_size=128,
                   train_steps=30, iterations=3, eval_games=8, learning_rate=3e-3)
     values.update(overrides)
@@ -297,7 +297,7 @@ def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> Di
   baseline = arena.Agent(policy="muzero", evaluator="uniform",
                          num_simulations=config.num_simulations, transpositions=False,
                          name="uniform-mcts")
-  results = {}
+  results: dict[str, Any] = {}
   opponents = [("vs_baseline", baseline, None)]
   if previous_params is not None:
     previous = dataclasses.replace(network, name="previous")
