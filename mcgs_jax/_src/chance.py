@@ -96,7 +96,7 @@ def check_same_structure(what: str, new, reference, reference_name: str,
     raise ValueError(f"{what} has pytree structure {jax.tree_util.tree_structure(new)}; "
                      f"{reference_name} has {jax.tree_util.tree_structure(reference)}")
   for (path, leaf), ref in zip(jax.tree_util.tree_leaves_with_path(new),
-                               jax.tree_util.tree_leaves(reference)):
+                               jax.tree_util.tree_leaves(reference), strict=True):
     if _shape(leaf)[:1] != (batch_size,) or _shape(leaf)[1:] != _shape(ref)[1:]:
       raise ValueError(f"{what}{jax.tree_util.keystr(path)} has shape {_shape(leaf)}; "
                        f"expected [B = {batch_size}] + {_shape(ref)[1:]} as "

@@ -354,6 +354,25 @@ class Stochastic2048:
     outcomes = self.sample_outcomes(rng_key, after)
     return self.place(after, outcomes), rewards, outcomes
 
+  def random_positions(self, rng_key, batch_size: int, max_moves: int):
+    """`[B, cells]` boards reached from new games by a uniformly random number (0 to
+    `max_moves`) of uniformly random legal moves, never a finished one: a move that
+    would end the game is not played."""
+    init_key, length_key, rng_key = jax.random.split(rng_key, 3)
+    boards = self.init(init_key, batch_size)
+    lengths = jax.random.randint(length_key, (batch_size,), 0, max_moves + 1)
+
+    def move(index, carry):
+      boards, key = carry
+      key, action_key, step_key = jax.random.split(key, 3)
+      legal = ~self.invalid_actions(boards)
+      actions = jax.random.categorical(action_key, jnp.where(legal, 0.0, -jnp.inf), axis=-1)
+      following, _, _ = self.step(step_key, boards, actions)
+      keep = (index >= lengths) | self.terminated(following)
+      return jnp.where(keep[:, None], boards, following), key
+
+    return jax.lax.fori_loop(0, max_moves, move, (boards, rng_key))[0]
+
 
 def make_2048(evaluator: Optional[Evaluator2048] = None, *, size: int = 4,
               reward_on: str = "decision") -> Stochastic2048:
