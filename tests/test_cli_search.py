@@ -151,3 +151,30 @@ def test_solver_reports_proven_root_actions(capsys):
   status, out, _ = run_search(capsys, "--game", "nim:2,4", "--policy", "uct",
                               "--simulations", "200", "--solver")
   assert status == 0 and "proven" in out.splitlines()[2]
+
+
+def test_names_come_from_the_registry():
+  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
+  actions = {action.dest: action for action in search_command.build_parser()._actions}  # pylint: disable=protected-access
+  assert tuple(actions["policy"].choices) == registry.POLICY_NAMES
+  assert tuple(actions["evaluator"].choices) == registry.WEIGHTLESS_EVALUATORS
+  assert "network" not in registry.WEIGHTLESS_EVALUATORS
+  with pytest.raises(ValueError, match="unknown policy"):
+    registry.playing_policy("alphabeta")
+  with pytest.raises(ValueError, match="needs apply_fn"):
+    registry.make_evaluator("network", None)
+
+
+def test_random_legal_actions_pick_legal_moves_only():
+  import jax  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import evaluators  # pylint: disable=import-outside-toplevel
+  assert registry.random_legal_actions is evaluators.random_legal_actions
+  mask = np.zeros((64, 7), bool)
+  mask[:, [1, 4]] = True
+  mask[-1] = False  # nothing legal: action 0
+  actions = np.asarray(registry.random_legal_actions(
+      jax.random.split(jax.random.PRNGKey(0), 64), mask))
+  assert actions.dtype == np.int32
+  assert set(actions[:-1]) == {1, 4} and actions[-1] == 0

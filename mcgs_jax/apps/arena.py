@@ -46,10 +46,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax.apps.registry import POLICIES, POLICY_NAMES
+from mcgs_jax.apps import registry
 from mcgs_jax.games import adapter, evaluators
 
-EVALUATORS = ("uniform", "rollout", "network")
+EVALUATORS = registry.EVALUATOR_NAMES
 MESH_AXIS = "games"
 Z_95 = 1.959963984540054  # two-sided 95% quantile of the standard normal
 _MAX_PLIES = 100_000  # safety cap on a match's length, far above any supported game
@@ -91,11 +91,8 @@ class Agent:
   name: str = ""
 
   def __post_init__(self):
-    if self.policy not in POLICY_NAMES:
-      raise ValueError(f"unknown policy {self.policy!r}; expected one of {POLICY_NAMES}")
-    if self.evaluator not in EVALUATORS:
-      raise ValueError(f"unknown evaluator {self.evaluator!r}; expected one of "
-                       f"{EVALUATORS}")
+    registry.check_policy(self.policy)
+    registry.check_evaluator(self.evaluator)
     if self.evaluator == "network" and self.apply_fn is None:
       raise ValueError("evaluator 'network' needs apply_fn")
     for field in ("num_simulations", "num_parallel", "num_rollouts"):
@@ -238,12 +235,9 @@ def _game_from_spec(spec: str) -> adapter.Game:
 
 def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   """`game` with the agent's evaluator."""
-  if agent.evaluator == "uniform":
-    evaluator = evaluators.uniform_evaluator()
-  elif agent.evaluator == "rollout":
-    evaluator = evaluators.rollout_evaluator(game.env, num_rollouts=agent.num_rollouts)
-  else:
-    evaluator = evaluators.network_evaluator(agent.apply_fn)
+  evaluator = registry.make_evaluator(agent.evaluator, game.env,
+                                      num_rollouts=agent.num_rollouts,
+                                      apply_fn=agent.apply_fn)
   return dataclasses.replace(game, evaluator=evaluator)
 
 
@@ -257,11 +251,10 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   game = _agent_game(game, agent)
   capacity = agent.capacity or (4 * agent.num_simulations + 1 if agent.reuse
                                 else agent.num_simulations + 1)
-  common = dict(hash_fn=game.hash_fn, transpositions=agent.transpositions,
-                solver=agent.solver, num_parallel=agent.num_parallel, capacity=capacity)
-  if agent.policy == "muzero":  # no root noise, most visited move: play, not explore
-    common.update(dirichlet_fraction=0.0, temperature=0.0)
-  policy = functools.partial(POLICIES[agent.policy], **common)
+  # No root noise, most visited move: play, not explore.
+  policy = registry.playing_policy(
+      agent.policy, hash_fn=game.hash_fn, transpositions=agent.transpositions,
+      solver=agent.solver, num_parallel=agent.num_parallel, capacity=capacity)
 
   def search(params, key, state, graph):
     root_key, search_key = jax.random.split(key)
@@ -284,12 +277,6 @@ def _initial_graph(search: Callable, params, state, agent: Agent):
   shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3],
                           params, state)
   return mg.empty_like(shapes)
-
-
-def _random_legal_action(keys, legal_action_mask):
-  """One uniformly random legal action per game (`[B]` int32) from `[B]` keys."""
-  logits = jnp.where(legal_action_mask, 0.0, -jnp.inf)
-  return jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
 
 
 def _tree_where(mask, new, old):
@@ -327,7 +314,7 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
 
   def random_actions(state, opening_keys, ply, graphs):
     keys = jax.vmap(jax.random.fold_in, (0, None))(opening_keys, ply)
-    action = _random_legal_action(keys, state.legal_action_mask)
+    action = registry.random_legal_actions(keys, state.legal_action_mask)
     zeros = jnp.zeros(action.shape, jnp.int32)
     return action, zeros, zeros, graphs
 

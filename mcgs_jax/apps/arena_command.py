@@ -5,7 +5,13 @@ with random-rollout leaves searching a graph (MCGS), agent B the same search on 
 tree (MCTS), both with 512 simulations per move, 128 games of connect four from 64
 random 3-ply openings, each played once with each colour assignment. Every flag
 changes one side of that (`--a-...`, `--b-...`) or the match (`--game`, `--games`,
-`--openings`, `--seed`).
+`--openings`, `--seed`). `--a-checkpoint FILE` gives A a trained network (a file
+written by `mcgs_jax.apps.train`: `--checkpoint-dir` or `--save-params`) as its
+evaluator, e.g. a trained network searching a graph against the same network on a
+tree:
+
+    mcgs-jax arena --a-policy muzero --b-policy muzero --a-simulations 64 \
+        --b-simulations 64 --a-checkpoint net.msgpack --b-checkpoint net.msgpack
 
 It prints the match and each agent's settings, the result from A's side (wins,
 draws, losses, score, Elo difference with a 95% interval) and what each agent's
@@ -25,10 +31,10 @@ import sys
 from typing import Optional, Sequence
 
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
-from mcgs_jax.apps.registry import POLICY_NAMES
+from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
-EVALUATORS = ("uniform", "rollout")
+EVALUATORS = EVALUATOR_NAMES  # "network" needs --a-checkpoint / --b-checkpoint
 DEFAULTS = dict(game="connect_four", policy="uct", evaluator="rollout", simulations=512,
                 games=128, openings=3)
 
@@ -70,8 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
                        default=DEFAULTS["policy"],
                        help=f"{upper}'s search policy (default: %(default)s)")
     group.add_argument(f"--{side}-evaluator", choices=list(EVALUATORS),
-                       default=DEFAULTS["evaluator"],
-                       help=f"{upper}'s leaf evaluator (default: %(default)s)")
+                       help=f"{upper}'s leaf evaluator (default: network with "
+                            f"--{side}-checkpoint, else {DEFAULTS['evaluator']})")
+    group.add_argument(f"--{side}-checkpoint", metavar="FILE",
+                       help=f"network weights for {upper}'s network evaluator (a "
+                            "checkpoint of mcgs_jax.apps.train)")
     group.add_argument(f"--{side}-rollouts", type=_positive_int, default=1,
                        help=f"random playouts per evaluation for {upper}'s rollout "
                             "evaluator (default: %(default)s)")
@@ -99,15 +108,52 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _agent(args, side: str):
-  """The `Agent` of one side from the parsed flags."""
+def _evaluator(args, side: str) -> str:
+  """The side's evaluator name: as given, else network with a checkpoint, else the
+  default."""
+  name = getattr(args, f"{side}_evaluator")
+  checkpoint = getattr(args, f"{side}_checkpoint")
+  if name is None:
+    name = "network" if checkpoint else DEFAULTS["evaluator"]
+  if name == "network" and not checkpoint:
+    raise ValueError(f"--{side}-evaluator network needs --{side}-checkpoint FILE")
+  if checkpoint and name != "network":
+    raise ValueError(f"--{side}-checkpoint is for --{side}-evaluator network, not {name}")
+  return name
+
+
+def _agent(args, side: str, apply_fn=None):
+  """The `Agent` of one side from the parsed flags (`apply_fn`: its network's, with
+  a checkpoint)."""
   from mcgs_jax.apps.arena import Agent  # pylint: disable=import-outside-toplevel
   get = lambda name: getattr(args, f"{side}_{name}")
   transpositions = get("mode") == "graph" and not get("no_transpositions")
-  return Agent(policy=get("policy"), evaluator=get("evaluator"),
+  evaluator = _evaluator(args, side)
+  name = ""
+  if evaluator == "network":
+    name = (f"{get('policy')}/network {os.path.basename(get('checkpoint'))}/"
+            f"{get('simulations')} {'graph' if transpositions else 'tree'}")
+  return Agent(policy=get("policy"), evaluator=evaluator,
                num_simulations=get("simulations"), transpositions=transpositions,
                solver=get("solver"), reuse=get("reuse"), num_parallel=get("parallel"),
-               num_rollouts=get("rollouts"))
+               num_rollouts=get("rollouts"), apply_fn=apply_fn, name=name)
+
+
+def _network(args, side: str):
+  """`(apply_fn, params)` from the side's checkpoint, or `(None, None)`."""
+  path = getattr(args, f"{side}_checkpoint")
+  if not path:
+    return None, None
+  from mcgs_jax.apps import arena, train  # pylint: disable=import-outside-toplevel
+  env = arena._game_from_spec(args.game).env  # pylint: disable=protected-access
+  try:
+    apply_fn, params, _ = train.load_network(path, env)
+  except OSError as error:
+    raise ValueError(f"cannot read --{side}-checkpoint {path!r}: {error.strerror}") from None
+  except (KeyError, TypeError, ValueError) as error:
+    raise ValueError(f"--{side}-checkpoint {path!r} is not a network checkpoint for "
+                     f"{args.game}: {error}") from None
+  return apply_fn, params
 
 
 def format_result(game: str, result, openings: int) -> str:
@@ -181,10 +227,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       return 2
   try:
     from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
-    agent_a, agent_b = _agent(args, "a"), _agent(args, "b")
+    _evaluator(args, "a"), _evaluator(args, "b")  # flag errors before loading anything
+    (apply_a, params_a), (apply_b, params_b) = _network(args, "a"), _network(args, "b")
+    agent_a, agent_b = _agent(args, "a", apply_a), _agent(args, "b", apply_b)
     result = arena.play_match(args.game, agent_a, agent_b, num_games=args.games,
                               seed=args.seed, opening_moves=args.openings,
-                              progress=True)
+                              params_a=params_a, params_b=params_b, progress=True)
   except (ValueError, TypeError) as error:
     message = " ".join(str(error).split()) or type(error).__name__
     print(f"{PROG}: error: {message}", file=sys.stderr)

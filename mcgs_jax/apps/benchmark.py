@@ -1,28 +1,47 @@
 """Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_policy`.
 
-Same pgx game, same small flax network, same batch of positions, same B and S, in
-one process: mctx, ours in tree mode, ours in graph mode. Reports simulations per
-second, each as a ratio to mctx measured in the same run (machines are noisy), the
-compile time, and how the cost of one simulation grows from S=64 to S=1024.
+Same pgx game, same small flax network (a random MLP 64-64), same batch of positions,
+same B and S, in one process: mctx, ours in tree mode, ours in graph mode. What it
+measures (each part is one group; inside a group every configuration is compiled
+and warmed up first, then the timed runs go round-robin over the configurations, so
+a change of load on a shared machine hits all of them alike; the median of
+`--repeats` runs is reported):
 
+  * throughput (`--batch-sizes`, `--simulations`): simulations per second, as a
+    ratio to mctx in the same group, and the compile time;
+  * S-scaling (`--scaling-batch-size`, `--scaling-simulations`): how the cost of
+    one simulation grows from the smallest S to the largest (capacity S + 1);
+  * capacity (`--capacities`, at `--capacity-simulations` and
+    `--capacity-batch-size`): the same search with a larger graph, so the cost of
+    one simulation against capacity alone, depth fixed (tree and graph mode);
+  * probe window (`--probe-windows`, graph mode at `--probe-batch-size` and
+    `--probe-simulations`): time, transposition hits and dropped inserts per
+    window size, as an A/B.
+
+`--markdown FILE` writes the tables as in benchmarks/RESULTS.md (ratios first).
 Needs the `bench` extra (mctx, pgx, flax).
 """
 
 import argparse
 import datetime
 import json
+import os
 import platform
 import statistics
 import time
+from typing import Callable, Dict, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 IMPLEMENTATIONS = ("mctx", "tree", "graph")
 
 
 def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
-  """`batch_size` positions after 0..`max_opening_moves` random legal moves."""
+  """`batch_size` positions after 0..`max_opening_moves` random legal moves (a game
+  that would end stays at the position before its last move)."""
+  from mcgs_jax.games.evaluators import random_legal_actions  # pylint: disable=import-outside-toplevel
   init_key, moves_key, length_key = jax.random.split(rng_key, 3)
   state = game.init(init_key, batch_size)
   lengths = jax.random.randint(length_key, (batch_size,), 0, max_opening_moves + 1)
@@ -30,8 +49,8 @@ def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   def play(step, carry):
     state, key = carry
     key, move_key = jax.random.split(key)
-    logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-    action = jax.random.categorical(move_key, logits)
+    action = random_legal_actions(jax.random.split(move_key, batch_size),
+                                  state.legal_action_mask)
     moved = game.step(state, action)
     keep = (step < lengths) & ~moved.terminated
     state = jax.tree_util.tree_map(
@@ -43,30 +62,45 @@ def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   return state
 
 
-def make_policies(game, num_simulations: int):
-  """The three policies, each `(params, key, state) -> PolicyOutput`, jitted."""
-  import mctx
-  import mcgs_jax as mg
+def make_policy(game, impl: str, num_simulations: int, **graph_options) -> Callable:
+  """`impl`'s muzero policy, `(params, key, state) -> PolicyOutput`, jitted.
 
-  def ours(transpositions):
-    def policy(params, key, state):
+  `impl` is `"mctx"`, `"tree"` (ours, `transpositions=False`) or `"graph"` (ours,
+  with the game's transposition key); `graph_options` (`capacity`, `probe_window`,
+  ...) go to ours.
+  """
+  if impl == "mctx":
+    import mctx  # pylint: disable=import-outside-toplevel
+
+    def theirs(params, key, state):
       root = game.root(params, key, state)
-      return mg.muzero_policy(params, key, root, game.recurrent_fn, num_simulations,
-                              invalid_actions=game.invalid_actions(state),
-                              hash_fn=game.hash_fn, transpositions=transpositions)
-    return policy
+      return mctx.muzero_policy(params, key, mctx.RootFnOutput(
+          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
+          game.recurrent_fn, num_simulations, invalid_actions=game.invalid_actions(state))
 
-  def theirs(params, key, state):
+    return jax.jit(theirs)
+  if impl not in ("tree", "graph"):
+    raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLEMENTATIONS}")
+  from mcgs_jax.apps.registry import POLICIES  # pylint: disable=import-outside-toplevel
+
+  def ours(params, key, state):
     root = game.root(params, key, state)
-    return mctx.muzero_policy(params, key, mctx.RootFnOutput(
-        prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
-        game.recurrent_fn, num_simulations, invalid_actions=game.invalid_actions(state))
+    return POLICIES["muzero"](params, key, root, game.recurrent_fn, num_simulations,
+                              invalid_actions=game.invalid_actions(state),
+                              hash_fn=game.hash_fn, transpositions=impl == "graph",
+                              **graph_options)
 
-  return {"mctx": jax.jit(theirs), "tree": jax.jit(ours(False)), "graph": jax.jit(ours(True))}
+  return jax.jit(ours)
+
+
+def make_policies(game, num_simulations: int):
+  """The three policies (`IMPLEMENTATIONS`), each `(params, key, state) ->
+  PolicyOutput`, jitted."""
+  return {name: make_policy(game, name, num_simulations) for name in IMPLEMENTATIONS}
 
 
 def time_policy(policy, params, key, state, repeats: int):
-  """`(compile seconds, median run seconds)`."""
+  """`(compile seconds, median run seconds)` of one policy on its own."""
   start = time.perf_counter()
   compiled = policy.lower(params, key, state).compile()
   compile_seconds = time.perf_counter() - start
@@ -80,42 +114,134 @@ def time_policy(policy, params, key, state, repeats: int):
   return compile_seconds, statistics.median(runs)
 
 
+def time_group(policies: Dict, params, key, state, repeats: int) -> Dict:
+  """Times several policies on the same inputs, interleaved.
+
+  Every policy is compiled and run once (warm-up) first; then `repeats` rounds each
+  run every policy once, in order. Returns `{name: (compile seconds, median run
+  seconds, output of the last run)}`.
+  """
+  compiled, compile_seconds, outputs = {}, {}, {}
+  for name, policy in policies.items():
+    start = time.perf_counter()
+    compiled[name] = policy.lower(params, key, state).compile()
+    compile_seconds[name] = time.perf_counter() - start
+    outputs[name] = jax.block_until_ready(compiled[name](params, key, state))
+  runs: Dict[str, list] = {name: [] for name in policies}
+  for repeat in range(repeats):
+    run_key = jax.random.fold_in(key, repeat)
+    for name in policies:
+      start = time.perf_counter()
+      outputs[name] = jax.block_until_ready(compiled[name](params, run_key, state))
+      runs[name].append(time.perf_counter() - start)
+  return {name: (compile_seconds[name], statistics.median(runs[name]), outputs[name])
+          for name in policies}
+
+
+def _graph_counters(output) -> Dict:
+  graph = output.search_graph
+  return dict(mean_nodes=round(float(np.mean(graph.num_nodes)), 1),
+              mean_transposition_hits=round(float(np.mean(graph.transposition_hits)), 2),
+              mean_dropped_inserts=round(float(np.mean(graph.dropped_inserts)), 3),
+              mean_capacity_overflows=round(float(np.mean(graph.capacity_overflows)), 3))
+
+
 def run(*, game_id: str = "connect_four", batch_sizes=(1024,), simulations=(64,),
-        scaling_batch_size: int = 64, scaling_simulations=(64, 1024), repeats: int = 3,
+        scaling_batch_size: int = 64, scaling_simulations=(64, 1024),
+        capacities: Sequence[int] = (), capacity_simulations: int = 64,
+        capacity_batch_size: int = 64, probe_windows: Sequence[int] = (),
+        probe_batch_size: int = 1024, probe_simulations: int = 64, repeats: int = 3,
         seed: int = 0, progress=print):
-  """Measures every (implementation, B, S); returns a list of result rows."""
-  from mcgs_jax.games import evaluators
-  from mcgs_jax.games.adapter import make_game
+  """Measures every part (see the module doc); returns a list of result rows.
+
+  Each row has `kind` (`throughput`, `scaling`, `capacity` or `probe_window`),
+  `impl`, `batch_size`, `num_simulations`, `capacity`, `probe_window` (None for
+  mctx and for the default), `compile_s`, `run_s`, `sims_per_s`, and a ratio:
+  `speedup_vs_mctx` (throughput, scaling), `cost_vs_smallest` (capacity: per
+  simulation, against the smallest capacity of the same impl) or `time_vs_first`
+  (probe windows, against the first window given). Graph-mode rows also carry the
+  mean nodes, transposition hits, dropped inserts and capacity overflows per game.
+  """
+  from mcgs_jax.apps.registry import make_evaluator  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.networks import init_network  # pylint: disable=import-outside-toplevel
 
   key = jax.random.PRNGKey(seed)
   network_key, positions_key, search_key = jax.random.split(key, 3)
   probe = make_game(game_id)
-  apply_fn, params = evaluators.init_network(probe.env, network_key, hidden=(64, 64))
-  game = make_game(game_id, evaluators.network_evaluator(apply_fn))
-
+  apply_fn, params = init_network(probe.env, network_key, hidden=(64, 64))
+  game = make_game(game_id, make_evaluator("network", probe.env, apply_fn=apply_fn))
   rows = []
 
-  def measure(batch_size, num_simulations, kind):
-    state = random_positions(game, positions_key, batch_size, max_opening_moves=8)
-    policies = make_policies(game, num_simulations)
-    timings = {}
-    for name in IMPLEMENTATIONS:
-      compile_seconds, seconds = time_policy(policies[name], params, search_key, state,
-                                             repeats)
-      timings[name] = seconds
-      row = dict(kind=kind, impl=name, batch_size=batch_size,
-                 num_simulations=num_simulations, compile_s=round(compile_seconds, 2),
+  def positions(batch_size):
+    return random_positions(game, positions_key, batch_size, max_opening_moves=8)
+
+  def record(kind, configs, batch_size):
+    """`configs`: `{label: (impl, num_simulations, capacity, probe_window)}`."""
+    policies = {}
+    for label, (impl, num_simulations, capacity, probe_window) in configs.items():
+      options = {}
+      if capacity is not None:
+        options["capacity"] = capacity
+      if probe_window is not None:
+        options["probe_window"] = probe_window
+      policies[label] = make_policy(game, impl, num_simulations, **options)
+    timings = time_group(policies, params, search_key, positions(batch_size), repeats)
+    group = []
+    for label, (impl, num_simulations, capacity, probe_window) in configs.items():
+      compile_seconds, seconds, output = timings[label]
+      row = dict(kind=kind, impl=impl, batch_size=batch_size,
+                 num_simulations=num_simulations,
+                 capacity=capacity if capacity is not None else (
+                     None if impl == "mctx" else num_simulations + 1),
+                 probe_window=probe_window, compile_s=round(compile_seconds, 2),
                  run_s=round(seconds, 4),
-                 sims_per_s=round(batch_size * num_simulations / seconds, 1),
-                 speedup_vs_mctx=round(timings["mctx"] / seconds, 2))
+                 sims_per_s=round(batch_size * num_simulations / seconds, 1))
+      if impl == "graph":
+        row.update(_graph_counters(output))
+      group.append(row)
+    return group
+
+  def finish(group):
+    for row in group:
       rows.append(row)
       progress(row)
 
   for batch_size in batch_sizes:
     for num_simulations in simulations:
-      measure(batch_size, num_simulations, "throughput")
-  for num_simulations in scaling_simulations:
-    measure(scaling_batch_size, num_simulations, "scaling")
+      group = record("throughput", {impl: (impl, num_simulations, None, None)
+                                    for impl in IMPLEMENTATIONS}, batch_size)
+      mctx_seconds = group[0]["run_s"]
+      for row in group:
+        row["speedup_vs_mctx"] = round(mctx_seconds / row["run_s"], 2)
+      finish(group)
+  if scaling_simulations:
+    group = record("scaling", {(impl, s): (impl, s, None, None)
+                               for s in scaling_simulations for impl in IMPLEMENTATIONS},
+                   scaling_batch_size)
+    for row in group:
+      mctx_row = next(r for r in group if r["impl"] == "mctx"
+                      and r["num_simulations"] == row["num_simulations"])
+      row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
+    finish(group)
+  if capacities:
+    for capacity in capacities:
+      if capacity < capacity_simulations + 1:
+        raise ValueError(f"capacity {capacity} is below S + 1 = {capacity_simulations + 1}")
+    group = record("capacity", {(impl, c): (impl, capacity_simulations, c, None)
+                                for c in capacities for impl in ("tree", "graph")},
+                   capacity_batch_size)
+    for row in group:
+      smallest = min((r for r in group if r["impl"] == row["impl"]),
+                     key=lambda r: r["capacity"])
+      row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
+    finish(group)
+  if probe_windows:
+    group = record("probe_window", {w: ("graph", probe_simulations, None, w)
+                                    for w in probe_windows}, probe_batch_size)
+    for row in group:
+      row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
+    finish(group)
   return rows
 
 
@@ -131,69 +257,160 @@ def scaling_table(rows, scaling_simulations):
   return result
 
 
+def environment() -> Dict[str, str]:
+  """Versions and hardware, for the header of a results section."""
+  versions = {"jax": jax.__version__}
+  for module in ("mctx", "pgx", "flax"):
+    try:
+      versions[module] = __import__(module).__version__
+    except (ImportError, AttributeError):
+      versions[module] = "?"
+  device = jax.devices()[0]
+  return dict(platform=device.platform, device=getattr(device, "device_kind", ""),
+              cpu=platform.processor() or platform.machine(),
+              cpu_count=str(os.cpu_count()), **versions)
+
+
 def markdown(rows, scaling, header: str) -> str:
-  lines = [header, "",
-           "| impl | B | S | compile s | run s | sims/s | speed vs mctx |",
-           "|---|---|---|---|---|---|---|"]
-  for r in rows:
-    if r["kind"] == "throughput":
-      lines.append(f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
-                   f"{r['compile_s']} | {r['run_s']} | {r['sims_per_s']:.0f} | "
-                   f"{r['speedup_vs_mctx']}x |")
-  lines += ["", "Per-simulation cost at S=max relative to S=min (B = scaling batch):", "",
-            "| impl | cost ratio |", "|---|---|"]
-  lines += [f"| {name} | {ratio}x |" for name, ratio in scaling.items()]
+  """The tables of a run, in RESULTS.md's format."""
+  lines = [header]
+  throughput = [r for r in rows if r["kind"] == "throughput"]
+  if throughput:
+    lines += ["", "| impl | B | S | compile s | run s | sims/s | speed vs mctx |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
+              f"{r['compile_s']} | {r['run_s']} | {r['sims_per_s']:.0f} | "
+              f"{r['speedup_vs_mctx']}x |" for r in throughput]
+  scaling_rows = [r for r in rows if r["kind"] == "scaling"]
+  if scaling_rows and scaling:
+    sims = sorted({r["num_simulations"] for r in scaling_rows})
+    low, high = sims[0], sims[-1]
+    batch = scaling_rows[0]["batch_size"]
+    lines += ["", f"Per-simulation cost at S={high} relative to S={low} (B={batch}, "
+              "capacity S + 1):", "",
+              f"| impl | run s, S={low} | run s, S={high} | cost ratio |",
+              "|---|---|---|---|"]
+    for name, ratio in scaling.items():
+      run_s = {r["num_simulations"]: r["run_s"] for r in scaling_rows if r["impl"] == name}
+      lines.append(f"| {name} | {run_s[low]} | {run_s[high]} | {ratio}x |")
+  capacity_rows = [r for r in rows if r["kind"] == "capacity"]
+  if capacity_rows:
+    first = capacity_rows[0]
+    smallest = min(r["capacity"] for r in capacity_rows)
+    lines += ["", f"Capacity alone (S={first['num_simulations']} fixed, "
+              f"B={first['batch_size']}): per-simulation cost relative to capacity "
+              f"{smallest}:", "",
+              "| impl | capacity | run s | cost vs capacity "
+              f"{smallest} | nodes used (mean) |", "|---|---|---|---|---|"]
+    for impl in ("tree", "graph"):
+      for r in sorted((r for r in capacity_rows if r["impl"] == impl),
+                      key=lambda r: r["capacity"]):
+        nodes = r.get("mean_nodes", "-")
+        lines.append(f"| {impl} | {r['capacity']} | {r['run_s']} | "
+                     f"{r['cost_vs_smallest']}x | {nodes} |")
+  probe_rows = [r for r in rows if r["kind"] == "probe_window"]
+  if probe_rows:
+    first = probe_rows[0]
+    lines += ["", f"Probe window A/B (graph mode, B={first['batch_size']}, "
+              f"S={first['num_simulations']}), time relative to window "
+              f"{first['probe_window']}:", "",
+              f"| probe window | run s | time vs window {first['probe_window']} | "
+              "transposition hits (mean) | dropped inserts (mean) |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r['probe_window']} | {r['run_s']} | {r['time_vs_first']}x | "
+              f"{r['mean_transposition_hits']} | {r['mean_dropped_inserts']} |"
+              for r in probe_rows]
   return "\n".join(lines)
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(prog="mcgs-jax bench", description=__doc__.split("\n")[0])
+  parser = argparse.ArgumentParser(prog="mcgs-jax bench",
+                                   description=__doc__.split("\n", maxsplit=1)[0])
   parser.add_argument("--game", default="connect_four")
   parser.add_argument("--batch-sizes", default="1024",
-                      help="comma-separated batch sizes (default 1024)")
+                      help="comma-separated batch sizes of the throughput part, or "
+                           "'none' to skip it (default 1024)")
   parser.add_argument("--simulations", default="64", help="comma-separated S (default 64)")
   parser.add_argument("--scaling-batch-size", type=int, default=64)
-  parser.add_argument("--scaling-simulations", default="64,1024")
-  parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--scaling-simulations", default="64,1024",
+                      help="comma-separated S of the S-scaling part, or 'none' "
+                           "(default 64,1024)")
+  parser.add_argument("--capacities", default="none",
+                      help="comma-separated graph capacities at fixed S, e.g. "
+                           "65,1025,4097: per-simulation cost against capacity "
+                           "(default: none)")
+  parser.add_argument("--capacity-simulations", type=int, default=64,
+                      help="S of the capacity part (default 64)")
+  parser.add_argument("--capacity-batch-size", type=int, default=64,
+                      help="B of the capacity part (default 64)")
+  parser.add_argument("--probe-windows", default="none",
+                      help="comma-separated probe windows to compare in graph mode, "
+                           "e.g. 8,16 (default: none)")
+  parser.add_argument("--probe-batch-size", type=int,
+                      help="B of the probe-window part (default: the first of "
+                           "--batch-sizes, else 1024)")
+  parser.add_argument("--probe-simulations", type=int,
+                      help="S of the probe-window part (default: the first of "
+                           "--simulations)")
+  parser.add_argument("--repeats", type=int, default=3,
+                      help="timed runs per configuration; the median is reported")
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--quick", action="store_true",
                       help="B=64, S=16, scaling S=16,128: a one-minute smoke run")
   parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+  parser.add_argument("--markdown", metavar="FILE", help="also write the tables here")
   args = parser.parse_args(argv)
 
-  def ints(text):
+  def ints(text, name):
+    if text.strip().lower() in ("", "none"):
+      return ()
     try:
       values = tuple(int(v) for v in text.split(","))
     except ValueError:
-      parser.error(f"expected comma-separated integers, got {text!r}")
+      parser.error(f"{name}: expected comma-separated integers, got {text!r}")
     if any(v < 1 for v in values):
-      parser.error(f"expected positive integers, got {text!r}")
+      parser.error(f"{name}: expected positive integers, got {text!r}")
     return values
 
-  batch_sizes, simulations = ints(args.batch_sizes), ints(args.simulations)
-  scaling_simulations = ints(args.scaling_simulations)
+  batch_sizes = ints(args.batch_sizes, "--batch-sizes")
+  simulations = ints(args.simulations, "--simulations") or (64,)
+  scaling_simulations = ints(args.scaling_simulations, "--scaling-simulations")
+  capacities = ints(args.capacities, "--capacities")
+  probe_windows = ints(args.probe_windows, "--probe-windows")
   scaling_batch_size = args.scaling_batch_size
   if args.quick:
     batch_sizes, simulations, scaling_simulations, scaling_batch_size = (64,), (16,), (16, 128), 16
+  if capacities and min(capacities) < args.capacity_simulations + 1:
+    parser.error(f"--capacities: each must be at least --capacity-simulations + 1 = "
+                 f"{args.capacity_simulations + 1}")
   try:
-    import mctx  # noqa: F401
-    import pgx  # noqa: F401
-    import flax  # noqa: F401
+    import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import pgx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import flax  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   except ImportError as error:
     parser.exit(2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n")
   rows = run(game_id=args.game, batch_sizes=batch_sizes, simulations=simulations,
              scaling_batch_size=scaling_batch_size, scaling_simulations=scaling_simulations,
+             capacities=capacities, capacity_simulations=args.capacity_simulations,
+             capacity_batch_size=args.capacity_batch_size, probe_windows=probe_windows,
+             probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
+             probe_simulations=args.probe_simulations or simulations[0],
              repeats=args.repeats, seed=args.seed,
              progress=lambda row: print(json.dumps(row), flush=True))
-  scaling = scaling_table(rows, scaling_simulations)
-  device = jax.devices()[0]
-  header = (f"### {args.game}, {datetime.date.today()}, {device.platform} "
-            f"({getattr(device, 'device_kind', '')}), {platform.processor() or platform.machine()}, "
-            f"jax {jax.__version__}")
-  print(markdown(rows, scaling, header))
+  scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+  env = environment()
+  header = (f"### {args.game}, {datetime.date.today()}, {env['platform']} "
+            f"({env['device']}), {env['cpu']}, {env['cpu_count']} CPUs, jax {env['jax']}, "
+            f"mctx {env['mctx']}, pgx {env['pgx']}, flax {env['flax']}; median of "
+            f"{args.repeats} interleaved runs")
+  text = markdown(rows, scaling, header)
+  print(text)
+  if args.markdown:
+    with open(args.markdown, "w", encoding="utf-8") as handle:
+      handle.write(text + "\n")
   if args.json:
-    with open(args.json, "w") as f:
-      json.dump({"rows": rows, "scaling": scaling}, f, indent=1)
+    with open(args.json, "w", encoding="utf-8") as handle:
+      json.dump({"rows": rows, "scaling": scaling, "environment": env}, handle, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,21 @@
 """Policies and evaluators by the names the command line, the arena and the training
-loop use: one table of each, so a new policy or evaluator is added in one place."""
+loop use: one table of each, so a new policy or evaluator is added in one place.
 
+  * `POLICIES`: name -> search policy (`mcgs_jax.muzero_policy`, ...).
+  * `playing_policy(name, **options)`: that policy set to play for strength (no
+    root noise, most visited move), as the arena and `mcgs-jax search` run it.
+  * `make_evaluator(name, env, ...)`: name -> leaf evaluator
+    (`mcgs_jax.games.evaluators`).
+  * `random_legal_actions`: the package's one uniformly random legal move (defined
+    in `mcgs_jax.games.evaluators`, which needs nothing from the apps).
+"""
+
+import functools
 from typing import Callable, Dict
 
-import jax
-import jax.numpy as jnp
-
 import mcgs_jax as mg
+from mcgs_jax.games import evaluators
+from mcgs_jax.games.evaluators import random_legal_actions
 
 POLICIES: Dict[str, Callable] = {
     "muzero": mg.muzero_policy,
@@ -15,27 +24,55 @@ POLICIES: Dict[str, Callable] = {
 }
 POLICY_NAMES = tuple(POLICIES)
 
-# "network" needs weights (an `apply_fn` and `params`); the commands offer the others.
+# Options that make a policy play rather than explore: muzero's root noise off and
+# its most visited action instead of a sample (uct plays its most visited action and
+# gumbel its Sequential-Halving winner anyway).
+PLAYING_OPTIONS: Dict[str, Dict] = {
+    "muzero": dict(dirichlet_fraction=0.0, temperature=0.0),
+}
+
 EVALUATOR_NAMES = ("uniform", "rollout", "network")
+# The evaluators that need no weights (what a command offers without a checkpoint).
+WEIGHTLESS_EVALUATORS = tuple(name for name in EVALUATOR_NAMES if name != "network")
+
+__all__ = ["EVALUATOR_NAMES", "PLAYING_OPTIONS", "POLICIES", "POLICY_NAMES",
+           "WEIGHTLESS_EVALUATORS", "make_evaluator", "playing_policy",
+           "random_legal_actions"]
+
+
+def check_policy(name: str) -> str:
+  """`name`, or ValueError naming the known policies."""
+  if name not in POLICIES:
+    raise ValueError(f"unknown policy {name!r}; expected one of {POLICY_NAMES}")
+  return name
+
+
+def check_evaluator(name: str) -> str:
+  """`name`, or ValueError naming the known evaluators."""
+  if name not in EVALUATOR_NAMES:
+    raise ValueError(f"unknown evaluator {name!r}; expected one of {EVALUATOR_NAMES}")
+  return name
+
+
+def playing_policy(name: str, **options) -> Callable:
+  """`POLICIES[name]` with `PLAYING_OPTIONS[name]` and `options` bound (keywords).
+
+  `options` win over the playing defaults, e.g. `playing_policy("muzero",
+  temperature=1.0)`.
+  """
+  return functools.partial(POLICIES[check_policy(name)],
+                           **{**PLAYING_OPTIONS.get(name, {}), **options})
 
 
 def make_evaluator(name: str, env, *, num_rollouts: int = 1, apply_fn=None):
-  """The evaluator called `name` for `env` (see `mcgs_jax.games.evaluators`)."""
-  from mcgs_jax.games import evaluators  # pylint: disable=import-outside-toplevel
+  """The evaluator called `name` for `env` (see `mcgs_jax.games.evaluators`):
+  `"uniform"`, `"rollout"` (`num_rollouts` random playouts) or `"network"`
+  (`apply_fn(params, observation) -> (logits, value)`)."""
+  check_evaluator(name)
   if name == "uniform":
     return evaluators.uniform_evaluator()
   if name == "rollout":
     return evaluators.rollout_evaluator(env, num_rollouts=num_rollouts)
-  if name == "network":
-    if apply_fn is None:
-      raise ValueError("the network evaluator needs apply_fn")
-    return evaluators.network_evaluator(apply_fn)
-  raise ValueError(f"unknown evaluator {name!r}; expected one of {EVALUATOR_NAMES}")
-
-
-def random_legal_actions(keys, legal_action_mask):
-  """`[B]` int32: a uniformly random legal action per game (`keys [B]`, mask
-  `[B, A]`); action 0 where nothing is legal."""
-  logits = jnp.where(legal_action_mask, 0.0, -jnp.inf)
-  actions = jax.vmap(jax.random.categorical)(keys, logits)
-  return jnp.where(jnp.any(legal_action_mask, axis=-1), actions, 0).astype(jnp.int32)
+  if apply_fn is None:
+    raise ValueError("the network evaluator needs apply_fn")
+  return evaluators.network_evaluator(apply_fn)

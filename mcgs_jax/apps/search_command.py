@@ -28,7 +28,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
-from mcgs_jax.apps.registry import POLICY_NAMES
+from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
 PROG = "mcgs-jax search"
 CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "line is the start position); all are searched in one batch")
   parser.add_argument("--policy", choices=list(POLICY_NAMES), default="muzero",
                       help="search policy (default: %(default)s)")
-  parser.add_argument("--evaluator", choices=("uniform", "rollout"),
+  parser.add_argument("--evaluator", choices=list(WEIGHTLESS_EVALUATORS),
                       help="leaf evaluator (default: rollout for uct, uniform otherwise)")
   parser.add_argument("--rollouts", type=_positive_int, default=1,
                       help="random playouts per evaluation with --evaluator rollout "
@@ -116,7 +116,7 @@ def read_positions(path: str) -> List[List[int]]:
 def _make_game(spec: str, evaluator: str, rollouts: int):
   """The `Game` for `spec` with the named evaluator (cached, so repeated in-process
   calls reuse the env and hence the compiled search)."""
-  from mcgs_jax.games import evaluators  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
   from mcgs_jax.games import adapter  # pylint: disable=import-outside-toplevel
   try:
     game = adapter.make_game(spec)
@@ -124,9 +124,10 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
     if str(error).startswith("unknown game"):
       raise
     raise ValueError(f"bad game {spec!r}: {error}") from None
-  if evaluator == "rollout":
+  if evaluator != "uniform":  # make_game's default evaluator is the uniform one
     game = dataclasses.replace(
-        game, evaluator=evaluators.rollout_evaluator(game.env, num_rollouts=rollouts))
+        game, evaluator=registry.make_evaluator(evaluator, game.env,
+                                                num_rollouts=rollouts))
   return game
 
 
@@ -135,24 +136,18 @@ def _jitted_search(game, policy: str, simulations: int, transpositions: bool,
                    solver: bool):
   """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
   import jax  # pylint: disable=import-outside-toplevel
-  import mcgs_jax  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
 
-  common = dict(invalid_actions=None, hash_fn=game.hash_fn, solver=solver,
-                transpositions=transpositions, capacity=simulations + 1)
+  # No root noise: a report of the search, not self-play exploration.
+  search = registry.playing_policy(policy, hash_fn=game.hash_fn, solver=solver,
+                                   transpositions=transpositions,
+                                   capacity=simulations + 1)
 
   def run(rng_key, state):
     root_key, search_key = jax.random.split(rng_key)
     root = game.root(None, root_key, state)
-    kwargs = dict(common, invalid_actions=game.invalid_actions(state))
-    if policy == "uct":
-      return mcgs_jax.uct_policy(None, search_key, root, game.recurrent_fn, simulations,
-                                 **kwargs)
-    if policy == "gumbel":
-      return mcgs_jax.gumbel_muzero_policy(None, search_key, root, game.recurrent_fn,
-                                           simulations, **kwargs)
-    # No root noise: a report of the search, not self-play exploration.
-    return mcgs_jax.muzero_policy(None, search_key, root, game.recurrent_fn, simulations,
-                                  dirichlet_fraction=0.0, temperature=0.0, **kwargs)
+    return search(None, search_key, root, game.recurrent_fn, simulations,
+                  invalid_actions=game.invalid_actions(state))
 
   return jax.jit(run)
 

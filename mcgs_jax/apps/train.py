@@ -14,7 +14,9 @@ One iteration of `train(config)`:
    the buffer. Loss = policy cross-entropy + value MSE + `l2` times the sum of
    squared weights (`loss_fn`).
 4. **Checkpoint.** Params and optimiser state are written with
-   `flax.serialization.to_bytes` to `checkpoint_dir/iteration_XXXX.msgpack`.
+   `flax.serialization.to_bytes` to `checkpoint_dir/iteration_XXXX.msgpack`: every
+   `checkpoint_every` iterations, at the iterations in `checkpoint_at` (0 is the
+   initial network) and after the last one.
 5. **Evaluation** (every `eval_every` iterations, `eval_games > 0`). With
    `mcgs_jax.arena.play_match`, the network agent (same policy, same number of
    simulations, graph mode) plays the uniform-prior MCTS baseline
@@ -24,14 +26,20 @@ One iteration of `train(config)`:
 `train` returns the history: one dict per iteration (losses, timings, scores).
 `plot_history(history, path)` draws the learning curve. From the shell:
 
-    python -m mcgs_jax.train --quick                 # tic_tac_toe, ~30 s on 2 cores
-    python -m mcgs_jax.train --iterations 10 --plot curve.png
+    python -m mcgs_jax.apps.train --quick            # tic_tac_toe, ~30 s on 2 cores
+    python -m mcgs_jax.apps.train --iterations 10 --plot curve.png
+    python -m mcgs_jax.apps.train --history h.json --checkpoint-dir ck --checkpoint-at 0,1,5
+
+`benchmarks/training_tables.py` prints RESULTS' tables from the `--history` file,
+`benchmarks/checkpoint_matches.py` and `benchmarks/tic_tac_toe_accuracy.py` measure
+the checkpoints.
 """
 
 import argparse
 import dataclasses
 import json
 import os
+import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -41,12 +49,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mcgs_jax.games import evaluators
+from mcgs_jax.apps.registry import POLICIES, make_evaluator
+from mcgs_jax.games import evaluators, networks
 from mcgs_jax.games.adapter import Game, make_game
-from mcgs_jax.apps.registry import POLICIES
 
 # Longest game of each supported pgx board game (every move fills a cell).
 MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
+# Policies whose `action_weights` are a training target (see `make_self_play`).
+TRAINING_POLICIES = ("muzero", "gumbel")
 
 
 @dataclasses.dataclass
@@ -75,6 +85,10 @@ class Config:
       each opening is played once with each colour.
     seed: seeds everything.
     checkpoint_dir: where checkpoints go (None: none written).
+    checkpoint_every: with `checkpoint_dir`, write a checkpoint every this many
+      iterations (0: only at `checkpoint_at` and after the last iteration).
+    checkpoint_at: with `checkpoint_dir`, iterations that also get a checkpoint;
+      0 means the initial network, before any training.
     progress: show a tqdm bar.
   """
   game: str = "connect_four"
@@ -95,6 +109,8 @@ class Config:
   eval_opening_moves: int = 2
   seed: int = 0
   checkpoint_dir: Optional[str] = None
+  checkpoint_every: int = 1
+  checkpoint_at: Sequence[int] = ()
   progress: bool = True
 
   @classmethod
@@ -135,20 +151,16 @@ def make_self_play(game: Game, config: Config):
     * `valid` `[T, B]`: False for padding (the game had already ended).
   """
   length = max_game_length(game, config.game)
-  if config.policy == "muzero":
-    def policy(params, key, root, invalid):
-      return POLICIES["muzero"](params, key, root, game.recurrent_fn, config.num_simulations,
-                           invalid_actions=invalid, hash_fn=game.hash_fn,
-                           transpositions=config.transpositions,
-                           temperature=config.temperature)
-  elif config.policy == "gumbel":
-    def policy(params, key, root, invalid):
-      return POLICIES["gumbel"](params, key, root, game.recurrent_fn,
-                                  config.num_simulations, invalid_actions=invalid,
-                                  hash_fn=game.hash_fn,
-                                  transpositions=config.transpositions)
-  else:
-    raise ValueError(f"policy must be 'muzero' or 'gumbel', got {config.policy!r}")
+  if config.policy not in TRAINING_POLICIES:
+    raise ValueError(f"policy must be one of {TRAINING_POLICIES}, got {config.policy!r}")
+  # muzero explores by sampling its move at `temperature`; gumbel by its own noise.
+  extra = dict(temperature=config.temperature) if config.policy == "muzero" else {}
+  search_policy = POLICIES[config.policy]
+
+  def policy(params, key, root, invalid):
+    return search_policy(params, key, root, game.recurrent_fn, config.num_simulations,
+                         invalid_actions=invalid, hash_fn=game.hash_fn,
+                         transpositions=config.transpositions, **extra)
 
   def move(carry, key):
     params, state = carry
@@ -263,7 +275,11 @@ def make_train_step(apply_fn, optimizer, l2: float):
 
 
 def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0) -> str:
-  """Writes params (and optimiser state) with `flax.serialization.to_bytes`."""
+  """Writes params (and optimiser state) with `flax.serialization.to_bytes`.
+
+  Without `opt_state` the file holds the network only (about a third of the size
+  with Adam's state), which is all an arena agent or an evaluation needs.
+  """
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   payload = dict(params=params, opt_state=opt_state, iteration=iteration)
   with open(path, "wb") as handle:
@@ -280,8 +296,62 @@ def load_checkpoint(path: str, params_template, opt_state_template=None):
   return payload["params"], payload["opt_state"], int(payload["iteration"])
 
 
+_NETWORKS: Dict[Any, Any] = {}  # (env, hidden) -> (apply_fn, params template)
+
+
+def load_network(path: str, env):
+  """`(apply_fn, params, iteration)` of the `MLPPolicyValueNet` in a checkpoint.
+
+  The hidden widths are read from the file (the kernels' shapes), so no `Config` is
+  needed; `env` gives the observation shape and the number of actions. Checkpoints of
+  the same architecture share one `apply_fn` (so arena agents built from them share
+  compiled steps).
+  """
+  with open(path, "rb") as handle:
+    payload = flax.serialization.msgpack_restore(handle.read())
+  layers = payload["params"]["params"]
+  hidden: List[int] = []
+  while f"Dense_{len(hidden)}" in layers:
+    hidden.append(int(np.shape(layers[f"Dense_{len(hidden)}"]["kernel"])[-1]))
+  cache_key = (id(env), tuple(hidden))
+  if cache_key not in _NETWORKS:
+    _NETWORKS[cache_key] = (env,) + networks.init_network(env, jax.random.PRNGKey(0),
+                                                          hidden=hidden)
+  _, apply_fn, template = _NETWORKS[cache_key]
+  params = flax.serialization.from_state_dict(template, payload["params"])
+  expected = jax.tree_util.tree_map(np.shape, template)
+  found = jax.tree_util.tree_map(np.shape, params)
+  if expected != found:
+    size = lambda shapes: (shapes["params"]["Dense_0"]["kernel"][0],
+                           shapes["params"]["policy_head"]["kernel"][-1])
+    raise ValueError("the network does not fit this game (observation size and actions "
+                     f"{size(found)}, the game has {size(expected)})")
+  return apply_fn, params, int(payload.get("iteration", 0))
+
+
+def checkpoint_path(directory: str, iteration: int) -> str:
+  """`directory/iteration_XXXX.msgpack`, where `train` writes iteration's checkpoint."""
+  return os.path.join(directory, f"iteration_{iteration:04d}.msgpack")
+
+
 # ----------------------------------------------------------------------------------
 # Evaluation
+
+
+def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "network"):
+  """The arena agent of a trained network: `policy` in graph mode with the network
+  as evaluator (playing greedily, no noise: see `mcgs_jax.apps.arena`)."""
+  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  return arena.Agent(policy=policy, evaluator="network", num_simulations=num_simulations,
+                     transpositions=True, apply_fn=apply_fn, name=name)
+
+
+def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
+  """The baseline the networks are measured against: muzero MCTS (a tree) with a
+  uniform prior and value 0."""
+  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  return arena.Agent(policy="muzero", evaluator="uniform",
+                     num_simulations=num_simulations, transpositions=False, name=name)
 
 
 def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> Dict:
@@ -291,12 +361,8 @@ def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> Di
   `previous_params` is.
   """
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
-  network = arena.Agent(policy=config.policy, evaluator="network",
-                        num_simulations=config.num_simulations, transpositions=True,
-                        apply_fn=apply_fn, name="network")
-  baseline = arena.Agent(policy="muzero", evaluator="uniform",
-                         num_simulations=config.num_simulations, transpositions=False,
-                         name="uniform-mcts")
+  network = network_agent(config.policy, config.num_simulations, apply_fn)
+  baseline = uniform_baseline(config.num_simulations)
   results: dict[str, Any] = {}
   opponents = [("vs_baseline", baseline, None)]
   if previous_params is not None:
@@ -325,28 +391,43 @@ class History(list):
   params: Any = None
   apply_fn: Any = None
   config: Optional[Config] = None
+  initial_checkpoint: Optional[str] = None
 
 
-def train(config: Config, *, params=None) -> History:
+def _wants_checkpoint(config: Config, iteration: int) -> bool:
+  """Whether `train` writes a checkpoint after `iteration` (0: before training)."""
+  if not config.checkpoint_dir:
+    return False
+  every = int(config.checkpoint_every)
+  return (iteration in tuple(config.checkpoint_at) or iteration == config.iterations
+          or (every > 0 and iteration > 0 and iteration % every == 0))
+
+
+def train(config: Config, *, params=None, on_iteration=None) -> History:
   """Runs the AlphaZero loop; returns the history (one dict per iteration).
 
   Each history entry holds `iteration`, `positions` (new valid positions),
   `buffer_size`, `loss`, `policy_loss`, `value_loss` (means over the iteration's
   training steps), `first_loss` / `last_loss` (first and last step), `selfplay_s`,
-  `train_s`, `eval_s`, and, when evaluated, `vs_baseline` / `vs_previous` (see
-  `evaluate`). The final network is `history.params` / `history.apply_fn`.
+  `train_s`, `eval_s`, `elapsed_s` (wall time since the start of `train`,
+  compilation included), `checkpoint` (its path, when one was written) and, when
+  evaluated, `vs_baseline` / `vs_previous` (see `evaluate`). The final network is
+  `history.params` / `history.apply_fn`.
 
   Args:
     config: the run's `Config`.
     params: initial network weights (default: a fresh `MLPPolicyValueNet`).
+    on_iteration: called as `on_iteration(history)` after every iteration (e.g. to
+      save the history so far).
   """
+  started = time.perf_counter()
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
   env_game = make_game(config.game)
-  apply_fn, fresh_params = evaluators.init_network(env_game.env, init_key,
-                                                   hidden=config.hidden)
+  apply_fn, fresh_params = networks.init_network(env_game.env, init_key,
+                                                 hidden=config.hidden)
   params = fresh_params if params is None else params
-  game = make_game(config.game, evaluators.network_evaluator(apply_fn))
+  game = make_game(config.game, make_evaluator("network", env_game.env, apply_fn=apply_fn))
   optimizer = optax.adam(config.learning_rate)
   opt_state = optimizer.init(params)
   self_play = make_self_play(game, config)
@@ -356,6 +437,9 @@ def train(config: Config, *, params=None) -> History:
   previous_params = params  # the opponent of "vs_previous": the last evaluated net
   history = History()
   history.apply_fn, history.config = apply_fn, config
+  if config.checkpoint_dir and _wants_checkpoint(config, 0):
+    history.initial_checkpoint = save_checkpoint(
+        checkpoint_path(config.checkpoint_dir, 0), params, opt_state, 0)
 
   iterations = range(1, config.iterations + 1)
   bar = None
@@ -384,10 +468,9 @@ def train(config: Config, *, params=None) -> History:
     entry["last_loss"] = float(metrics[-1]["loss"])
     entry["train_s"] = time.perf_counter() - start
 
-    if config.checkpoint_dir:
+    if config.checkpoint_dir and _wants_checkpoint(config, iteration):
       entry["checkpoint"] = save_checkpoint(
-          os.path.join(config.checkpoint_dir, f"iteration_{iteration:04d}.msgpack"),
-          params, opt_state, iteration)
+          checkpoint_path(config.checkpoint_dir, iteration), params, opt_state, iteration)
 
     evaluate_now = config.eval_games > 0 and (
         iteration % config.eval_every == 0 or iteration == config.iterations)
@@ -397,7 +480,10 @@ def train(config: Config, *, params=None) -> History:
                             seed=config.seed * 1000 + iteration))
       entry["eval_s"] = time.perf_counter() - start
       previous_params = params
+    entry["elapsed_s"] = time.perf_counter() - started
     history.append(entry)
+    if on_iteration is not None:
+      on_iteration(history)
     if bar is not None:
       postfix = dict(loss=f"{entry['loss']:.3f}")
       if "vs_baseline" in entry:
@@ -459,14 +545,33 @@ def plot_history(history: List[Dict], path: Optional[str] = None):
   return figure
 
 
+def save_history(path: str, history: History) -> None:
+  """Writes `{"config": ..., "history": [...]}` as JSON (what `--history` writes and
+  `benchmarks/training_tables.py` reads)."""
+  if history.config is None:
+    raise ValueError("a history without its config (not made by train)")
+  payload = dict(config=dataclasses.asdict(history.config), history=list(history))
+  if history.initial_checkpoint:
+    payload["initial_checkpoint"] = history.initial_checkpoint
+  temporary = f"{path}.partial"
+  with open(temporary, "w", encoding="utf-8") as handle:
+    json.dump(payload, handle, indent=1)
+  os.replace(temporary, path)
+
+
+def _int_list(text: str):
+  return tuple(int(value) for value in text.split(",") if value.strip())
+
+
 def main(argv=None):
-  """`python -m mcgs_jax.train [--quick] [options]`."""
+  """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
+  returns the exit status, 0. `train(config)` returns the history."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true",
                       help="tiny tic_tac_toe run (Config.quick())")
   defaults = Config()
   parser.add_argument("--game")
-  parser.add_argument("--policy", choices=("muzero", "gumbel"))
+  parser.add_argument("--policy", choices=TRAINING_POLICIES)
   parser.add_argument("--games", type=int, dest="num_games")
   parser.add_argument("--simulations", type=int, dest="num_simulations")
   parser.add_argument("--iterations", type=int)
@@ -479,24 +584,40 @@ def main(argv=None):
   parser.add_argument("--buffer-size", type=int, dest="buffer_size")
   parser.add_argument("--train-batch-size", type=int, dest="train_batch_size")
   parser.add_argument("--seed", type=int)
-  parser.add_argument("--checkpoint-dir", dest="checkpoint_dir")
+  parser.add_argument("--checkpoint-dir", dest="checkpoint_dir",
+                      help="write checkpoints (params and Adam state) here")
+  parser.add_argument("--checkpoint-every", type=int, dest="checkpoint_every",
+                      help="checkpoint every N iterations (default 1; 0 with "
+                           "--checkpoint-at: only those and the last)")
+  parser.add_argument("--checkpoint-at", type=_int_list, dest="checkpoint_at",
+                      help="comma-separated iterations to checkpoint (0: the initial "
+                           "network); alone it implies --checkpoint-every 0")
+  parser.add_argument("--save-params", metavar="FILE",
+                      help="write the final network (params only, no optimiser state) "
+                           "to this file")
   parser.add_argument("--plot", help="save the learning curve to this file")
-  parser.add_argument("--history", help="save the history as JSON to this file")
+  parser.add_argument("--history",
+                      help="save the history as JSON to this file (rewritten after "
+                           "every iteration)")
   args = parser.parse_args(argv)
+  if args.checkpoint_at is not None and args.checkpoint_every is None:
+    args.checkpoint_every = 0
   overrides = {name: value for name, value in vars(args).items()
-               if name not in ("quick", "plot", "history") and value is not None}
+               if name not in ("quick", "plot", "history", "save_params")
+               and value is not None}
   overrides.setdefault("progress", False)
   config = Config.quick(**overrides) if args.quick else Config(**overrides)
   print(config, flush=True)
-  history = train(config)
+  on_iteration = None
   if args.history:
-    with open(args.history, "w", encoding="utf-8") as handle:
-      json.dump(dict(config=dataclasses.asdict(config), history=history), handle,
-                indent=1)
+    on_iteration = lambda history: save_history(args.history, history)
+  history = train(config, on_iteration=on_iteration)
+  if args.save_params:
+    save_checkpoint(args.save_params, history.params, None, config.iterations)
   if args.plot:
     plot_history(history, args.plot)
-  return history
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

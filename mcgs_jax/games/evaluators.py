@@ -63,15 +63,21 @@ def uniform_evaluator() -> Evaluator:
   return evaluate
 
 
-def _random_legal_actions(rng_keys, legal_action_mask):
+def random_legal_actions(rng_keys, legal_action_mask) -> jax.Array:
   """`[N]` int32, one action per game drawn uniformly among its legal actions.
 
+  Args:
+    rng_keys: `[N]` keys, one per game.
+    legal_action_mask: `[N, A]` bool.
+
   A game with no legal action (a finished game of a non-pgx env) gets action 0; it
-  is never stepped meaningfully because it is already over.
+  is never stepped meaningfully because it is already over. This is the one "random
+  legal move" of the package: rollouts, arena openings and benchmark positions use it.
   """
   log_weights = jnp.where(legal_action_mask, 0.0, -jnp.inf)
   sample = lambda key, logits: jax.random.categorical(key, logits)
-  return jax.vmap(sample)(rng_keys, log_weights).astype(jnp.int32)
+  actions = jax.vmap(sample)(rng_keys, log_weights)
+  return jnp.where(jnp.any(legal_action_mask, axis=-1), actions, 0).astype(jnp.int32)
 
 
 def rollout_evaluator(env, *, num_rollouts: int = 1,
@@ -122,7 +128,7 @@ def rollout_evaluator(env, *, num_rollouts: int = 1,
     def advance(carry):
       num_steps, current, collected = carry
       step_keys = jax.vmap(jax.random.fold_in, (0, None))(rng_keys, num_steps)
-      actions = _random_legal_actions(step_keys, current.legal_action_mask)
+      actions = random_legal_actions(step_keys, current.legal_action_mask)
       following = step_batch(current, actions)
       reward = jnp.where(is_finished(current), 0.0, rewards_of(following, player))
       return num_steps + 1, following, collected + reward
