@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Speed of mcgs_jax against mctx on a lent GPU, in one call of under five minutes:
-# mcgs_jax.benchmark (throughput and S-scaling) and benchmarks/parallel.py (num_parallel).
+# mcgs_jax.apps.benchmark (throughput and S-scaling) and benchmarks/parallel.py (num_parallel).
 #
 # Here (once, in the repository root), fetch the pure-Python wheels the GPU image
 # lacks:   bash benchmarks/gpu.sh fetch
@@ -26,7 +26,7 @@ case "${1:-run}" in
     # B in {1, 1024, 8192} x S in {64, 256}; per-simulation scaling at B=256.
     # Each part prints a JSON line per measurement as it goes, so a part cut by its
     # timeout still leaves its finished rows.
-    timeout 170 python3 -m mcgs_jax.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
+    timeout 170 python3 -m mcgs_jax.apps.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
       --scaling-batch-size 256 --scaling-simulations 64,1024 --repeats 3 \
       --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md" || true
     # Several playouts per game per step: B in {1, 64}, S in {64, 256}, K in {1,4,8,16}.

@@ -436,7 +436,7 @@ def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
     bar = tqdm(total=num_games, unit="game", file=sys.stderr, leave=False,
                desc=f"{agent_a.describe()} vs {agent_b.describe()}")
   try:
-    finished = np.asarray(evaluators.is_finished(state))
+    finished = np.asarray(_fetch(evaluators.is_finished(state)))
     ply = 0
     while not finished.all():
       if ply >= _MAX_PLIES:
