@@ -5,7 +5,8 @@ is to take 2 from the first heap). With `solver=True`, proofs climb from the ter
 states; on the graph (120 states) they settle the root, on the tree (about a million
 nodes) they cannot at these budgets. For each S: 12 seeds (one batch), `muzero_policy`
 with the random-rollout evaluator, temperature 0; reports how many seeds play the
-winning move and how many roots are proven.
+winning move and how many roots are proven, and per mode the fewest S from which on
+(at every larger S of the list too) all 12 roots are proven.
 
 Usage: python benchmarks/solver_nim.py [--simulations 200,400,800,1600,3200] [--write]
 """
@@ -29,7 +30,7 @@ WINNING_ACTION = 1  # take 2 from heap 0
 SEEDS = 12
 
 
-def run(num_simulations, transpositions, stop_at_transposition, seed=0):
+def run(num_simulations, transpositions, stop_rule, seed=0):
   env = Nim(HEAPS)
   game = make_game(env, evaluators.rollout_evaluator(env))
 
@@ -41,7 +42,7 @@ def run(num_simulations, transpositions, stop_at_transposition, seed=0):
     return mg.muzero_policy(None, keys[1], root, game.recurrent_fn, num_simulations,
                             invalid_actions=game.invalid_actions(state),
                             hash_fn=game.hash_fn, transpositions=transpositions,
-                            stop_at_transposition=stop_at_transposition, solver=True,
+                            stop_rule=stop_rule, solver=True,
                             temperature=0.0)
   out = search(jax.random.PRNGKey(seed))
   graph = out.search_graph
@@ -56,22 +57,30 @@ def main(argv=None):
   parser.add_argument("--write", action="store_true",
                       help="append the section to benchmarks/RESULTS.md")
   args = parser.parse_args(argv)
-  rows = []
-  for transpositions, stop in ((True, True), (True, False), (False, True)):
-    for num_simulations in (int(s) for s in args.simulations.split(",")):
+  rows, fewest = [], []
+  budgets = sorted(int(s) for s in args.simulations.split(","))
+  for transpositions, stop in ((True, "catch_up"), (True, "never"), (False, "catch_up")):
+    mode = "graph" if transpositions else "tree"
+    all_proven = []
+    for num_simulations in budgets:
       right, proven, nodes = run(num_simulations, transpositions, stop)
-      mode = "graph" if transpositions else "tree"
+      all_proven.append(proven == SEEDS)
       rows.append(f"| {mode} | {stop} | {num_simulations} | {right}/{SEEDS} | "
                   f"{proven}/{SEEDS} | {nodes:.0f} |")
       print(rows[-1], flush=True)
+    # The smallest budget from which on every larger budget of the list proves too.
+    settled = [s for i, s in enumerate(budgets) if all(all_proven[i:])]
+    fewest.append(f"- {mode}, stop_rule {stop}: "
+                  + (f"S = {settled[0]}" if settled else f"none up to {budgets[-1]}"))
   section = "\n".join([
       f"## MCTS-solver on Nim 3-4-5 (date {datetime.date.today().isoformat()}, "
       f"2-core CPU, jax {jax.__version__})", "",
       "`muzero_policy(solver=True)`, random-rollout evaluator, temperature 0, 12 seeds "
       "per row (one batch), capacity S + 1. Regenerate: "
       f"`python benchmarks/solver_nim.py --simulations {args.simulations} --write`.", "",
-      "| mode | stop_at_transposition | S | winning move played | root proven | nodes (mean) |",
-      "|---|---|---|---|---|---|", *rows, ""])
+      "| mode | stop_rule | S | winning move played | root proven | nodes (mean) |",
+      "|---|---|---|---|---|---|", *rows, "",
+      f"Fewest S (of these) from which all {SEEDS} roots are proven:", "", *fewest, ""])
   print(section)
   if args.write:
     with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:

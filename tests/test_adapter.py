@@ -283,3 +283,35 @@ def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
   _, value = jax.jit(evaluate)(None, jax.random.PRNGKey(0),
                                game.init(jax.random.PRNGKey(1), 2))
   np.testing.assert_allclose(value, np.mean(outcomes), atol=0.05)
+
+
+@pytest.mark.parametrize("policy", ["muzero", "gumbel", "uct"])
+def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
+  """pgx marks every action legal once the game is over; the adapter makes them all
+  invalid, so a finished root is terminal: nothing is searched, the weights are all
+  zero and the action is 0, beside a live game searched as usual."""
+  import mcgs_jax as mg  # pylint: disable=import-outside-toplevel
+  game = adapter.make_game(tic_tac_toe_env)
+  x_won = game.play([0, 3, 1, 4, 2])
+  assert bool(x_won.terminated) and bool(np.all(x_won.legal_action_mask))
+  state = stack_states(x_won, game.play([0, 4]))
+  invalid = game.invalid_actions(state)
+  np.testing.assert_array_equal(invalid[0], [True] * 9)
+  np.testing.assert_array_equal(invalid[1], ~np.asarray(state.legal_action_mask[1]))
+  run = {"muzero": mg.muzero_policy, "gumbel": mg.gumbel_muzero_policy,
+         "uct": mg.uct_policy}[policy]
+
+  @jax.jit
+  def search(key):
+    root = game.root(None, key, state)
+    return run(None, key, root, game.recurrent_fn, 16, invalid_actions=invalid,
+               hash_fn=game.hash_fn, solver=True)
+  out = search(jax.random.PRNGKey(0))
+  graph = out.search_graph
+  weights = np.asarray(out.action_weights)
+  assert bool(graph.node_terminal[0, 0]) and not bool(graph.node_terminal[1, 0])
+  np.testing.assert_array_equal(weights[0], np.zeros(9))
+  assert int(out.action[0]) == 0
+  assert int(graph.num_nodes[0]) == 1 and int(np.sum(graph.edge_visits[0])) == 0
+  np.testing.assert_allclose(weights[1].sum(), 1.0, rtol=1e-5)
+  assert not invalid[1, int(out.action[1])]

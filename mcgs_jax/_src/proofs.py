@@ -2,15 +2,28 @@
 
 A terminal node is proven with value 0 (its outcome is the reward of the edge that
 leads there). An edge into a proven child has the exact value
-`r(n, a) + discount(n, a) * proven(child)`. A node is proven when one of its edges is
-proven to be worth `WIN` (nothing can beat it) or when every legal edge is proven; its
-proven value is then the best exact edge value, and its `Q` is that value. A legal
-edge is one with a positive prior probability (the game adapters give illegal
-actions a zero prior) and, at the root, not in `invalid_actions`.
+`r(n, a) + discount(n, a) * proven(child)`. A node is proven when
 
-Values are assumed to lie in [LOSS, WIN] = [-1, 1], as two-player zero-sum game
-outcomes do. Proofs reach a shared node's other parents when those are next on a
-playout path: a stale proof is a missing proof, never a wrong one.
+  * every legal edge is proven (full expansion; sound for any game), its value the
+    best exact edge value; or
+  * early, when one legal edge is proven worth exactly the highest value the game
+    allows (`graph.value_bounds[..., 1]`, from `GraphOptions.value_bounds`; (-1, 1)
+    by default, as two-player zero-sum outcomes are): nothing can beat it.
+
+A legal edge is one with a positive prior probability (the game adapters give
+illegal actions a zero prior) and, at the root, not in `invalid_actions`.
+
+Only exact values that lie within the stated bounds take a shortcut. An exact value
+above the highest bound (or below the lowest) means the bounds are wrong, e.g. a
+single-player game with rewards run with the default (-1, 1): such an edge never
+proves its node early, and a node holding one proves only by full expansion. (A
+coincidence, a wrongly bounded game whose edge is worth exactly the highest bound,
+cannot be told apart; give `value_bounds=None` for games without bounds, then every
+proof is by full expansion.) With `value_bounds=None` the bounds are -inf and +inf
+and no shortcut ever fires.
+
+Proofs reach a shared node's other parents when those are next on a playout path:
+a stale proof is a missing proof, never a wrong one.
 """
 
 import jax
@@ -18,8 +31,22 @@ import jax.numpy as jnp
 
 from mcgs_jax._src.graph import Graph, ROOT_INDEX
 
-WIN = 1.0
-LOSS = -1.0
+# Relative tolerance within which an exact value counts as equal to a bound: exact
+# values are sums and products of float32 rewards and discounts (e.g. `0 + -1 * -1`),
+# so a value meant to be the bound may miss it by a few ulps below. Never above:
+# a value past a bound is out of bounds, not rounding.
+BOUND_TOLERANCE = 1e-5
+
+
+def _at_bound(exact, bound, side):
+  """`[A]` bool: `exact` equals the finite `bound` within `BOUND_TOLERANCE` on the
+  inside (`side` +1: the highest bound, values just below it; -1: the lowest)."""
+  finite = jnp.isfinite(bound)
+  # Where the bound is infinite the tolerance is 0 (inf * 0 would be NaN, and
+  # inf - inf too); `finite` rules those rows out anyway.
+  tolerance = jnp.where(finite, BOUND_TOLERANCE * jnp.maximum(1.0, jnp.abs(bound)), 0.0)
+  gap = side * (bound - exact)        # >= 0 inside the bound, < 0 past it
+  return finite & (gap >= 0) & (gap <= tolerance)
 
 
 def legal_edges(graph: Graph, node_index):
@@ -39,12 +66,30 @@ def proven_edges(graph: Graph, node_index):
   return proven, exact
 
 
+def in_bounds(graph: Graph, proven, exact):
+  """Scalar bool: every proven legal edge (`proven`, `[A]`) has an exact value within
+  `graph.value_bounds` (one game's `[2]`). False means the bounds are wrong for this
+  game (e.g. rewards along the way): the node then takes no shortcut."""
+  lowest, highest = graph.value_bounds[0], graph.value_bounds[1]
+  # Written so that a NaN exact value counts as out of bounds.
+  inside = (exact >= lowest) & (exact <= highest)
+  return ~jnp.any(proven & ~inside)
+
+
+def winning_edges(graph: Graph, proven, exact):
+  """`[A]` bool: the proven legal edges (`proven`, `[A]`) that prove their node at
+  once: worth exactly the highest bound (`graph.value_bounds[1]` of one game), while
+  every proven edge of the node is within the bounds (`in_bounds`)."""
+  return (proven & _at_bound(exact, graph.value_bounds[1], 1.0)
+          & in_bounds(graph, proven, exact))
+
+
 def prove_node(graph: Graph, node_index):
   """`(proven, value)` of one game's non-terminal node from its edges."""
   legal = legal_edges(graph, node_index)
   proven, exact = proven_edges(graph, node_index)
   proven &= legal
-  wins = jnp.any(proven & (exact >= WIN))
+  wins = jnp.any(winning_edges(graph, proven, exact))
   settled = jnp.any(legal) & jnp.all(proven | ~legal)
   value = jnp.max(jnp.where(proven, exact, -jnp.inf))
   is_proven = wins | settled
@@ -53,31 +98,34 @@ def prove_node(graph: Graph, node_index):
 
 def excluded_edges(graph: Graph, node_index):
   """`[A]` bool: proven edges that selection should not spend playouts on: those
-  proven worth `LOSS` and those beaten by another proven edge, unless that would
-  exclude every legal edge."""
+  proven worth exactly the lowest bound (`graph.value_bounds[0]`; nothing is worse)
+  and those beaten by another proven edge, unless that would exclude every legal
+  edge. The first rule holds only while every proven edge is within the bounds
+  (`in_bounds`); the second always does (an exact value beats it)."""
   legal = legal_edges(graph, node_index)
   proven, exact = proven_edges(graph, node_index)
   proven &= legal
   best_proven = jnp.max(jnp.where(proven, exact, -jnp.inf))
-  excluded = proven & ((exact <= LOSS) | (exact < best_proven))
+  losing = _at_bound(exact, graph.value_bounds[0], -1.0) & in_bounds(graph, proven, exact)
+  excluded = proven & (losing | (exact < best_proven))
   return excluded & jnp.any(legal & ~excluded)
 
 
 def best_proven_action(graph: Graph):
-  """`([B] bool, [B] int32)`: whether the root has a proven winning edge or is proven,
-  and the best proven root action."""
+  """`([B] bool, [B] int32)`: whether the root is proven or has an edge that proves
+  it at once (`winning_edges`), and the best proven root action."""
   def one(graph):
     legal = legal_edges(graph, ROOT_INDEX)
     proven, exact = proven_edges(graph, ROOT_INDEX)
     proven &= legal
     scores = jnp.where(proven, exact, -jnp.inf)
-    decided = graph.node_proven[ROOT_INDEX] | jnp.any(proven & (exact >= WIN))
+    decided = graph.node_proven[ROOT_INDEX] | jnp.any(winning_edges(graph, proven, exact))
     return decided, jnp.argmax(scores).astype(jnp.int32)
   return jax.vmap(one)(graph)
 
 
 def prefer_proven(graph: Graph, action):
   """`action` `[B]`, replaced by the best proven root action where the root is decided
-  (proven, or holding an edge proven worth `WIN`)."""
+  (proven, or holding an edge that proves it at once)."""
   decided, best = best_proven_action(graph)
   return jnp.where(decided, best, action)

@@ -12,8 +12,9 @@ Conventions of `recurrent_fn(params, rng_key, action, state)`, with
   * `discount` `[B]`: `0` when `next_state` is over (terminated or truncated), else
     `-1` when the player to move changes and `+1` when the mover moves again.
   * `prior_logits` `[B, A]`: the evaluator's logits at `next_state`, shifted so the
-    largest is 0, with every illegal action set to `finfo(float32).min` (finite:
-    never -inf, never NaN, even when no action is legal).
+    largest is 0, with every illegal action (`Game.invalid_actions`: every action
+    once the game is over) set to `finfo(float32).min` (finite: never -inf, never
+    NaN, even when no action is legal).
   * `value` `[B]`: the evaluator's value of `next_state` for its player to move; 0
     when `next_state` is over.
 Stepping a finished state is a no-op with zero reward, so a search that walks below
@@ -94,8 +95,12 @@ class Game:
     return jax.vmap(self.env.step)(state, jnp.asarray(action, jnp.int32))
 
   def invalid_actions(self, state):
-    """`[B, A]` bool, True for the actions that are illegal in `state`."""
-    return ~state.legal_action_mask
+    """`[B, A]` bool, True for the actions that are illegal in `state`, and every
+    action of a finished game (terminated or truncated: pgx marks every action legal
+    there). A search from a finished state thus has a terminal root: no playout,
+    all-zero `action_weights`, action 0."""
+    finished = evaluators.is_finished(state)
+    return ~state.legal_action_mask | finished[..., None]
 
   def _evaluate(self, params, rng_key, state):
     """The evaluator at `state`, illegal actions masked, value 0 for finished games."""
