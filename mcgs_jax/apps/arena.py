@@ -39,7 +39,8 @@ import functools
 import math
 import sys
 import time
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -85,9 +86,9 @@ class Agent:
   solver: bool = False
   num_parallel: int = 1
   num_rollouts: int = 1
-  apply_fn: Optional[Callable] = None
+  apply_fn: Callable | None = None
   reuse: bool = False
-  capacity: Optional[int] = None
+  capacity: int | None = None
   name: str = ""
 
   def __post_init__(self):
@@ -147,11 +148,11 @@ class MatchResult:
   losses: int
   score: float
   elo: float
-  elo_ci95: Tuple[float, float]
-  score_ci95: Tuple[float, float]
+  elo_ci95: tuple[float, float]
+  score_ci95: tuple[float, float]
   games: int
   mean_game_length: float
-  agents: Dict[str, Dict[str, Any]]
+  agents: dict[str, dict[str, Any]]
   outcomes: np.ndarray
   a_first: np.ndarray
   game_lengths: np.ndarray
@@ -159,7 +160,7 @@ class MatchResult:
   seconds: float
   num_devices: int
 
-  def to_dict(self) -> Dict[str, Any]:
+  def to_dict(self) -> dict[str, Any]:
     """A JSON-ready dict: arrays and tuples as lists, `nan` as None."""
     return {field.name: _json_ready(getattr(self, field.name))
             for field in dataclasses.fields(self)}
@@ -192,8 +193,8 @@ def elo_from_score(score: float) -> float:
   return -400.0 * math.log10(1.0 / score - 1.0)
 
 
-def elo_interval(points: np.ndarray) -> Tuple[float, float, Tuple[float, float],
-                                               Tuple[float, float]]:
+def elo_interval(points: np.ndarray) -> tuple[float, float, tuple[float, float],
+                                               tuple[float, float]]:
   """Score, Elo and their 95% intervals from per-game points (1, 0.5 or 0).
 
   The interval is the normal approximation on the mean score, `score +- 1.96
@@ -366,7 +367,7 @@ def _fetch(arrays):
   return jax.device_get(arrays)
 
 
-def play_match(game_spec_or_game: Union[str, adapter.Game], agent_a: Agent,
+def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
                agent_b: Agent, *, num_games: int, seed: int = 0, params_a=None,
                params_b=None, opening_moves: int = 0,
                progress: bool = False) -> MatchResult:

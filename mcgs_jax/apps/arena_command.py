@@ -28,7 +28,7 @@ import json
 import math
 import os
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
@@ -212,7 +212,7 @@ def save_plot(path: str, game: str, result) -> None:
   plt.close(figure)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
   """Runs `mcgs-jax arena`; returns the exit status (0 ok, 2 bad input)."""
   parser = build_parser()
   try:

@@ -29,7 +29,7 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable, Dict, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -114,7 +114,7 @@ def time_policy(policy, params, key, state, repeats: int):
   return compile_seconds, statistics.median(runs)
 
 
-def time_group(policies: Dict, params, key, state, repeats: int) -> Dict:
+def time_group(policies: dict, params, key, state, repeats: int) -> dict:
   """Times several policies on the same inputs, interleaved.
 
   Every policy is compiled and run once (warm-up) first; then `repeats` rounds each
@@ -127,7 +127,7 @@ def time_group(policies: Dict, params, key, state, repeats: int) -> Dict:
     compiled[name] = policy.lower(params, key, state).compile()
     compile_seconds[name] = time.perf_counter() - start
     outputs[name] = jax.block_until_ready(compiled[name](params, key, state))
-  runs: Dict[str, list] = {name: [] for name in policies}
+  runs: dict[str, list] = {name: [] for name in policies}
   for repeat in range(repeats):
     run_key = jax.random.fold_in(key, repeat)
     for name in policies:
@@ -138,7 +138,7 @@ def time_group(policies: Dict, params, key, state, repeats: int) -> Dict:
           for name in policies}
 
 
-def _graph_counters(output) -> Dict:
+def _graph_counters(output) -> dict:
   graph = output.search_graph
   return dict(mean_nodes=round(float(np.mean(graph.num_nodes)), 1),
               mean_transposition_hits=round(float(np.mean(graph.transposition_hits)), 2),
@@ -257,7 +257,7 @@ def scaling_table(rows, scaling_simulations):
   return result
 
 
-def environment() -> Dict[str, str]:
+def environment() -> dict[str, str]:
   """Versions and hardware, for the header of a results section."""
   versions = {"jax": jax.__version__}
   for module in ("mctx", "pgx", "flax"):
@@ -384,11 +384,12 @@ def main(argv=None):
     parser.error(f"--capacities: each must be at least --capacity-simulations + 1 = "
                  f"{args.capacity_simulations + 1}")
   try:
+    import flax  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import pgx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    import flax  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   except ImportError as error:
-    parser.exit(2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n")
+    parser.exit(2, "mcgs-jax bench: needs the bench extra "
+                f"(pip install 'mcgs-jax[bench]'): {error}\n")
   rows = run(game_id=args.game, batch_sizes=batch_sizes, simulations=simulations,
              scaling_batch_size=scaling_batch_size, scaling_simulations=scaling_simulations,
              capacities=capacities, capacity_simulations=args.capacity_simulations,

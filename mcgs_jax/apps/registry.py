@@ -11,13 +11,13 @@ loop use: one table of each, so a new policy or evaluator is added in one place.
 """
 
 import functools
-from typing import Callable, Dict
+from collections.abc import Callable
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.evaluators import random_legal_actions
 
-POLICIES: Dict[str, Callable] = {
+POLICIES: dict[str, Callable] = {
     "muzero": mg.muzero_policy,
     "gumbel": mg.gumbel_muzero_policy,
     "uct": mg.uct_policy,
@@ -27,7 +27,7 @@ POLICY_NAMES = tuple(POLICIES)
 # Options that make a policy play rather than explore: muzero's root noise off and
 # its most visited action instead of a sample (uct plays its most visited action and
 # gumbel its Sequential-Halving winner anyway).
-PLAYING_OPTIONS: Dict[str, Dict] = {
+PLAYING_OPTIONS: dict[str, dict] = {
     "muzero": dict(dirichlet_fraction=0.0, temperature=0.0),
 }
 

@@ -25,7 +25,8 @@ import functools
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Input
 
 
-def parse_moves(text: str) -> List[int]:
+def parse_moves(text: str) -> list[int]:
   """`"3, 2,4"` -> `[3, 2, 4]`; `""` -> `[]`; ValueError for anything malformed."""
   text = text.strip()
   if not text:
@@ -93,7 +94,7 @@ def parse_moves(text: str) -> List[int]:
   return moves
 
 
-def read_positions(path: str) -> List[List[int]]:
+def read_positions(path: str) -> list[list[int]]:
   """The move lists of a positions file, one per line (OSError if unreadable)."""
   with open(path, encoding="utf-8") as file:
     lines = file.read().splitlines()
@@ -136,6 +137,7 @@ def _jitted_search(game, policy: str, simulations: int, transpositions: bool,
                    solver: bool):
   """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
   import jax  # pylint: disable=import-outside-toplevel
+
   from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
 
   # No root noise: a report of the search, not self-play exploration.
@@ -153,7 +155,7 @@ def _jitted_search(game, policy: str, simulations: int, transpositions: bool,
 
 
 def _exact_action_values(game, spec: str, moves: Sequence[int], state
-                         ) -> Optional[Dict[int, int]]:
+                         ) -> dict[int, int] | None:
   """Exact value of every legal action for the player to move, or None if no solver
   applies (see the module docstring)."""
   from mcgs_jax.games import solvers  # pylint: disable=import-outside-toplevel
@@ -177,11 +179,12 @@ def _action_label(game, spec: str, action: int) -> str:
   return ""
 
 
-def search_positions(args, positions: List[List[int]]) -> List[dict]:
+def search_positions(args, positions: list[list[int]]) -> list[dict]:
   """Searches every position in one batch; returns one report dict per position."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
+
   from mcgs_jax._src import proofs  # pylint: disable=import-outside-toplevel
 
   evaluator = args.evaluator or ("rollout" if args.policy == "uct" else "uniform")
@@ -302,7 +305,7 @@ def format_table(report: dict) -> str:
   return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
   """Runs `mcgs-jax search`; returns the exit status (0 ok, 2 bad input)."""
   parser = build_parser()
   try:

@@ -41,7 +41,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import flax.serialization
 import jax
@@ -108,7 +109,7 @@ class Config:
   eval_every: int = 1
   eval_opening_moves: int = 2
   seed: int = 0
-  checkpoint_dir: Optional[str] = None
+  checkpoint_dir: str | None = None
   checkpoint_every: int = 1
   checkpoint_at: Sequence[int] = ()
   progress: bool = True
@@ -204,11 +205,11 @@ class ReplayBuffer:
 
   def __init__(self, capacity: int):
     self.capacity = int(capacity)
-    self.data: Dict[str, np.ndarray] = {}
+    self.data: dict[str, np.ndarray] = {}
     self.size = 0
     self.cursor = 0
 
-  def add(self, trajectory: Dict[str, Any]) -> int:
+  def add(self, trajectory: dict[str, Any]) -> int:
     """Adds the valid positions of a self-play batch; returns how many."""
     valid = np.asarray(trajectory["valid"]).reshape(-1)
     items = {name: np.asarray(trajectory[name]).reshape((valid.size,) +
@@ -228,7 +229,7 @@ class ReplayBuffer:
       self.size = min(self.size + n, self.capacity)
     return count
 
-  def sample(self, rng: np.random.Generator, batch_size: int) -> Dict[str, np.ndarray]:
+  def sample(self, rng: np.random.Generator, batch_size: int) -> dict[str, np.ndarray]:
     """`batch_size` positions drawn uniformly with replacement."""
     if self.size == 0:
       raise ValueError("the replay buffer is empty")
@@ -296,7 +297,7 @@ def load_checkpoint(path: str, params_template, opt_state_template=None):
   return payload["params"], payload["opt_state"], int(payload["iteration"])
 
 
-_NETWORKS: Dict[Any, Any] = {}  # (env, hidden) -> (apply_fn, params template)
+_NETWORKS: dict[Any, Any] = {}  # (env, hidden) -> (apply_fn, params template)
 
 
 def load_network(path: str, env):
@@ -310,7 +311,7 @@ def load_network(path: str, env):
   with open(path, "rb") as handle:
     payload = flax.serialization.msgpack_restore(handle.read())
   layers = payload["params"]["params"]
-  hidden: List[int] = []
+  hidden: list[int] = []
   while f"Dense_{len(hidden)}" in layers:
     hidden.append(int(np.shape(layers[f"Dense_{len(hidden)}"]["kernel"])[-1]))
   cache_key = (id(env), tuple(hidden))
@@ -354,7 +355,7 @@ def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
                      num_simulations=num_simulations, transpositions=False, name=name)
 
 
-def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> Dict:
+def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> dict:
   """Arena scores of the network against the uniform MCTS baseline and against the
   previous network. Returns a dict with `vs_baseline` and `vs_previous` (each with
   `wins`, `draws`, `losses`, `score`, `elo`); `vs_previous` is None when
@@ -390,8 +391,8 @@ class History(list):
   `config` of the run."""
   params: Any = None
   apply_fn: Any = None
-  config: Optional[Config] = None
-  initial_checkpoint: Optional[str] = None
+  config: Config | None = None
+  initial_checkpoint: str | None = None
 
 
 def _wants_checkpoint(config: Config, iteration: int) -> bool:
@@ -447,7 +448,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
     iterations = bar = tqdm(iterations, desc=f"alphazero {config.game}")
   for iteration in iterations:
-    entry: Dict[str, Any] = dict(iteration=iteration)
+    entry: dict[str, Any] = dict(iteration=iteration)
     start = time.perf_counter()
     key, play_key = jax.random.split(key)
     trajectory = jax.device_get(self_play(params, play_key))
@@ -495,7 +496,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   return history
 
 
-def format_entry(entry: Dict) -> str:
+def format_entry(entry: dict) -> str:
   """One line per iteration: loss and scores."""
   text = (f"iter {entry['iteration']:3d}  loss {entry['loss']:.3f} "
           f"(policy {entry['policy_loss']:.3f}, value {entry['value_loss']:.3f})  "
@@ -511,7 +512,7 @@ def format_entry(entry: Dict) -> str:
   return text
 
 
-def plot_history(history: List[Dict], path: Optional[str] = None):
+def plot_history(history: list[dict], path: str | None = None):
   """Loss and arena scores per iteration; saved to `path` when given. Returns the
   matplotlib figure."""
   import matplotlib  # pylint: disable=import-outside-toplevel

@@ -17,12 +17,13 @@ The environments are pgx environments or objects that follow the same protocol:
 and optionally `truncated` and `observation`.
 """
 
-from typing import Any, Callable, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-Evaluator = Callable[[Any, jax.Array, Any], Tuple[jax.Array, jax.Array]]
+Evaluator = Callable[[Any, jax.Array, Any], tuple[jax.Array, jax.Array]]
 
 DEFAULT_MAX_ROLLOUT_STEPS = 1000
 
@@ -81,7 +82,7 @@ def random_legal_actions(rng_keys, legal_action_mask) -> jax.Array:
 
 
 def rollout_evaluator(env, *, num_rollouts: int = 1,
-                      max_steps: Optional[int] = None) -> Evaluator:
+                      max_steps: int | None = None) -> Evaluator:
   """Scores states by the average return of uniformly random playouts.
 
   From each state, `num_rollouts` independent games are played to the end by
