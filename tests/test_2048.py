@@ -249,3 +249,41 @@ def test_bad_arguments_of_make_2048():
     play2048.make_2048(evaluator=lambda params, key, boards: None)
   with pytest.raises(ValueError, match="num_steps and num_rollouts must be >= 1"):
     play2048.rollout_evaluator(num_steps=0)
+
+
+def test_play_command_plays_to_the_end_and_writes_json_and_plot(tmp_path, capsys):
+  """`mcgs-jax play` on a 2x2 board: every game ends, graph and tree side by side."""
+  from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+  import json  # pylint: disable=import-outside-toplevel
+  plot = tmp_path / "play.png"
+  assert play_command.main(["--game", "2048:2", "--games", "3", "--simulations", "8",
+                            "--evaluator", "uniform", "--modes", "graph,tree", "--json",
+                            "--plot", str(plot)]) == 0
+  result = json.loads(capsys.readouterr().out)
+  assert set(result["modes"]) == {"graph", "tree"}
+  for stats in result["modes"].values():
+    assert stats["finished"] == 3 and len(stats["scores"]) == 3
+    low, high = stats["score_ci95"]
+    assert low <= stats["mean_score"] <= high
+    assert sum(stats["largest_tiles"].values()) == 3
+    assert stats["nodes_per_move"] >= 1
+  assert plot.stat().st_size > 0
+  text = play_command.format_results(result)
+  assert "mean score" in text and "largest tile" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--game", "chess"], "only 2048"),
+    (["--game", "2048:1"], "board size"),
+    (["--modes", "graph,forest"], "comma-separated list"),
+    (["--games", "0"], "expected a positive integer"),
+    (["--evaluator", "oracle"], "invalid choice"),
+])
+def test_play_command_bad_input_is_one_line(argv, message, capsys):
+  from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+  with pytest.raises(SystemExit) as raised:
+    play_command.main(argv)
+  assert raised.value.code == 2
+  error = capsys.readouterr().err.strip()
+  assert error.startswith("mcgs-jax play: error:") and message in error
+  assert len(error.splitlines()) == 1

@@ -9,7 +9,7 @@ nodes (edge reward: the move's own reward, 0 in mctx; discount 1), a chance node
 children are decision nodes (reward and discount from `chance_recurrent_fn`).
 """
 
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -92,9 +92,12 @@ def check_same_structure(what: str, new, reference, reference_name: str,
                          batch_size: int):
   """`new` must have `reference`'s pytree structure and leaf shapes, with a leading
   batch axis of `batch_size` (the reference's may differ: K playouts per game)."""
-  if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(reference):
-    raise ValueError(f"{what} has pytree structure {jax.tree_util.tree_structure(new)}; "
-                     f"{reference_name} has {jax.tree_util.tree_structure(reference)}")
+  # jaxlib ships no type stub for PyTreeDef, so mypy cannot compare two of them.
+  structure: Any = jax.tree_util.tree_structure(new)
+  expected = jax.tree_util.tree_structure(reference)
+  if structure != expected:
+    raise ValueError(f"{what} has pytree structure {structure}; {reference_name} has "
+                     f"{expected}")
   for (path, leaf), ref in zip(jax.tree_util.tree_leaves_with_path(new),
                                jax.tree_util.tree_leaves(reference), strict=True):
     if _shape(leaf)[:1] != (batch_size,) or _shape(leaf)[1:] != _shape(ref)[1:]:

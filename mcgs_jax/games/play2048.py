@@ -98,12 +98,12 @@ def all_moves(board):
   rows left and turns it back, as pgx does; it is legal when it changes the board."""
   size = board_size(board)
   grid = board.reshape(size, size)
-  afterstates, rewards = [], []
+  boards, rewards = [], []
   for action in range(NUM_ACTIONS):
     rows, row_rewards = jax.vmap(slide_line)(jnp.rot90(grid, action))
-    afterstates.append(jnp.rot90(rows, -action).reshape(-1))
+    boards.append(jnp.rot90(rows, -action).reshape(-1))
     rewards.append(jnp.sum(row_rewards))
-  afterstates = jnp.stack(afterstates)
+  afterstates = jnp.stack(boards)
   return afterstates, jnp.stack(rewards), jnp.any(afterstates != board, axis=-1)
 
 

@@ -1,0 +1,326 @@
+"""`mcgs-jax play`: single-player games with chance (2048) played by Stochastic
+MuZero search, on a graph and on a tree side by side.
+
+Every mode plays the same `--games` new games (same initial boards), all in one
+batch: one jitted step searches every game, plays the most visited move (no
+Dirichlet noise, temperature 0) and draws the new tile; a Python loop repeats it
+until every game is over (or `--max-moves`). Modes: `graph` (chance and decision
+nodes shared by key), `tree` (`transpositions=False`, mctx's search) and `mctx`
+(`mctx.stochastic_muzero_policy` itself, when installed).
+
+It prints, per mode, the mean score with a 95% interval, the distribution of the
+largest tile, moves per game, nodes and transposition hits per move (a move is
+two simulations deep: decision then chance) and the time. `--json` prints one
+JSON object instead; `--plot FILE.png` draws the scores with their intervals and
+the largest tiles. A progress bar goes to stderr.
+
+Bad input exits with status 2 and a single line `mcgs-jax play: error: ...`.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+
+PROG = "mcgs-jax play"
+MODES = ("graph", "tree", "mctx")
+EVALUATORS = ("uniform", "rollout", "network")
+
+_positive_int = int_at_least(1)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayConfig:
+  """What `play_games` plays.
+
+  size: board side (4: 2048 as pgx plays it).
+  num_games: games per mode, all in one batch.
+  num_simulations: simulations per move (two per move of lookahead).
+  evaluator: `uniform`, `rollout` (random playouts of `rollout_steps` moves) or
+    `network` (a small flax MLP with random weights from `seed`: for timing).
+  modes: any of `graph`, `tree`, `mctx`.
+  max_moves: moves per game at most (None: until every game is over).
+  seed: initial boards, chance draws and search keys.
+  """
+  size: int = 4
+  num_games: int = 32
+  num_simulations: int = 64
+  evaluator: str = "rollout"
+  rollout_steps: int = 32
+  modes: Sequence[str] = ("graph", "tree")
+  max_moves: Optional[int] = None
+  seed: int = 0
+
+
+def _evaluator(config: PlayConfig):
+  """`(Evaluator2048, params)`."""
+  import jax  # pylint: disable=import-outside-toplevel
+
+  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+  if config.evaluator == "uniform":
+    return play2048.uniform_evaluator(), None
+  if config.evaluator == "rollout":
+    return play2048.rollout_evaluator(config.rollout_steps), None
+  apply_fn, params = play2048.init_network(jax.random.PRNGKey(config.seed), config.size)
+  return play2048.network_evaluator(apply_fn), params
+
+
+def make_step(config: PlayConfig, mode: str, evaluator, params):
+  """A jitted `step(key, boards, alive) -> (boards, rewards, alive, nodes, hits)`
+  that searches every game with `mode` and plays its move."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+
+  from mcgs_jax._src.stochastic import stochastic_muzero_policy  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+
+  # mctx only knows rewards on the outcome edges; the search is the same on a tree.
+  game = play2048.make_2048(evaluator, size=config.size,
+                            reward_on="chance" if mode == "mctx" else "decision")
+
+  def search(key, boards):
+    root = game.root(params, key, boards)
+    invalid = game.invalid_actions(boards)
+    arguments = (params, key, root, game.decision_recurrent_fn, game.chance_recurrent_fn,
+                 config.num_simulations)
+    if mode == "mctx":
+      import mctx  # pylint: disable=import-outside-toplevel
+      out = mctx.stochastic_muzero_policy(
+          *arguments[:2], mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                                            embedding=root.embedding),
+          *arguments[3:], invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0)
+      # mctx's tree: every node but the root came from one expansion.
+      nodes = jnp.sum(out.search_tree.node_visits > 0, axis=-1)
+      return out.action, nodes, jnp.zeros_like(nodes)
+    out = stochastic_muzero_policy(
+        *arguments, invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0,
+        transpositions=mode == "graph", hash_fn=game.hash_fn,
+        afterstate_hash_fn=game.afterstate_hash_fn)
+    graph = out.search_graph
+    return out.action, graph.num_nodes, graph.transposition_hits
+
+  @jax.jit
+  def step(key, boards, alive):
+    search_key, chance_key = jax.random.split(key)
+    action, nodes, hits = search(search_key, boards)
+    following, rewards, _ = game.step(chance_key, boards, action.astype(jnp.int32))
+    boards = jnp.where(alive[:, None], following, boards)
+    rewards = jnp.where(alive, rewards, 0.0)
+    return boards, rewards, alive & ~game.terminated(boards), nodes, hits
+
+  return game, step
+
+
+def _interval(values) -> List[float]:
+  """The normal 95% interval of the mean (0 width for one value)."""
+  values = np.asarray(values, np.float64)
+  half = 1.96 * values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+  return [float(values.mean() - half), float(values.mean() + half)]
+
+
+def play_games(config: PlayConfig, progress: bool = False) -> dict:
+  """Plays `config.num_games` games with every mode; returns a JSON-ready dict:
+  per mode `scores`, `mean_score`, `score_ci95`, `largest_tiles` (tile -> games),
+  `moves` (per game), `finished`, `nodes_per_move`, `transposition_hits_per_move`,
+  `seconds`."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+
+  unknown = sorted(set(config.modes) - set(MODES))
+  if unknown or not config.modes:
+    raise ValueError(f"modes must be a non-empty subset of {MODES}, got {config.modes}")
+  evaluator, params = _evaluator(config)
+  key = jax.random.PRNGKey(config.seed)
+  init_key, key = jax.random.split(key)
+  results = {}
+  bar = None
+  if progress:
+    from tqdm import tqdm  # pylint: disable=import-outside-toplevel
+    bar = tqdm(total=config.num_games * len(config.modes), desc="games finished",
+               file=sys.stderr, leave=False)
+  for mode in config.modes:
+    game, step = make_step(config, mode, evaluator, params)
+    boards = game.init(init_key, config.num_games)
+    alive = ~game.terminated(boards)
+    scores = np.zeros(config.num_games)
+    moves = np.zeros(config.num_games, np.int64)
+    node_sum = hit_sum = 0.0
+    start = time.time()
+    move_key = key
+    count = 0
+    while bool(jnp.any(alive)) and (config.max_moves is None or count < config.max_moves):
+      move_key, this_key = jax.random.split(move_key)
+      was_alive = np.asarray(alive)
+      boards, rewards, alive, nodes, hits = step(this_key, boards, alive)
+      scores += np.asarray(rewards)
+      moves += was_alive
+      node_sum += float(np.sum(np.asarray(nodes)[was_alive]))
+      hit_sum += float(np.sum(np.asarray(hits)[was_alive]))
+      count += 1
+      if bar is not None:
+        bar.update(int(np.sum(was_alive & ~np.asarray(alive))))
+        bar.set_postfix(mode=mode, move=count, refresh=False)
+    finished = ~np.asarray(alive)
+    if bar is not None:
+      bar.update(int(np.sum(~finished)))
+    largest = 2 ** np.asarray(boards).max(axis=1)
+    tiles, counts = np.unique(largest, return_counts=True)
+    total_moves = max(int(moves.sum()), 1)
+    results[mode] = {
+        "scores": scores.tolist(), "mean_score": float(scores.mean()),
+        "score_ci95": _interval(scores),
+        "largest_tiles": {str(int(tile)): int(n) for tile, n in zip(tiles, counts, strict=True)},
+        "moves": moves.tolist(), "mean_moves": float(moves.mean()),
+        "finished": int(finished.sum()),
+        "nodes_per_move": node_sum / total_moves,
+        "transposition_hits_per_move": hit_sum / total_moves,
+        "seconds": time.time() - start,
+    }
+  if bar is not None:
+    bar.close()
+  return {"config": dataclasses.asdict(config) | {"modes": list(config.modes)},
+          "evaluator": evaluator.name, "modes": results}
+
+
+def format_results(result: dict) -> str:
+  """The text report: one line per mode, then the largest tiles."""
+  config = result["config"]
+  lines = [f"2048 on {config['size']}x{config['size']}: {config['num_games']} games per mode, "
+           f"Stochastic MuZero with {config['num_simulations']} simulations per move, "
+           f"{result['evaluator']} evaluator"
+           + (f", at most {config['max_moves']} moves" if config["max_moves"] else ""),
+           f"{'mode':<6}{'mean score':>11}  {'95% interval':>17}  {'moves':>7}  "
+           f"{'finished':>8}  {'nodes/move':>10}  {'hits/move':>9}  {'time':>7}"]
+  for mode, stats in result["modes"].items():
+    low, high = stats["score_ci95"]
+    lines.append(f"{mode:<6}{stats['mean_score']:>11.1f}  [{low:>7.1f}, {high:>7.1f}]  "
+                 f"{stats['mean_moves']:>7.1f}  {stats['finished']:>8}  "
+                 f"{stats['nodes_per_move']:>10.1f}  "
+                 f"{stats['transposition_hits_per_move']:>9.1f}  {stats['seconds']:>6.0f}s")
+  tiles = sorted({int(t) for stats in result["modes"].values() for t in stats["largest_tiles"]})
+  lines.append("largest tile  " + "".join(f"{tile:>7}" for tile in tiles))
+  for mode, stats in result["modes"].items():
+    lines.append(f"{mode:<14}" + "".join(f"{stats['largest_tiles'].get(str(tile), 0):>7}"
+                                         for tile in tiles))
+  return "\n".join(lines)
+
+
+def save_plot(path: str, result: dict) -> None:
+  """Two panels: mean score with its 95% interval per mode, largest tiles per mode."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  modes = list(result["modes"])
+  figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+  for index, mode in enumerate(modes):
+    stats = result["modes"][mode]
+    low, high = stats["score_ci95"]
+    mean = stats["mean_score"]
+    left.errorbar([index], [mean], yerr=[[mean - low], [high - mean]], fmt="o", capsize=8)
+  left.set_xticks(range(len(modes)), modes)
+  left.set_xlim(-0.5, len(modes) - 0.5)
+  left.set_ylabel("mean score (95% interval)")
+  tiles = sorted({int(t) for stats in result["modes"].values() for t in stats["largest_tiles"]})
+  width = 0.8 / len(modes)
+  for index, mode in enumerate(modes):
+    counts = [result["modes"][mode]["largest_tiles"].get(str(tile), 0) for tile in tiles]
+    right.bar(np.arange(len(tiles)) + index * width, counts, width, label=mode)
+  right.set_xticks(np.arange(len(tiles)) + 0.4 - width / 2, [str(t) for t in tiles])
+  right.set_xlabel("largest tile")
+  right.set_ylabel("games")
+  right.legend()
+  config = result["config"]
+  figure.suptitle(f"2048, {config['num_games']} games, {config['num_simulations']} "
+                  f"simulations, {result['evaluator']}")
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  plt.close(figure)
+
+
+def _modes(text: str) -> List[str]:
+  modes = [mode.strip() for mode in text.split(",") if mode.strip()]
+  bad = [mode for mode in modes if mode not in MODES]
+  if bad or not modes:
+    raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(MODES)}, "
+                                     f"got {text!r}")
+  return modes
+
+
+def _game(text: str) -> int:
+  """`2048` or `2048:SIZE` -> the board side."""
+  name, _, size = text.partition(":")
+  if name != "2048":
+    raise argparse.ArgumentTypeError(f"only 2048 is a single-player game with chance here "
+                                     f"(2048 or 2048:SIZE), got {text!r}")
+  if not size:
+    return 4
+  try:
+    value = int(size)
+  except ValueError:
+    value = 0
+  if value < 2:
+    raise argparse.ArgumentTypeError(f"the board size of 2048:SIZE must be an integer >= 2, "
+                                     f"got {size!r}")
+  return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = OneLineErrorParser(prog=PROG, description=(
+      "Play single-player games with chance (2048) with Stochastic MuZero search, on a "
+      "graph and on a tree side by side, and print the scores."))
+  parser.add_argument("--game", type=_game, default=4, metavar="2048[:SIZE]",
+                      help="2048, or 2048:SIZE for a SIZE x SIZE board (default: 2048)")
+  parser.add_argument("--games", type=_positive_int, default=32,
+                      help="games per mode, in one batch (default: %(default)s)")
+  parser.add_argument("--simulations", type=_positive_int, default=64,
+                      help="simulations per move (default: %(default)s)")
+  parser.add_argument("--evaluator", choices=EVALUATORS, default="rollout",
+                      help="leaf evaluator: uniform prior with value 0, random "
+                           "rollouts, or a flax MLP with random weights "
+                           "(default: %(default)s)")
+  parser.add_argument("--rollout-steps", type=_positive_int, default=32,
+                      help="moves per random rollout (default: %(default)s)")
+  parser.add_argument("--modes", type=_modes, default=["graph", "tree"],
+                      help="comma-separated: graph, tree, mctx (default: graph,tree)")
+  parser.add_argument("--max-moves", type=_positive_int, default=None,
+                      help="stop every game after this many moves (default: play to "
+                           "the end)")
+  parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument("--json", action="store_true",
+                      help="print one JSON object instead of text")
+  parser.add_argument("--plot", metavar="FILE.png",
+                      help="save a figure of the scores and the largest tiles")
+  return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = build_parser()
+  args = parser.parse_args(argv)
+  if "mctx" in args.modes:
+    try:
+      import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+      parser.error("--modes mctx needs mctx installed (pip install mctx)")
+  config = PlayConfig(size=args.game, num_games=args.games,
+                      num_simulations=args.simulations, evaluator=args.evaluator,
+                      rollout_steps=args.rollout_steps, modes=tuple(args.modes),
+                      max_moves=args.max_moves, seed=args.seed)
+  result = play_games(config, progress=sys.stderr.isatty() or not args.json)
+  if args.plot:
+    save_plot(args.plot, result)
+  if args.json:
+    print(json.dumps(result))
+  else:
+    print(format_results(result))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
