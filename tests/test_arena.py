@@ -52,7 +52,8 @@ def test_colours_alternate_and_openings_are_shared(strong_vs_weak):
   assert result.a_first[:half].all() and not result.a_first[half:].any()
   assert result.openings.shape == (NUM_GAMES, OPENING)
   np.testing.assert_array_equal(result.openings[:half], result.openings[half:])
-  assert len({tuple(row) for row in result.openings[:half]}) > 1  # openings vary
+  # Distinct openings (tic_tac_toe has 72 of 2 plies for 8 pairs of games).
+  assert len({tuple(row) for row in result.openings[:half]}) == half
   assert (result.game_lengths >= OPENING).all()
   assert result.mean_game_length == pytest.approx(result.game_lengths.mean())
 
@@ -227,11 +228,86 @@ def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
   assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_text(capsys):
+def test_cli_text(capsys, strong_vs_weak):
   assert arena_command.main(MATCH_FLAGS) == 0
-  out = capsys.readouterr().out
+  captured = capsys.readouterr()
+  out = captured.out
   assert "Elo of A over B" in out
   assert "A: uct/rollout/64 graph" in out and "B: muzero/uniform/2 graph" in out
+  low, high = strong_vs_weak.score_ci95
+  assert (f"score {strong_vs_weak.score:.3f} (95% interval {low:.3f}-{high:.3f})"
+          in out)
+  assert "Elo of A over B: " in out and "(95% interval " in out
+  assert f"verdict: {arena_command.verdict(strong_vs_weak)}" in out.splitlines()
+  # Progress: a compiling line before the first ply returns, then plies.
+  err = captured.err
+  assert err.index("compiling the match step") < err.index("compiled and played")
+  assert "at most 9 plies" in err
+
+
+def test_verdict():
+  result = lambda low, high: dataclasses.replace(
+      TEMPLATE_RESULT, score_ci95=(low, high))
+  assert arena_command.verdict(result(0.55, 0.7)) == "A stronger (95%)"
+  assert arena_command.verdict(result(0.2, 0.45)) == "B stronger (95%)"
+  assert arena_command.verdict(result(0.45, 0.6)) == "no significant difference at 95%"
+
+
+TEMPLATE_RESULT = arena.MatchResult(
+    wins=1, draws=0, losses=1, score=0.5, elo=0.0, elo_ci95=(-1.0, 1.0),
+    score_ci95=(0.4, 0.6), games=2, mean_game_length=5.0, agents={},
+    outcomes=np.zeros(2), a_first=np.array([True, False]),
+    game_lengths=np.array([5, 5]), openings=np.zeros((2, 0)), seconds=0.0,
+    num_devices=1)
+
+
+def test_agent_defaults_are_the_command_defaults():
+  agent = Agent()
+  defaults = arena_command.DEFAULTS
+  assert (agent.policy, agent.evaluator, agent.num_simulations) == (
+      defaults["policy"], defaults["evaluator"], defaults["simulations"])
+  args = arena_command.build_parser().parse_args([])
+  assert arena_command._agent(args, "a") == Agent()  # pylint: disable=protected-access
+
+
+def test_simulations_flag_sets_both_sides():
+  parse = arena_command.build_parser().parse_args
+  args = parse(["--simulations", "32"])
+  agents = [arena_command._agent(args, side) for side in "ab"]  # pylint: disable=protected-access
+  assert [agent.num_simulations for agent in agents] == [32, 32]
+  args = parse(["--simulations", "32", "--b-simulations", "8"])
+  agents = [arena_command._agent(args, side) for side in "ab"]  # pylint: disable=protected-access
+  assert [agent.num_simulations for agent in agents] == [32, 8]
+
+
+def test_openings_are_distinct_and_playable():
+  game = arena._game_from_spec("tic_tac_toe")  # pylint: disable=protected-access
+  import jax  # pylint: disable=import-outside-toplevel
+  states = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 60))
+  openings = arena.draw_openings(game, states, 2, seed=1)
+  assert openings.shape == (60, 2)
+  assert len({tuple(row) for row in openings}) == 60  # 72 exist
+  assert all(row[0] != row[1] for row in openings)  # legal: two different cells
+  with pytest.raises(ValueError, match="no game left to play"):
+    arena.draw_openings(game, states, 9, seed=1)  # 9 plies fill the board
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--a-parallel", "3", "--games", "2"],
+     "--a-parallel 3 must divide the simulations per move (the default simulations: "
+     "512)"),
+    (["--simulations", "10", "--b-parallel", "4", "--games", "2"],
+     "--b-parallel 4 must divide the simulations per move (--simulations: 10)"),
+    (["--game", "tic_tac_toe", "--openings", "60", "--games", "2", "--simulations", "2"],
+     "--openings 60: openings of 60 random plies end the game before any search (no "
+     "game left to play)"),
+    (["--game", "chesss", "--games", "2"], "did you mean 'chess'"),
+])
+def test_cli_errors_name_the_flags(argv, message, capsys):
+  assert arena_command.main(argv) == 2
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and message in err, err
+  assert "num_parallel" not in err and "num_simulations" not in err
 
 
 @pytest.mark.parametrize("argv", [

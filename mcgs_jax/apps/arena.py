@@ -7,8 +7,8 @@ game lengths and what each agent's searches used (nodes, transposition hits).
 
 How a match is played:
   * All games advance together, one ply per call of a jitted step over the whole
-    batch; a Python loop calls it until every game is over (with a tqdm bar when
-    `progress=True`). The step compiles once per match configuration (the ply
+    batch; a Python loop calls it until every game is over (with progress on stderr
+    when `progress=True`). The step compiles once per match configuration (the ply
     number is an argument, not a constant).
   * At every ply both agents search every game and each game keeps the action of
     the agent whose turn it is there. This costs two searches per ply, but it is
@@ -60,6 +60,9 @@ _MAX_PLIES = 100_000  # safety cap on a match's length, far above any supported 
 class Agent:
   """A search agent: a policy, a leaf evaluator and the search's settings.
 
+  The defaults are those of `mcgs-jax arena` (`arena_command.DEFAULTS`): UCT with
+  random-rollout leaves, 512 simulations, searching a graph.
+
   Attributes:
     policy: `"muzero"`, `"gumbel"` or `"uct"`.
     evaluator: `"uniform"` (uniform prior, value 0), `"rollout"` (random
@@ -79,9 +82,9 @@ class Agent:
       graph's `capacity_overflows`, never corrupts it).
     name: a label for reports; `describe()` is used when empty.
   """
-  policy: str = "muzero"
-  evaluator: str = "uniform"
-  num_simulations: int = 64
+  policy: str = "uct"
+  evaluator: str = "rollout"
+  num_simulations: int = 512
   transpositions: bool = True
   solver: bool = False
   num_parallel: int = 1
@@ -294,7 +297,7 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
                opening_moves: int) -> tuple[Callable, Callable, Callable]:
   """The jitted per-ply step of a match (cached per configuration).
 
-  `step(params_a, params_b, key, ply, state, a_player, opening_keys, graphs)`
+  `step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs)`
   returns `(state, action, a_moved, searched, nodes, hits, graphs)`: the states after
   the ply, the action played, whether A was to move, whether a search chose the move
   (not finished, not an opening ply), the nodes and transposition hits of the
@@ -313,21 +316,23 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
     return (action, jnp.where(a_to_move, nodes_a, nodes_b),
             jnp.where(a_to_move, hits_a, hits_b), (graph_a, graph_b))
 
-  def random_actions(state, opening_keys, ply, graphs):
-    keys = jax.vmap(jax.random.fold_in, (0, None))(opening_keys, ply)
-    action = registry.random_legal_actions(keys, state.legal_action_mask)
+  def random_actions(state, opening_actions, ply, graphs):
+    del state
+    column = jnp.minimum(ply, opening_actions.shape[1] - 1)
+    action = jax.lax.dynamic_index_in_dim(opening_actions, column, axis=1,
+                                          keepdims=False)
     zeros = jnp.zeros(action.shape, jnp.int32)
     return action, zeros, zeros, graphs
 
   @jax.jit
-  def step(params_a, params_b, key, ply, state, a_player, opening_keys, graphs):
+  def step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs):
     finished = evaluators.is_finished(state)
     a_to_move = state.current_player == a_player
     in_opening = ply < opening_moves
     if opening_moves > 0:
       action, nodes, hits, searched_graphs = jax.lax.cond(
           in_opening,
-          lambda: random_actions(state, opening_keys, ply, graphs),
+          lambda: random_actions(state, opening_actions, ply, graphs),
           lambda: searched_actions(params_a, params_b, key, state, a_to_move, graphs))
     else:
       action, nodes, hits, searched_graphs = searched_actions(
@@ -367,6 +372,78 @@ def _fetch(arrays):
   return jax.device_get(arrays)
 
 
+_OPENING_ROUNDS = 64  # redraws of duplicate or game-ending openings
+
+
+@functools.lru_cache(maxsize=16)
+def _batched_env_step(env):
+  return jax.jit(jax.vmap(env.step))
+
+
+def draw_openings(game: adapter.Game, states, opening_moves: int,
+                  seed: int) -> np.ndarray:
+  """`[N, max(opening_moves, 1)]` int: a random opening for each of the `N` initial
+  `states` (batched), each of `opening_moves` uniformly random legal plies.
+
+  Openings are distinct where the game allows: a duplicate is drawn again (up to
+  `_OPENING_ROUNDS` times, after which duplicates are kept, e.g. when there are
+  fewer distinct openings than games). An opening that ends the game is drawn
+  again too; if some still do after every redraw, the openings are too long for
+  the game and this raises `ValueError` (no game would be left to play).
+  """
+  count = int(jax.tree_util.tree_leaves(states)[0].shape[0])
+  openings = np.zeros((count, max(opening_moves, 1)), np.int64)
+  if opening_moves == 0:
+    return openings
+  rng = np.random.default_rng(seed)
+  step = _batched_env_step(game.env)
+  redraw = np.ones(count, bool)
+  ended = np.zeros(count, bool)
+  for _ in range(_OPENING_ROUNDS):
+    state = states
+    drawn = np.zeros((count, opening_moves), np.int64)
+    ended = np.zeros(count, bool)
+    for ply in range(opening_moves):
+      legal = np.asarray(state.legal_action_mask)
+      finished = np.asarray(evaluators.is_finished(state))
+      ended |= finished
+      scores = np.where(legal, rng.random(legal.shape), -1.0)
+      drawn[:, ply] = np.where(legal.any(axis=1), scores.argmax(axis=1), 0)
+      state = step(state, jnp.asarray(drawn[:, ply], jnp.int32))
+    ended |= np.asarray(evaluators.is_finished(state))
+    # Keep the new draws of the rows to redraw that are playable and unseen.
+    seen = {tuple(row) for row, bad in zip(openings, redraw, strict=True) if not bad}
+    for index in np.flatnonzero(redraw & ~ended):
+      row = tuple(drawn[index])
+      if row not in seen:
+        seen.add(row)
+        openings[index] = drawn[index]
+        redraw[index] = False
+    if not redraw.any():
+      return openings
+  # Rows still to redraw: duplicates are acceptable, game-ending openings are not.
+  for index in np.flatnonzero(redraw & ~ended):
+    openings[index] = drawn[index]
+    redraw[index] = False
+  if redraw.any():
+    raise ValueError(
+        f"openings of {opening_moves} random plies end the game before any search "
+        f"(no game left to play); use fewer opening plies")
+  return openings
+
+
+def _max_game_length(game: adapter.Game) -> int | None:
+  """An upper bound on a game's plies where one is known (for progress), else None."""
+  env_id = getattr(game.env, "id", None) or getattr(game.env, "env_id", None)
+  bounds = {"tic_tac_toe": 9, "connect_four": 42}
+  if env_id in bounds:
+    return bounds[env_id]
+  heaps = getattr(game.env, "initial_heaps", None)
+  if heaps is not None:
+    return int(sum(heaps))
+  return None
+
+
 def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
                agent_b: Agent, *, num_games: int, seed: int = 0, params_a=None,
                params_b=None, opening_moves: int = 0,
@@ -381,7 +458,9 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
     seed: the only source of randomness (initial states, openings, searches).
     params_a, params_b: evaluator parameters (network weights) of A and B.
     opening_moves: plies of uniformly random legal moves at the start of each game.
-    progress: show a tqdm bar of finished games on stderr.
+    progress: on stderr, a line while the step compiles (the first ply), then a
+      tqdm bar of plies (of at most the game's length, where known) with the games
+      finished so far.
 
   Returns:
     A `MatchResult`. The same arguments give the same result, on any number of
@@ -411,9 +490,12 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
   init_key, opening_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
   # Game i and game i + N/2 share their initial state and opening keys.
   pair_init_keys = jax.random.split(init_key, half)
-  pair_opening_keys = jax.random.split(opening_key, half)
   state = jax.vmap(game.env.init)(jnp.concatenate([pair_init_keys, pair_init_keys]))
-  opening_keys = jnp.concatenate([pair_opening_keys, pair_opening_keys])
+  pair_openings = draw_openings(game, jax.vmap(game.env.init)(pair_init_keys),
+                                opening_moves,
+                                int(jax.random.randint(opening_key, (), 0, 2**31 - 1)))
+  opening_actions = jnp.asarray(np.concatenate([pair_openings, pair_openings]).reshape(
+      num_games, max(opening_moves, 1)), jnp.int32)
   a_first = np.arange(num_games) < half
   first_player = np.asarray(state.current_player)
   a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
@@ -422,8 +504,8 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
             _initial_graph(search_b, params_b, state, agent_b))
   sharding = _mesh_sharding(num_games)
   if sharding is not None:
-    state, a_player, opening_keys, graphs = jax.device_put(
-        (state, a_player, opening_keys, graphs), sharding)
+    state, a_player, opening_actions, graphs = jax.device_put(
+        (state, a_player, opening_actions, graphs), sharding)
 
   outcomes = np.zeros(num_games, np.float64)
   lengths = np.zeros(num_games, np.int64)
@@ -432,19 +514,20 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
       side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []}
       for side in ("a", "b")}
   bar = None
-  if progress:
-    from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
-    bar = tqdm(total=num_games, unit="game", file=sys.stderr, leave=False,
-               desc=f"{agent_a.describe()} vs {agent_b.describe()}")
+  limit = _max_game_length(game)
   try:
     finished = np.asarray(_fetch(evaluators.is_finished(state)))
     ply = 0
     while not finished.all():
       if ply >= _MAX_PLIES:
         raise RuntimeError(f"games still running after {_MAX_PLIES} plies")
+      if progress and ply == 0:
+        print(f"compiling the match step ({agent_a.describe()} vs "
+              f"{agent_b.describe()}) ...", file=sys.stderr, flush=True)
+        compile_started = time.perf_counter()
       key = jax.random.fold_in(search_key, ply)
       state, action, a_moved, searched, nodes, hits, graphs = step(
-          params_a, params_b, key, jnp.int32(ply), state, a_player, opening_keys, graphs)
+          params_a, params_b, key, jnp.int32(ply), state, a_player, opening_actions, graphs)
       action, a_moved, searched, nodes, hits, now_finished, rewards = _fetch((
           action, a_moved, searched, nodes, hits, evaluators.is_finished(state),
           evaluators.rewards_of(state, a_player)))
@@ -460,10 +543,20 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
         totals[side]["hits"] += float(hits[mask].sum())
         totals[side]["nodes_per_ply"].append(
             float(nodes[mask].mean()) if count else float("nan"))
-      if bar is not None:
-        bar.update(int(now_finished.sum() - finished.sum()))
       finished = np.asarray(now_finished)
       ply += 1
+      if progress and ply == 1:
+        print(f"compiled and played the first ply in "
+              f"{time.perf_counter() - compile_started:.1f} s; now one ply at a time "
+              f"for all {num_games} games" + (f" (at most {limit} plies)" if limit else ""),
+              file=sys.stderr, flush=True)
+        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+        bar = tqdm(total=limit, initial=1, unit="ply", file=sys.stderr, leave=False,
+                   desc="plies")
+      elif bar is not None:
+        bar.update(1)
+      if bar is not None:
+        bar.set_postfix_str(f"games over {int(finished.sum())}/{num_games}")
   finally:
     if bar is not None:
       bar.close()

@@ -17,7 +17,11 @@ It prints the match and each agent's settings, the result from A's side (wins,
 draws, losses, score, Elo difference with a 95% interval) and what each agent's
 searches used (nodes and transposition hits per move). `--json` prints one JSON
 object instead; `--plot FILE.png` draws the score with its interval and the nodes
-per move of both agents. A progress bar of finished games goes to stderr.
+per move of both agents. Progress goes to stderr: a line while the match step
+compiles (during the first ply), then a bar of plies with the games finished so far.
+`--simulations N` sets both agents' simulations (`--a-simulations`/`--b-simulations`
+still override it). The report ends with a verdict from the score's 95% interval:
+"A stronger (95%)", "B stronger (95%)" or "no significant difference at 95%".
 
 Bad input exits with status 2 and a single line `mcgs-jax arena: error: ...` on
 stderr.
@@ -69,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "and game i + games/2 share their opening "
                            "(default: %(default)s)")
   parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument("--simulations", type=_positive_int,
+                      help="simulations per move of both agents (--a-simulations and "
+                           f"--b-simulations override it; default: "
+                           f"{DEFAULTS['simulations']})")
   for side, mode in (("a", "graph"), ("b", "tree")):
     upper = side.upper()
     group = parser.add_argument_group(f"agent {upper}")
@@ -85,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"random playouts per evaluation for {upper}'s rollout "
                             "evaluator (default: %(default)s)")
     group.add_argument(f"--{side}-simulations", type=_positive_int,
-                       default=DEFAULTS["simulations"],
-                       help=f"{upper}'s simulations per move (default: %(default)s)")
+                       help=f"{upper}'s simulations per move (default: --simulations, "
+                            f"else {DEFAULTS['simulations']})")
     group.add_argument(f"--{side}-mode", choices=("graph", "tree"), default=mode,
                        help=f"{upper} searches a graph (MCGS) or a tree (MCTS) "
                             "(default: %(default)s)")
@@ -122,6 +130,27 @@ def _evaluator(args, side: str) -> str:
   return name
 
 
+def _simulations(args, side: str) -> int:
+  """The side's simulations: `--SIDE-simulations`, else `--simulations`, else the
+  default."""
+  for value in (getattr(args, f"{side}_simulations"), args.simulations):
+    if value is not None:
+      return value
+  return DEFAULTS["simulations"]
+
+
+def _check_parallel(args, side: str) -> None:
+  """ValueError naming the flags when `--SIDE-parallel` does not divide the
+  simulations."""
+  parallel, simulations = getattr(args, f"{side}_parallel"), _simulations(args, side)
+  if simulations % parallel:
+    given = (f"--{side}-simulations" if getattr(args, f"{side}_simulations") is not None
+             else "--simulations" if args.simulations is not None
+             else "the default simulations")
+    raise ValueError(f"--{side}-parallel {parallel} must divide the simulations per move "
+                     f"({given}: {simulations})")
+
+
 def _agent(args, side: str, apply_fn=None):
   """The `Agent` of one side from the parsed flags (`apply_fn`: its network's, with
   a checkpoint)."""
@@ -129,12 +158,14 @@ def _agent(args, side: str, apply_fn=None):
   get = lambda name: getattr(args, f"{side}_{name}")
   transpositions = get("mode") == "graph" and not get("no_transpositions")
   evaluator = _evaluator(args, side)
+  _check_parallel(args, side)
+  simulations = _simulations(args, side)
   name = ""
   if evaluator == "network":
     name = (f"{get('policy')}/network {os.path.basename(get('checkpoint'))}/"
-            f"{get('simulations')} {'graph' if transpositions else 'tree'}")
+            f"{simulations} {'graph' if transpositions else 'tree'}")
   return Agent(policy=get("policy"), evaluator=evaluator,
-               num_simulations=get("simulations"), transpositions=transpositions,
+               num_simulations=simulations, transpositions=transpositions,
                solver=get("solver"), reuse=get("reuse"), num_parallel=get("parallel"),
                num_rollouts=get("rollouts"), apply_fn=apply_fn, name=name)
 
@@ -156,6 +187,17 @@ def _network(args, side: str):
   return apply_fn, params
 
 
+def verdict(result) -> str:
+  """`"A stronger (95%)"`, `"B stronger (95%)"` or `"no significant difference at
+  95%"`, from the score's 95% interval."""
+  low, high = result.score_ci95
+  if low > 0.5:
+    return "A stronger (95%)"
+  if high < 0.5:
+    return "B stronger (95%)"
+  return "no significant difference at 95%"
+
+
 def format_result(game: str, result, openings: int) -> str:
   """The text report of a match."""
   agents = result.agents
@@ -168,8 +210,9 @@ def format_result(game: str, result, openings: int) -> str:
       f"  A: {agents['a']['name']}",
       f"  B: {agents['b']['name']}",
       f"A: {result.wins} wins, {result.draws} draws, {result.losses} losses  "
-      f"score {result.score:.3f} [{score_low:.3f}, {score_high:.3f}]",
-      f"Elo of A over B: {result.elo:+.0f}  95% interval [{low:+.0f}, {high:+.0f}]",
+      f"score {result.score:.3f} (95% interval {score_low:.3f}-{score_high:.3f})",
+      f"Elo of A over B: {result.elo:+.0f} (95% interval {low:+.0f} to {high:+.0f})",
+      f"verdict: {verdict(result)}",
       f"mean game length {result.mean_game_length:.1f} plies",
       f"{'':<3}{'searches':>9}  {'nodes/move':>10}  {'transposition hits/move':>23}"]
   for side in ("a", "b"):
@@ -227,7 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
       return 2
   try:
     from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
-    _evaluator(args, "a"), _evaluator(args, "b")  # flag errors before loading anything
+    for side in ("a", "b"):  # flag errors before loading anything
+      _evaluator(args, side)
+      _check_parallel(args, side)
     (apply_a, params_a), (apply_b, params_b) = _network(args, "a"), _network(args, "b")
     agent_a, agent_b = _agent(args, "a", apply_a), _agent(args, "b", apply_b)
     result = arena.play_match(args.game, agent_a, agent_b, num_games=args.games,
@@ -235,12 +280,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                               params_a=params_a, params_b=params_b, progress=True)
   except (ValueError, TypeError) as error:
     message = " ".join(str(error).split()) or type(error).__name__
+    if message.startswith("openings of"):
+      message = f"--openings {args.openings}: {message} for {args.game}"
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return 2
   if args.plot is not None:
     save_plot(args.plot, args.game, result)
   if args.json:
     report = result.to_dict()
+    report["verdict"] = verdict(result)
     report["game"] = args.game
     report["openings_plies"] = args.openings
     report["seed"] = args.seed
