@@ -272,6 +272,19 @@ def test_play_command_plays_to_the_end_and_writes_json_and_plot(tmp_path, capsys
   assert "mean score" in text and "largest tile" in text
 
 
+def test_play_command_reuses_the_graph_by_move_and_tile(capsys):
+  """`--reuse`: each search continues the previous one, rerooted by the move and
+  then by the tile that fell, so roots start with visits carried over."""
+  from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+  import json  # pylint: disable=import-outside-toplevel
+  assert play_command.main(["--game", "2048:2", "--games", "3", "--simulations", "8",
+                            "--evaluator", "uniform", "--modes", "graph", "--reuse",
+                            "--json"]) == 0
+  stats = json.loads(capsys.readouterr().out)["modes"]["graph"]
+  assert stats["finished"] == 3
+  assert stats["carried_visits_per_move"] > 1
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--game", "chess"], "only 2048"),
     (["--game", "2048:1"], "board size"),

@@ -10,7 +10,9 @@ nodes shared by key), `tree` (`transpositions=False`, mctx's search) and `mctx`
 
 It prints, per mode, the mean score with a 95% interval, the distribution of the
 largest tile, moves per game, nodes and transposition hits per move (a move is
-two simulations deep: decision then chance) and the time. `--json` prints one
+two simulations deep: decision then chance) and the time. With `--reuse` the graph
+and tree modes keep their search from move to move (rerooted by the move played,
+then by the tile that fell) and report the root visits carried over. `--json` prints one
 JSON object instead; `--plot FILE.png` draws the scores with their intervals and
 the largest tiles. A progress bar goes to stderr.
 
@@ -48,6 +50,9 @@ class PlayConfig:
   modes: any of `graph`, `tree`, `mctx`.
   max_moves: moves per game at most (None: until every game is over).
   seed: initial boards, chance draws and search keys.
+  reuse: graph and tree modes keep their graph from move to move, rerooted by the
+    move played and then by the tile that fell (`reroot` twice), with capacity
+    `4 * num_simulations + 1`.
   """
   size: int = 4
   num_games: int = 32
@@ -57,6 +62,7 @@ class PlayConfig:
   modes: Sequence[str] = ("graph", "tree")
   max_moves: Optional[int] = None
   seed: int = 0
+  reuse: bool = False
 
 
 def _evaluator(config: PlayConfig):
@@ -73,19 +79,25 @@ def _evaluator(config: PlayConfig):
 
 
 def make_step(config: PlayConfig, mode: str, evaluator, params):
-  """A jitted `step(key, boards, alive) -> (boards, rewards, alive, nodes, hits)`
-  that searches every game with `mode` and plays its move."""
+  """`(game, step, graph)`: a jitted `step(key, boards, alive, graph) -> (boards,
+  rewards, alive, nodes, hits, carried, graph)` that searches every game with `mode`
+  and plays its move, and the first `graph` to pass (None without reuse; an empty
+  graph of the right shapes with it). `carried` is the root visits a search starts
+  with (0 without reuse)."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
 
+  from mcgs_jax._src import reuse  # pylint: disable=import-outside-toplevel
   from mcgs_jax._src.stochastic import stochastic_muzero_policy  # pylint: disable=import-outside-toplevel
   from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
 
   # mctx only knows rewards on the outcome edges; the search is the same on a tree.
   game = play2048.make_2048(evaluator, size=config.size,
                             reward_on="chance" if mode == "mctx" else "decision")
+  keep_graph = config.reuse and mode != "mctx"
+  capacity = 4 * config.num_simulations + 1 if keep_graph else None
 
-  def search(key, boards):
+  def search(key, boards, graph):
     root = game.root(params, key, boards)
     invalid = game.invalid_actions(boards)
     arguments = (params, key, root, game.decision_recurrent_fn, game.chance_recurrent_fn,
@@ -98,24 +110,41 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
           *arguments[3:], invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0)
       # mctx's tree: every node but the root came from one expansion.
       nodes = jnp.sum(out.search_tree.node_visits > 0, axis=-1)
-      return out.action, nodes, jnp.zeros_like(nodes)
+      return out.action, nodes, jnp.zeros_like(nodes), None
     out = stochastic_muzero_policy(
         *arguments, invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0,
         transpositions=mode == "graph", hash_fn=game.hash_fn,
-        afterstate_hash_fn=game.afterstate_hash_fn)
+        afterstate_hash_fn=game.afterstate_hash_fn, capacity=capacity, graph=graph)
     graph = out.search_graph
-    return out.action, graph.num_nodes, graph.transposition_hits
+    return out.action, graph.num_nodes, graph.transposition_hits, graph
 
   @jax.jit
-  def step(key, boards, alive):
+  def step(key, boards, alive, graph):
     search_key, chance_key = jax.random.split(key)
-    action, nodes, hits = search(search_key, boards)
-    following, rewards, _ = game.step(chance_key, boards, action.astype(jnp.int32))
+    carried = earlier_hits = jnp.zeros(boards.shape[:1], jnp.int32)
+    if graph is not None:
+      continued = (graph.num_nodes > 0) & graph.embeddings.is_decision_node[:, 0]
+      carried = jnp.where(continued, graph.node_visits[:, 0], 0)
+      # A kept graph counts hits over its whole life: count this search's only.
+      earlier_hits = jnp.where(continued, graph.transposition_hits, 0)
+    action, nodes, hits, searched = search(search_key, boards, graph)
+    hits = hits - earlier_hits
+    action = action.astype(jnp.int32)
+    after, rewards = game.afterstates(boards, action)
+    outcomes = game.sample_outcomes(chance_key, after)
+    following = game.place(after, outcomes)
+    if graph is not None:
+      graph = reuse.reroot(reuse.reroot(searched, action), outcomes)
     boards = jnp.where(alive[:, None], following, boards)
     rewards = jnp.where(alive, rewards, 0.0)
-    return boards, rewards, alive & ~game.terminated(boards), nodes, hits
+    return boards, rewards, alive & ~game.terminated(boards), nodes, hits, carried, graph
 
-  return game, step
+  graph = None
+  if keep_graph:
+    boards = game.init(jax.random.PRNGKey(0), config.num_games)
+    shapes = jax.eval_shape(lambda: search(jax.random.PRNGKey(0), boards, None)[3])
+    graph = reuse.empty_like(shapes)
+  return game, step, graph
 
 
 def _interval(values) -> List[float]:
@@ -129,6 +158,7 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
   """Plays `config.num_games` games with every mode; returns a JSON-ready dict:
   per mode `scores`, `mean_score`, `score_ci95`, `largest_tiles` (tile -> games),
   `moves` (per game), `finished`, `nodes_per_move`, `transposition_hits_per_move`,
+  `carried_visits_per_move` (root visits kept from the previous move, with reuse),
   `seconds`."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
@@ -146,23 +176,25 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
     bar = tqdm(total=config.num_games * len(config.modes), desc="games finished",
                file=sys.stderr, leave=False)
   for mode in config.modes:
-    game, step = make_step(config, mode, evaluator, params)
+    game, step, graph = make_step(config, mode, evaluator, params)
     boards = game.init(init_key, config.num_games)
     alive = ~game.terminated(boards)
     scores = np.zeros(config.num_games)
     moves = np.zeros(config.num_games, np.int64)
-    node_sum = hit_sum = 0.0
+    node_sum = hit_sum = carried_sum = 0.0
     start = time.time()
     move_key = key
     count = 0
     while bool(jnp.any(alive)) and (config.max_moves is None or count < config.max_moves):
       move_key, this_key = jax.random.split(move_key)
       was_alive = np.asarray(alive)
-      boards, rewards, alive, nodes, hits = step(this_key, boards, alive)
+      boards, rewards, alive, nodes, hits, carried, graph = step(this_key, boards, alive,
+                                                                 graph)
       scores += np.asarray(rewards)
       moves += was_alive
       node_sum += float(np.sum(np.asarray(nodes)[was_alive]))
       hit_sum += float(np.sum(np.asarray(hits)[was_alive]))
+      carried_sum += float(np.sum(np.asarray(carried)[was_alive]))
       count += 1
       if bar is not None:
         bar.update(int(np.sum(was_alive & ~np.asarray(alive))))
@@ -181,6 +213,7 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
         "finished": int(finished.sum()),
         "nodes_per_move": node_sum / total_moves,
         "transposition_hits_per_move": hit_sum / total_moves,
+        "carried_visits_per_move": carried_sum / total_moves,
         "seconds": time.time() - start,
     }
   if bar is not None:
@@ -195,15 +228,19 @@ def format_results(result: dict) -> str:
   lines = [f"2048 on {config['size']}x{config['size']}: {config['num_games']} games per mode, "
            f"Stochastic MuZero with {config['num_simulations']} simulations per move, "
            f"{result['evaluator']} evaluator"
-           + (f", at most {config['max_moves']} moves" if config["max_moves"] else ""),
+           + (f", at most {config['max_moves']} moves" if config["max_moves"] else "")
+           + (", graph kept between moves" if config.get("reuse") else ""),
            f"{'mode':<6}{'mean score':>11}  {'95% interval':>17}  {'moves':>7}  "
-           f"{'finished':>8}  {'nodes/move':>10}  {'hits/move':>9}  {'time':>7}"]
+           f"{'finished':>8}  {'nodes/move':>10}  {'hits/move':>9}  {'carried':>7}  "
+           f"{'time':>7}"]
   for mode, stats in result["modes"].items():
     low, high = stats["score_ci95"]
     lines.append(f"{mode:<6}{stats['mean_score']:>11.1f}  [{low:>7.1f}, {high:>7.1f}]  "
                  f"{stats['mean_moves']:>7.1f}  {stats['finished']:>8}  "
                  f"{stats['nodes_per_move']:>10.1f}  "
-                 f"{stats['transposition_hits_per_move']:>9.1f}  {stats['seconds']:>6.0f}s")
+                 f"{stats['transposition_hits_per_move']:>9.1f}  "
+                 f"{stats.get('carried_visits_per_move', 0.0):>7.1f}  "
+                 f"{stats['seconds']:>6.0f}s")
   tiles = sorted({int(t) for stats in result["modes"].values() for t in stats["largest_tiles"]})
   lines.append("largest tile  " + "".join(f"{tile:>7}" for tile in tiles))
   for mode, stats in result["modes"].items():
@@ -293,6 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stop every game after this many moves (default: play to "
                            "the end)")
   parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument("--reuse", action="store_true",
+                      help="graph and tree modes keep their graph between moves, "
+                           "rerooted by the move and the new tile ('carried': root "
+                           "visits kept per move)")
   parser.add_argument("--json", action="store_true",
                       help="print one JSON object instead of text")
   parser.add_argument("--plot", metavar="FILE.png",
@@ -311,7 +352,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   config = PlayConfig(size=args.game, num_games=args.games,
                       num_simulations=args.simulations, evaluator=args.evaluator,
                       rollout_steps=args.rollout_steps, modes=tuple(args.modes),
-                      max_moves=args.max_moves, seed=args.seed)
+                      max_moves=args.max_moves, seed=args.seed, reuse=args.reuse)
   result = play_games(config, progress=sys.stderr.isatty() or not args.json)
   if args.plot:
     save_plot(args.plot, result)
