@@ -249,6 +249,10 @@ def test_bad_arguments_of_make_2048():
     play2048.make_2048(evaluator=lambda params, key, boards: None)
   with pytest.raises(ValueError, match="num_steps and num_rollouts must be >= 1"):
     play2048.rollout_evaluator(num_steps=0)
+  assert play2048.make_from_spec("2048").size == 4
+  assert play2048.make_from_spec("2048:3").num_chance_outcomes == 18
+  with pytest.raises(ValueError, match="'2048' or '2048:SIZE'"):
+    play2048.make_from_spec("2049")
 
 
 def test_play_command_plays_to_the_end_and_writes_json_and_plot(tmp_path, capsys):

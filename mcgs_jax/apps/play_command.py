@@ -292,20 +292,14 @@ def _modes(text: str) -> List[str]:
 
 def _game(text: str) -> int:
   """`2048` or `2048:SIZE` -> the board side."""
-  name, _, size = text.partition(":")
-  if name != "2048":
+  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+  if text.partition(":")[0] != "2048":
     raise argparse.ArgumentTypeError(f"only 2048 is a single-player game with chance here "
                                      f"(2048 or 2048:SIZE), got {text!r}")
-  if not size:
-    return 4
   try:
-    value = int(size)
-  except ValueError:
-    value = 0
-  if value < 2:
-    raise argparse.ArgumentTypeError(f"the board size of 2048:SIZE must be an integer >= 2, "
-                                     f"got {size!r}")
-  return value
+    return play2048.board_size_of_spec(text)
+  except ValueError as error:
+    raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

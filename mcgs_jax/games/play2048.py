@@ -439,3 +439,22 @@ def make_2048(evaluator: Optional[Evaluator2048] = None, *, size: int = 4,
       evaluator=evaluator, decision_recurrent_fn=decision_recurrent_fn,
       chance_recurrent_fn=chance_recurrent_fn, hash_fn=state_key,
       afterstate_hash_fn=afterstate_key if on_decision else afterstate_key_with_reward)
+
+
+def board_size_of_spec(spec: str) -> int:
+  """The board side named by `"2048"` (4) or `"2048:SIZE"`; ValueError otherwise."""
+  name, _, size = spec.partition(":")
+  if name != "2048":
+    raise ValueError(f"a 2048 spec is '2048' or '2048:SIZE', got {spec!r}")
+  if not size:
+    return 4
+  if not size.isdigit() or int(size) < 2:
+    raise ValueError(f"the board size of 2048:SIZE must be an integer >= 2, got {size!r}")
+  return int(size)
+
+
+def make_from_spec(spec: str, evaluator: Optional[Evaluator2048] = None,
+                   **kwargs) -> Stochastic2048:
+  """`make_2048` from a game name, `"2048"` or `"2048:SIZE"` (the hook for
+  `mcgs_jax.games.adapter.make_game`)."""
+  return make_2048(evaluator, size=board_size_of_spec(spec), **kwargs)
