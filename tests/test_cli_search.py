@@ -107,7 +107,16 @@ def test_parse_moves():
     (["--game", "no_such_game"], "unknown game"),
     (["--game", "tic_tac_toe", "--moves", "0,0"], "illegal"),
     (["--game", "tic_tac_toe", "--moves", "3,x"], "malformed move list"),
-    (["--game", "tic_tac_toe", "--positions", "/no/such/file.txt"], "No such file"),
+    (["--game", "tic_tac_toe", "--positions", "/no/such/file.txt"],
+     "--positions: file not found: /no/such/file.txt"),
+    (["--game", "nim:a,b"], "heaps must be integers, got 'a'"),
+    (["--game", "connect_four", "--moves", "3,3,3,3,3,3,3"],
+     "move 7 of --moves: action 3 is illegal: column 3 is full"),
+    (["--game", "connect_four", "--moves", "99"],
+     "move 1 of --moves: action 99 is out of range [0, 7)"),
+    (["--game", "tic_tac_toe", "--moves", "4,4"],
+     "move 2 of --moves: action 4 is illegal: cell 4 is already taken"),
+    (["--game", "chesss"], "did you mean 'chess'?"),
     (["--game", "tic_tac_toe", "--simulations", "0"], "--simulations"),
     (["--game", "tic_tac_toe", "--moves", "0,3,1,4,2"], "game is over"),
 ])
@@ -117,6 +126,51 @@ def test_bad_input_is_one_line(capsys, argv, message):
   assert out == ""
   assert err.count("\n") == 1 and err.startswith("mcgs-jax search: error: ")
   assert message in err and "Traceback" not in err
+
+
+def test_bad_line_of_a_positions_file_is_named(capsys, tmp_path):
+  path = tmp_path / "bad.txt"
+  path.write_text("0\n0,0\n")
+  status, _, err = run_search(capsys, "--game", "tic_tac_toe", "--positions", str(path))
+  assert status == 2
+  assert f"move 2 of --positions {path}:2: action 0 is illegal" in err
+
+
+def test_default_evaluator_is_rollout_and_table_is_explained(capsys):
+  status, out, err = run_search(capsys, "--game", "tic_tac_toe", "--moves", "0,3,1,4",
+                                "--simulations", "200")
+  assert status == 0, err
+  header = out.splitlines()[0]
+  assert "evaluator rollout (1 random playout per leaf)" in header
+  legend = [line for line in out.splitlines() if line.startswith("(visits:")]
+  assert len(legend) == 1
+  for word in ("Q:", "prior:", "share:", "minimax:", "* = optimal"):
+    assert word in legend[0]
+  qs = [float(line.split()[2]) for line in out.splitlines()[3:8]]
+  assert max(qs) > 0.9  # rollouts see the win (the uniform evaluator gave 0)
+
+
+def test_help_explains_every_column(capsys):
+  with pytest.raises(SystemExit):
+    search_command.build_parser().parse_args(["--help"])
+  out = capsys.readouterr().out
+  for column in ("action", "visits", "Q", "prior", "share", "proven", "minimax", "*"):
+    assert any(line.split()[:1] == [column] for line in out.splitlines()), column
+  assert "(default: rollout)" in out
+
+
+def test_answer_agrees_with_minimax_or_says_why(capsys):
+  (report,) = json_reports(capsys, "--game", "tic_tac_toe", "--moves", "0,3")
+  assert report["evaluator"] == "rollout"
+  assert report["action_is_optimal"] and report["action"] in report["optimal_actions"]
+  # Nim 3-4-5 with random rollouts: UCT's most visited action is not the winning
+  # one after the default simulations; the table says so under the legend.
+  status, out, _ = run_search(capsys, "--game", "nim:3,4,5", "--policy", "uct")
+  assert status == 0
+  chosen = int(out.splitlines()[1].split("action ")[1].split()[0])
+  if chosen != 1:
+    assert out.splitlines()[-1].startswith(f"note: the chosen action {chosen} is not "
+                                           "minimax-optimal after 400 simulations")
 
 
 def test_console_script_error(tmp_path):

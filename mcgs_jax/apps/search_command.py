@@ -38,12 +38,37 @@ _CONNECT_FOUR_CELLS = 42
 
 _positive_int = int_at_least(1)
 
+LEGEND = ("visits: simulations through the action; Q: its mean value for the player "
+          "to move (-1 loss .. +1 win); prior: the evaluator's prior; share: visits / "
+          "all root visits; minimax: exact value (+1 win, 0 draw, -1 loss); * = "
+          "optimal action")
+EPILOG = """\
+columns of the table:
+  action   the action (for nim also a label: heap i take k)
+  visits   simulations that went through the action (the search's choice is the
+           most visited one, except gumbel and a solved root)
+  Q        mean value of the action for the player to move, -1 (loss) .. +1 (win);
+           with --evaluator uniform every leaf is worth 0, so Q stays near 0
+  prior    the evaluator's prior probability of the action (uniform here)
+  share    the action's visits as a share of all root visits
+  proven   (--solver) the value the search proved for the action
+  minimax  the exact value from a solver (+1 win, 0 draw, -1 loss), where one applies
+  *        marks the minimax-optimal actions
+
+With few simulations, or with random rollouts in games where random play misleads
+(nim), the most visited action may not be minimax-optimal; the output then says so.
+More --simulations, or --solver, help.
+"""
+
 
 
 
 def build_parser() -> argparse.ArgumentParser:
-  parser = OneLineErrorParser(prog=PROG, description=(
-      "Search positions with Monte-Carlo Graph Search and print the root statistics."))
+  parser = OneLineErrorParser(
+      prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+      description=("Search positions with Monte-Carlo Graph Search and print the root "
+                   "statistics."),
+      epilog=EPILOG)
   parser.add_argument("--game", default="tic_tac_toe",
                       help="nim:3,4,5, tic_tac_toe, connect_four, another pgx id with a "
                            "transposition key, or dag:actions=3,depth=6,... "
@@ -58,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--policy", choices=list(POLICY_NAMES), default="muzero",
                       help="search policy (default: %(default)s)")
   parser.add_argument("--evaluator", choices=list(WEIGHTLESS_EVALUATORS),
-                      help="leaf evaluator (default: rollout for uct, uniform otherwise)")
+                      default="rollout",
+                      help="leaf evaluator: rollout (random playouts to the end) or "
+                           "uniform (value 0 everywhere: every Q stays near 0) "
+                           "(default: %(default)s)")
   parser.add_argument("--rollouts", type=_positive_int, default=1,
                       help="random playouts per evaluation with --evaluator rollout "
                            "(default: %(default)s)")
@@ -95,18 +123,67 @@ def parse_moves(text: str) -> list[int]:
 
 
 def read_positions(path: str) -> list[list[int]]:
-  """The move lists of a positions file, one per line (OSError if unreadable)."""
-  with open(path, encoding="utf-8") as file:
-    lines = file.read().splitlines()
+  """The move lists of a positions file, one per line (ValueError naming
+  `--positions` if unreadable)."""
+  try:
+    with open(path, encoding="utf-8") as file:
+      lines = file.read().splitlines()
+  except FileNotFoundError:
+    raise ValueError(f"--positions: file not found: {path}") from None
+  except (OSError, UnicodeDecodeError) as error:
+    reason = getattr(error, "strerror", None) or str(error)
+    raise ValueError(f"--positions: cannot read {path}: {reason}") from None
   if not lines:
-    raise ValueError(f"positions file {path!r} is empty")
+    raise ValueError(f"--positions: file {path} is empty")
   positions = []
   for number, line in enumerate(lines, start=1):
     try:
       positions.append(parse_moves(line))
     except ValueError as error:
-      raise ValueError(f"{path}:{number}: {error}") from None
+      raise ValueError(f"--positions {path}:{number}: {error}") from None
   return positions
+
+
+@functools.lru_cache(maxsize=8)
+def _jitted_step(env):
+  import jax  # pylint: disable=import-outside-toplevel
+  return jax.jit(env.step)
+
+
+def _illegal_reason(game, spec: str, state, action: int) -> str:
+  """Why `action` is illegal in `state`, in the game's words where known."""
+  name = spec.partition(":")[0]
+  if name == "connect_four":
+    return f"column {action} is full"
+  if name == "tic_tac_toe":
+    return f"cell {action} is already taken"
+  if name == "nim":
+    heap = action // game.env.max_heap
+    heaps = [int(h) for h in state.heaps]
+    return (f"{game.env.describe_action(action)}: heap {heap} has only "
+            f"{heaps[heap]} stone(s)")
+  return "it is not a legal move there"
+
+
+def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
+  """The state after `moves` from the start (key 0), or ValueError naming `source`,
+  the move's number (from 1) and the game's reason."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  state = game.env.init(jax.random.PRNGKey(0))
+  step = _jitted_step(game.env)
+  for number, action in enumerate(moves, start=1):
+    where = f"move {number} of {source}"
+    if not 0 <= action < game.num_actions:
+      raise ValueError(f"{where}: action {action} is out of range "
+                       f"[0, {game.num_actions})")
+    if bool(state.terminated) or bool(getattr(state, "truncated", False)):
+      raise ValueError(f"{where}: action {action} is played after the game ended")
+    if not bool(state.legal_action_mask[action]):
+      raise ValueError(f"{where}: action {action} is illegal: "
+                       f"{_illegal_reason(game, spec, state, action)}")
+    state = step(state, jnp.int32(action))
+  return state
 
 
 # ---------------------------------------------------------------------------------
@@ -123,8 +200,8 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
     game = adapter.make_game(spec)
   except ValueError as error:
     if str(error).startswith("unknown game"):
-      raise
-    raise ValueError(f"bad game {spec!r}: {error}") from None
+      raise ValueError(f"--game: {error}") from None
+    raise ValueError(f"--game {spec!r}: {error}") from None
   if evaluator != "uniform":  # make_game's default evaluator is the uniform one
     game = dataclasses.replace(
         game, evaluator=registry.make_evaluator(evaluator, game.env,
@@ -187,18 +264,18 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
 
   from mcgs_jax._src import proofs  # pylint: disable=import-outside-toplevel
 
-  evaluator = args.evaluator or ("rollout" if args.policy == "uct" else "uniform")
+  evaluator = args.evaluator
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
 
   states = []
-  for moves in positions:
+  for number, moves in enumerate(positions, start=1):
     where = ",".join(map(str, moves)) or "the start"
-    try:
-      state = game.play(moves)  # deterministic start: key 0
-    except ValueError as error:
-      raise ValueError(f"position {where}: {error}") from None
+    source = (f"--positions {args.positions}:{number}" if args.positions is not None
+              else "--moves")
+    state = play_moves(game, args.game, moves, source)
     if bool(state.terminated) or bool(getattr(state, "truncated", False)):
-      raise ValueError(f"position {where}: the game is over, nothing to search")
+      raise ValueError(f"{source}: position {where}: the game is over, nothing to "
+                       "search")
     states.append(state)
   batch = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
 
@@ -245,7 +322,7 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
       rows.append(row)
     rows.sort(key=lambda row: (-row["visits"], row["action"]))
     report = {"game": args.game, "moves": list(moves), "policy": args.policy,
-              "evaluator": evaluator, "simulations": args.simulations,
+              "evaluator": evaluator, "rollouts": args.rollouts, "simulations": args.simulations,
               "transpositions": not args.no_transpositions, "action": action,
               "root_value": float(root_values[b]), "num_nodes": int(num_nodes[b]),
               "transposition_hits": int(hits[b]), "actions": rows}
@@ -256,6 +333,7 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     if exact is not None and best is not None:
       report["minimax_value"] = int(best)
       report["optimal_actions"] = sorted(a for a, v in exact.items() if v == best)
+      report["action_is_optimal"] = action in report["optimal_actions"]
     reports.append(report)
   return reports
 
@@ -268,9 +346,15 @@ def format_table(report: dict) -> str:
   """The root table of one report, as printed without `--json`."""
   moves = ",".join(map(str, report["moves"])) or "(start)"
   mode = "graph" if report["transpositions"] else "tree"
+  evaluator = report["evaluator"]
+  if evaluator == "rollout":
+    count = report.get("rollouts", 1)
+    evaluator += f" ({count} random playout{'s' if count > 1 else ''} per leaf)"
+  elif evaluator == "uniform":
+    evaluator += " (value 0 at every leaf)"
   lines = [
-      f"game {report['game']}  moves {moves}  policy {report['policy']} "
-      f"({report['evaluator']}, {mode})  simulations {report['simulations']}",
+      f"game {report['game']}  moves {moves}  policy {report['policy']}  "
+      f"evaluator {evaluator}  {mode}  simulations {report['simulations']}",
       f"root value {report['root_value']:+.3f}  nodes {report['num_nodes']}  "
       f"transposition hits {report['transposition_hits']}  action {report['action']}"]
   if "minimax_value" in report:
@@ -302,6 +386,12 @@ def format_table(report: dict) -> str:
     if has_minimax:
       line += f"  {row['minimax']:>+4d}" + (" *" if row["optimal"] else "")
     lines.append(line)
+  legend = LEGEND if has_minimax else LEGEND.split("; minimax")[0]
+  lines.append(f"({legend})")
+  if report.get("action_is_optimal") is False:
+    lines.append(f"note: the chosen action {report['action']} is not minimax-optimal "
+                 f"after {report['simulations']} simulations; more --simulations or "
+                 "--solver may fix it")
   return "\n".join(lines)
 
 

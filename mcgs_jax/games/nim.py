@@ -72,7 +72,14 @@ def transposition_words(state: NimState) -> chex.Array:
 
 def parse_heaps(text: str) -> tuple[int, ...]:
   """Heap sizes from a comma-separated string: `"3,4,5" -> (3, 4, 5)`."""
-  heaps = tuple(int(part) for part in text.split(","))
+  heaps = []
+  for part in text.split(","):
+    try:
+      heaps.append(int(part.strip()))
+    except ValueError:
+      raise ValueError(f"heaps must be integers, got {part.strip()!r} in "
+                       f"{text!r}") from None
+  heaps = tuple(heaps)
   if not heaps or min(heaps) < 0 or max(heaps) < 1:
     raise ValueError(f"heaps must be non-negative with at least one stone, got {text!r}")
   return heaps
