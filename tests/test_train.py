@@ -142,6 +142,12 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
                                        hidden=config.hidden)
   history = train_lib.train(config, params=initial)
   assert [entry["iteration"] for entry in history] == [1, 2, 3]
+  # Compilation is timed apart, once; the first evaluation says it compiles too.
+  assert history[0]["compile_s"] > 0
+  assert all("compile_s" not in entry for entry in history[1:])
+  assert history[1]["eval_compiles"] and not history[2]["eval_compiles"]
+  assert train_lib.format_entry(history[0]).startswith("iter   1  compile ")
+  assert "(incl. compiling the arena)" in train_lib.format_entry(history[1])
   for entry in history:
     for name in ("loss", "policy_loss", "value_loss", "first_loss", "last_loss"):
       assert np.isfinite(entry[name])
@@ -207,3 +213,25 @@ def test_evaluate_plays_real_arena_matches():
     assert result["wins"] + result["draws"] + result["losses"] == 2
     assert result["score"] == pytest.approx((result["wins"] + result["draws"] / 2) / 2)
     assert np.sign(result["elo"]) == np.sign(result["score"] - 0.5)
+
+
+def test_help_shows_every_default(capsys):
+  with pytest.raises(SystemExit):
+    train_lib.main(["--help"])
+  out = " ".join(capsys.readouterr().out.split())
+  assert "smoke test" in out
+  for flag, default in [("--game", "default: connect_four; with --quick: tic_tac_toe"),
+                        ("--games", "default: 64; with --quick: 32"),
+                        ("--simulations", "default: 32"), ("--policy", "default: muzero"),
+                        ("--hidden", "default: 128,128; with --quick: 64,64"),
+                        ("--learning-rate", "default: 0.001"), ("--seed", "default: 0"),
+                        ("--plot", "default: no plot")]:
+    assert flag in out and default in out, (flag, default)
+  assert "None" not in out
+
+
+def test_quick_is_labelled_a_smoke_test(capsys, monkeypatch):
+  history = train_lib.History()
+  monkeypatch.setattr(train_lib, "train", lambda config, on_iteration=None: history)
+  assert train_lib.main(["--quick"]) == 0
+  assert capsys.readouterr().out.startswith("--quick: smoke test")

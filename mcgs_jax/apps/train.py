@@ -410,7 +410,10 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   Each history entry holds `iteration`, `positions` (new valid positions),
   `buffer_size`, `loss`, `policy_loss`, `value_loss` (means over the iteration's
   training steps), `first_loss` / `last_loss` (first and last step), `selfplay_s`,
-  `train_s`, `eval_s`, `elapsed_s` (wall time since the start of `train`,
+  `train_s`, `eval_s` (`eval_compiles`: True at the first evaluation, whose time
+  includes compiling the arena), `compile_s` (iteration 1 only: compiling self-play
+  and the train step, ahead of time and apart from `selfplay_s` and `train_s`),
+  `elapsed_s` (wall time since the start of `train`,
   compilation included), `checkpoint` (its path, when one was written) and, when
   evaluated, `vs_baseline` / `vs_previous` (see `evaluate`). The final network is
   `history.params` / `history.apply_fn`.
@@ -449,17 +452,27 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     iterations = bar = tqdm(iterations, desc=f"alphazero {config.game}")
   for iteration in iterations:
     entry: dict[str, Any] = dict(iteration=iteration)
-    start = time.perf_counter()
     key, play_key = jax.random.split(key)
+    if iteration == 1:  # compile ahead of time, so that it is timed on its own
+      start = time.perf_counter()
+      self_play = self_play.lower(params, play_key).compile()
+      entry["compile_s"] = time.perf_counter() - start
+    start = time.perf_counter()
     trajectory = jax.device_get(self_play(params, play_key))
     entry["positions"] = buffer.add(trajectory)
     entry["buffer_size"] = buffer.size
     entry["selfplay_s"] = time.perf_counter() - start
 
-    start = time.perf_counter()
     metrics = []
+    start = None
     for _ in range(config.train_steps):
       batch = buffer.sample(rng, config.train_batch_size)
+      if iteration == 1 and start is None:
+        compile_start = time.perf_counter()
+        train_step = train_step.lower(params, opt_state, batch).compile()
+        entry["compile_s"] += time.perf_counter() - compile_start
+      if start is None:
+        start = time.perf_counter()
       params, opt_state, step_metrics = train_step(params, opt_state, batch)
       metrics.append(step_metrics)
     metrics = jax.device_get(metrics)
@@ -467,7 +480,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
       entry[name] = float(np.mean([m[name] for m in metrics]))
     entry["first_loss"] = float(metrics[0]["loss"])
     entry["last_loss"] = float(metrics[-1]["loss"])
-    entry["train_s"] = time.perf_counter() - start
+    entry["train_s"] = time.perf_counter() - start if start is not None else 0.0
 
     if config.checkpoint_dir and _wants_checkpoint(config, iteration):
       entry["checkpoint"] = save_checkpoint(
@@ -480,6 +493,8 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
       entry.update(evaluate(config, apply_fn, params, previous_params,
                             seed=config.seed * 1000 + iteration))
       entry["eval_s"] = time.perf_counter() - start
+      # The first evaluation also compiles the arena's match steps.
+      entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)
       previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
     history.append(entry)
@@ -498,7 +513,10 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
 
 def format_entry(entry: dict) -> str:
   """One line per iteration: loss and scores."""
-  text = (f"iter {entry['iteration']:3d}  loss {entry['loss']:.3f} "
+  text = ""
+  if "compile_s" in entry:
+    text += f"compile {entry['compile_s']:.1f}s (self-play and train step)  "
+  text = (f"iter {entry['iteration']:3d}  {text}loss {entry['loss']:.3f} "
           f"(policy {entry['policy_loss']:.3f}, value {entry['value_loss']:.3f})  "
           f"positions {entry['positions']}  self-play {entry['selfplay_s']:.1f}s  "
           f"train {entry['train_s']:.1f}s")
@@ -509,6 +527,8 @@ def format_entry(entry: dict) -> str:
                f"score {result['score']:.2f}")
   if "eval_s" in entry:
     text += f"  arena {entry['eval_s']:.1f}s"
+    if entry.get("eval_compiles"):
+      text += " (incl. compiling the arena)"
   return text
 
 
@@ -567,39 +587,67 @@ def _int_list(text: str):
 def main(argv=None):
   """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
   returns the exit status, 0. `train(config)` returns the history."""
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  defaults, quick = Config(), Config.quick()
+
+  def shown(field: str) -> str:
+    value, small = getattr(defaults, field), getattr(quick, field)
+    show = lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    text = f"default: {show(value)}"
+    if small != value:
+      text += f"; with --quick: {show(small)}"
+    return f"({text})"
+
+  parser = argparse.ArgumentParser(
+      prog="mcgs-jax train", description=__doc__.splitlines()[0],
+      epilog="Defaults in parentheses; --quick changes some of them (shown). Compile "
+             "time is reported apart from self-play, training and arena time.")
   parser.add_argument("--quick", action="store_true",
-                      help="tiny tic_tac_toe run (Config.quick())")
-  defaults = Config()
-  parser.add_argument("--game")
-  parser.add_argument("--policy", choices=TRAINING_POLICIES)
-  parser.add_argument("--games", type=int, dest="num_games")
-  parser.add_argument("--simulations", type=int, dest="num_simulations")
-  parser.add_argument("--iterations", type=int)
-  parser.add_argument("--train-steps", type=int, dest="train_steps")
-  parser.add_argument("--eval-games", type=int, dest="eval_games")
-  parser.add_argument("--eval-every", type=int, dest="eval_every")
+                      help="smoke test: a tiny tic_tac_toe run (Config.quick(), ~30 s on "
+                           "2 cores) that checks the pipeline, not a useful network")
+  parser.add_argument("--game", help=f"pgx game id {shown('game')}")
+  parser.add_argument("--policy", choices=TRAINING_POLICIES,
+                      help=f"self-play search policy {shown('policy')}")
+  parser.add_argument("--games", type=int, dest="num_games",
+                      help=f"self-play games per iteration {shown('num_games')}")
+  parser.add_argument("--simulations", type=int, dest="num_simulations",
+                      help=f"search simulations per move {shown('num_simulations')}")
+  parser.add_argument("--iterations", type=int,
+                      help=f"self-play / training iterations {shown('iterations')}")
+  parser.add_argument("--train-steps", type=int, dest="train_steps",
+                      help=f"training steps per iteration {shown('train_steps')}")
+  parser.add_argument("--eval-games", type=int, dest="eval_games",
+                      help=f"arena games per opponent per evaluation, 0 for none "
+                           f"{shown('eval_games')}")
+  parser.add_argument("--eval-every", type=int, dest="eval_every",
+                      help=f"evaluate every N iterations and after the last "
+                           f"{shown('eval_every')}")
   parser.add_argument("--hidden", type=lambda s: tuple(int(w) for w in s.split(",")),
-                      help=f"comma-separated widths (default {defaults.hidden})")
-  parser.add_argument("--learning-rate", type=float, dest="learning_rate")
-  parser.add_argument("--buffer-size", type=int, dest="buffer_size")
-  parser.add_argument("--train-batch-size", type=int, dest="train_batch_size")
-  parser.add_argument("--seed", type=int)
+                      help=f"comma-separated hidden layer widths {shown('hidden')}")
+  parser.add_argument("--learning-rate", type=float, dest="learning_rate",
+                      help=f"Adam step size {shown('learning_rate')}")
+  parser.add_argument("--buffer-size", type=int, dest="buffer_size",
+                      help=f"positions in the replay buffer {shown('buffer_size')}")
+  parser.add_argument("--train-batch-size", type=int, dest="train_batch_size",
+                      help=f"positions per training step {shown('train_batch_size')}")
+  parser.add_argument("--seed", type=int, help=f"random seed {shown('seed')}")
   parser.add_argument("--checkpoint-dir", dest="checkpoint_dir",
-                      help="write checkpoints (params and Adam state) here")
+                      help="write checkpoints (params and Adam state) here "
+                           "(default: none)")
   parser.add_argument("--checkpoint-every", type=int, dest="checkpoint_every",
                       help="checkpoint every N iterations (default 1; 0 with "
                            "--checkpoint-at: only those and the last)")
   parser.add_argument("--checkpoint-at", type=_int_list, dest="checkpoint_at",
                       help="comma-separated iterations to checkpoint (0: the initial "
-                           "network); alone it implies --checkpoint-every 0")
+                           "network); alone it implies --checkpoint-every 0 "
+                           "(default: none)")
   parser.add_argument("--save-params", metavar="FILE",
                       help="write the final network (params only, no optimiser state) "
-                           "to this file")
-  parser.add_argument("--plot", help="save the learning curve to this file")
+                           "to this file (default: not written)")
+  parser.add_argument("--plot", help="save the learning curve to this file "
+                                     "(default: no plot)")
   parser.add_argument("--history",
                       help="save the history as JSON to this file (rewritten after "
-                           "every iteration)")
+                           "every iteration; default: not saved)")
   args = parser.parse_args(argv)
   if args.checkpoint_at is not None and args.checkpoint_every is None:
     args.checkpoint_every = 0
@@ -608,6 +656,9 @@ def main(argv=None):
                and value is not None}
   overrides.setdefault("progress", False)
   config = Config.quick(**overrides) if args.quick else Config(**overrides)
+  if args.quick:
+    print("--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
+          "it does not train a useful network)", flush=True)
   print(config, flush=True)
   on_iteration = None
   if args.history:
