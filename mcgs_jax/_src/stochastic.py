@@ -1,5 +1,6 @@
 """Stochastic MuZero search on a graph: `mctx.stochastic_muzero_policy` plus graph
-keywords.
+keywords. (Stochastic MuZero: Antonoglou, Schrittwieser, Ozair, Hubert, Silver,
+"Planning in Stochastic Environments with a Learned Model", ICLR 2022.)
 
 Decision nodes (states) and chance nodes (afterstates) live in one graph, keyed
 apart: a decision node by `hash_fn(state)`, a chance node by
