@@ -2,8 +2,9 @@
 
 `check_graph(graph, num_simulations, tree_mode=...)` asserts the definitions of
 Monte-Carlo Graph Search (KataGo's "Monte-Carlo Graph Search from First
-Principles") on every game of a searched graph: `N(n) = 1 + sum_a N(n, a)`, `Q(n)`
-equal to the idempotent formula, root visits = simulations + 1, a tree in tree mode.
+Principles") on every game of a searched graph: `N(n) = k(n) + sum_a N(n, a)`, `Q(n)`
+equal to the idempotent formula, root visits = counted playouts + k(root), a tree in
+tree mode.
 
 `commuting_game()` is a tiny game written with jnp (no game library): the state is (total, steps); action a adds a + 1 to the total
 (mod `modulus`), so every permutation of the same actions reaches one state: many
@@ -20,14 +21,23 @@ from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 __all__ = ["check_graph", "commuting_game", "node_formula", "to_numpy"]
 
 
-def node_formula(graph_np, game, node):
-  """`(1 + sum_a N(n,a), (U + sum_a N(n,a) (r + g Q(child))) / N)` from stored arrays."""
+def node_formula(graph_np, game, node, *, stored_edge_values=False):
+  """`(k + sum_a N(n,a), (k U + sum_a N(n,a) Q(n,a)) / N)` from stored arrays, with
+  `k = k(n)` the node's own evaluations and `Q(n,a) = r + g Q(child)` read live, or
+  with `stored_edge_values` the `edge_values` the node last used."""
   edge_visits = graph_np["edge_visits"][game, node].astype(np.float64)
-  children = graph_np["children_index"][game, node]
-  child_q = np.where(children >= 0, graph_np["node_values"][game, np.maximum(children, 0)], 0.0)
-  q = graph_np["edge_rewards"][game, node] + graph_np["edge_discounts"][game, node] * child_q
-  visits = 1 + edge_visits.sum()
-  value = (graph_np["raw_values"][game, node] + (edge_visits * q).sum()) / visits
+  evaluations = float(graph_np["node_evaluations"][game, node])
+  if stored_edge_values:
+    q = graph_np["edge_values"][game, node].astype(np.float64)
+  else:
+    children = graph_np["children_index"][game, node]
+    child_q = np.where(children >= 0,
+                       graph_np["node_values"][game, np.maximum(children, 0)], 0.0)
+    q = graph_np["edge_rewards"][game, node] + graph_np["edge_discounts"][game, node] * child_q
+  visits = evaluations + edge_visits.sum()
+  # Unvisited edges weigh 0 (their stored or live value may be anything finite).
+  weighted = np.where(edge_visits > 0, edge_visits * q, 0.0)
+  value = (evaluations * graph_np["raw_values"][game, node] + weighted.sum()) / visits
   return visits, value
 
 
@@ -49,6 +59,12 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
   `playouts_stop_early`: in tree mode, playouts cut by `max_depth` or a full graph
   count an edge without entering its child, so a child may have fewer visits than
   its edge.
+
+  Checked everywhere, shared nodes included: `Q(n)` equals the formula over the
+  edge values `n` last used (`edge_values`), `k(n) >= 1`, and no value, prior or
+  edge value is NaN or infinite (-inf logits aside, a zero prior). Playouts dropped
+  (`parallel_collisions`, `non_finite_evaluations`) count nowhere, and an edge
+  marked `edge_non_finite` has no child and no visit.
   """
   g = to_numpy(graph)
   batch_size = g["num_nodes"].shape[0]
@@ -61,6 +77,18 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
     assert np.all(children < used), "a child index points past num_nodes"
     assert np.all((edge_visits == 0) | (children >= 0)), "a visited edge has no child"
     assert np.all(edge_visits >= 0)
+    evaluations = g["node_evaluations"][game, :used]
+    assert np.all(evaluations >= 1), "a used node without an evaluation"
+    assert np.all(g["node_evaluations"][game, used:] == 0)
+    assert np.sum(evaluations - 1) <= g["folded_evaluations"][game], "unfolded k > 1"
+    for name in ("raw_values", "node_values", "edge_values", "edge_rewards",
+                 "edge_discounts"):
+      assert np.all(np.isfinite(g[name][game, :used])), f"game {game}: non-finite {name}"
+    assert not np.any(np.isnan(g["children_prior_logits"][game, :used]))
+    assert not np.any(g["children_prior_logits"][game, :used] == np.inf)
+    marked = g["edge_non_finite"][game, :used]
+    assert np.all(children[marked] == -1) and np.all(edge_visits[marked] == 0), (
+        "an edge marked non-finite has a child or visits")
     incoming = np.zeros(used)
     np.add.at(incoming, children[children >= 0], edge_visits[children >= 0])
     parents = np.bincount(children[children >= 0], minlength=used)
@@ -77,7 +105,12 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
           assert incoming[node] == visits, "terminal visits must equal arrivals"
         continue
       expected_visits, _ = node_formula(g, game, node)
-      assert visits == expected_visits, f"game {game} node {node}: N != 1 + sum N(n,a)"
+      assert visits == expected_visits, f"game {game} node {node}: N != k + sum N(n,a)"
+      if check_values and not g["node_proven"][game, node]:
+        _, stored_value = node_formula(g, game, node, stored_edge_values=True)
+        np.testing.assert_allclose(
+            g["node_values"][game, node], stored_value, atol=atol,
+            err_msg=f"game {game} node {node}: Q != formula over its edge_values")
       if node:
         if tree_mode and not playouts_stop_early:
           assert incoming[node] == visits, "tree mode: N(child) must equal N(parent, a)"
@@ -98,8 +131,9 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
                                  err_msg=f"game {game} node {node}: Q != idempotent formula")
     if (num_simulations is not None and g["capacity_overflows"][game] == 0
         and not g["node_terminal"][game, 0]):
-      counted = num_simulations - g["parallel_collisions"][game]
-      assert g["node_visits"][game, 0] == counted + 1
+      counted = (num_simulations - g["parallel_collisions"][game]
+                 - g["non_finite_evaluations"][game])
+      assert g["node_visits"][game, 0] == counted + g["node_evaluations"][game, 0]
       assert edge_visits[0].sum() == counted
 
 

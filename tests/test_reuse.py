@@ -26,12 +26,14 @@ SIMS = 40
 CAPACITY = 80
 MORE_SIMS = 20
 NODE_FIELDS = ("node_visits", "raw_values", "node_values", "node_terminal", "node_proven",
-               "proven_values", "edge_visits", "edge_rewards", "edge_discounts")
+               "proven_values", "edge_visits", "edge_rewards", "edge_discounts",
+               "node_evaluations", "edge_values", "edge_non_finite")
 # Fields reroot rebuilds rather than copies row by row, checked separately below.
 REBUILT_FIELDS = ("node_keys", "path_marks", "children_index", "children_prior_logits",
                   "embeddings", "hash_slots", "num_nodes", "transposition_hits",
                   "dropped_inserts", "capacity_overflows", "parallel_collisions",
-                  "root_invalid_actions", "value_bounds",
+                  "folded_evaluations", "non_finite_evaluations", "non_finite_roots",
+                  "playouts_started", "root_invalid_actions", "value_bounds",
                   "extra_data")
 
 

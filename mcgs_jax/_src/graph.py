@@ -15,17 +15,18 @@ UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 # `empty_graph` fills with it, `link` writes every node table of a new node,
 # `reroot` moves rows and refills freed ones, and `mcgs_jax.testing` reads them all.
 NODE_FIELDS: Dict[str, Any] = {       # [B, N, ...]: one row per node
-    "node_visits": 0, "raw_values": 0.0, "node_values": 0.0, "node_keys": 0,
-    "node_terminal": False, "node_proven": False, "proven_values": 0.0,
+    "node_visits": 0, "node_evaluations": 0, "raw_values": 0.0, "node_values": 0.0,
+    "node_keys": 0, "node_terminal": False, "node_proven": False, "proven_values": 0.0,
     "path_marks": -1, "children_prior_logits": 0.0, "embeddings": 0,
 }
 EDGE_FIELDS: Dict[str, Any] = {       # [B, N, A]: one row per node, one column per action
     "children_index": UNEXPANDED, "edge_visits": 0, "edge_rewards": 0.0,
-    "edge_discounts": 0.0,
+    "edge_discounts": 0.0, "edge_values": 0.0, "edge_non_finite": False,
 }
 COUNTER_FIELDS = (                    # [B] int32: events counted over the graph's life
     "transposition_hits", "dropped_inserts", "capacity_overflows",
-    "parallel_collisions",
+    "parallel_collisions", "folded_evaluations", "non_finite_evaluations",
+    "non_finite_roots", "playouts_started",
 )
 
 
@@ -37,23 +38,35 @@ class Graph:
   Node 0 is the root; new nodes take the next free index. Every field has a leading
   batch axis; selection functions receive one game's graph (under `jax.vmap`).
 
-  node_visits: `[B, N]` int32, `N(n) = 1 + sum_a N(n, a)` for a non-terminal node;
-    for a terminal node, the number of playouts that ended there.
-  raw_values: `[B, N]` float, `U(n)`, the node's own evaluation (0 for terminal
-    nodes, whose reward is on the edge that leads there).
-  node_values: `[B, N]` float, `Q(n) = (U(n) + sum_a N(n, a) Q(n, a)) / N(n)`.
+  node_visits: `[B, N]` int32, `N(n) = k(n) + sum_a N(n, a)` for a non-terminal
+    node; for a terminal node, the number of playouts that ended there.
+  node_evaluations: `[B, N]` int32, `k(n)`, the evaluations averaged in `U(n)`: 1
+    when the node is created (the root too); with `fold_evaluations`, one more for
+    every later evaluation of its state that a playout brought back (0 for unused
+    rows).
+  raw_values: `[B, N]` float, `U(n)`, the mean of the node's own evaluations (0 for
+    terminal nodes, whose reward is on the edge that leads there).
+  node_values: `[B, N]` float,
+    `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a)) / N(n)`.
   node_keys: `[B, N, L]` uint32, transposition key of the node's state.
   node_terminal: `[B, N]` bool, no playout continues below this node.
   node_proven: `[B, N]` bool, the node's exact value is known (`solver=True` only).
   proven_values: `[B, N]` float, that exact value for the player to move.
-  path_marks: `[B, N]` int32, root visit count of the last playout that passed
-    through the node (the cycle guard reads it); -1 when never.
+  path_marks: `[B, N]` int32, `playouts_started` stamp of the last playout that
+    passed through the node (the cycle guard reads it); -1 when never.
   children_index: `[B, N, A]` int32, child node of each edge, `UNEXPANDED` (-1) if
     the action was never expanded.
   children_prior_logits: `[B, N, A]` float, prior logits at the node.
   edge_visits: `[B, N, A]` int32, `N(n, a)`: how often selection at n chose a.
   edge_rewards: `[B, N, A]` float, reward of the transition.
   edge_discounts: `[B, N, A]` float, discount of the transition.
+  edge_values: `[B, N, A]` float, the `Q(n, a)` that `n` used when it was last
+    recomputed, so `Q(n) = (k(n) U(n) + sum_a N(n, a) edge_values(n, a)) / N(n)`
+    holds at every node, shared or not; the live `Q(n, a)` may have moved since
+    (stop_rule `"value_lag"` compares the two).
+  edge_non_finite: `[B, N, A]` bool, the edge's evaluation was not finite (NaN or
+    infinite value, reward, discount or prior logit): it has no child, and the
+    built-in selection rules never choose it again.
   embeddings: pytree of `[B, N, ...]`, the recurrent state of every node.
   hash_slots: `[B, C]` int32, node index held by each slot, -1 when empty.
   num_nodes: `[B]` int32, nodes in use.
@@ -66,6 +79,16 @@ class Graph:
     were in use; they stopped one edge short and added nothing.
   parallel_collisions: `[B]` int32, playouts dropped because another playout of the
     same step (`num_parallel > 1`) expanded their last edge first.
+  folded_evaluations: `[B]` int32, evaluations added to an existing node as one
+    more sample of its value (`fold_evaluations=True`).
+  non_finite_evaluations: `[B]` int32, playouts dropped because `recurrent_fn`
+    returned a non-finite value, reward, discount or prior logit for their last
+    edge (nothing of them is counted; an unexpanded edge is marked in
+    `edge_non_finite`).
+  non_finite_roots: `[B]` int32, searches whose root value or prior logits were not
+    finite (the value was taken as 0, the logits as uniform over valid actions).
+  playouts_started: `[B]` int32, playouts selected, dropped ones included. It only
+    grows, and stamps `path_marks`.
   root_invalid_actions: `[B, A]` bool, actions the root may not select.
   value_bounds: `[B, 2]` float, the lowest and highest value the game allows
     (`GraphOptions.value_bounds`; -inf and +inf when not given), read by the solver.
@@ -82,6 +105,7 @@ class Graph:
   UNVISITED: ClassVar[int] = UNEXPANDED
 
   node_visits: chex.Array
+  node_evaluations: chex.Array
   raw_values: chex.Array
   node_values: chex.Array
   node_keys: chex.Array
@@ -94,6 +118,8 @@ class Graph:
   edge_visits: chex.Array
   edge_rewards: chex.Array
   edge_discounts: chex.Array
+  edge_values: chex.Array
+  edge_non_finite: chex.Array
   embeddings: Any
   hash_slots: chex.Array
   num_nodes: chex.Array
@@ -101,6 +127,10 @@ class Graph:
   dropped_inserts: chex.Array
   capacity_overflows: chex.Array
   parallel_collisions: chex.Array
+  folded_evaluations: chex.Array
+  non_finite_evaluations: chex.Array
+  non_finite_roots: chex.Array
+  playouts_started: chex.Array
   root_invalid_actions: chex.Array
   value_bounds: chex.Array
   extra_data: Any = None
@@ -206,6 +236,7 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
   root_terminal = jnp.all(root_invalid_actions, axis=-1)
   root_rows = {
       "node_visits": (jnp.ones((batch_size,)), jnp.int32),
+      "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
       "raw_values": (root.value, value_dtype),
       "node_values": (root.value, value_dtype),
       "node_keys": (root_key, jnp.uint32),
@@ -216,7 +247,10 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
       "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
   }
   edge_dtypes = {"children_index": jnp.int32, "edge_visits": jnp.int32,
-                 "edge_rewards": value_dtype, "edge_discounts": value_dtype}
+                 "edge_rewards": value_dtype, "edge_discounts": value_dtype,
+                 "edge_values": value_dtype, "edge_non_finite": jnp.bool_}
+  assert set(root_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
+  assert set(edge_dtypes) == set(EDGE_FIELDS), "an edge table is not set"
 
   def node_table(root_entry, fill, dtype):
     root_entry = jnp.asarray(root_entry, dtype)

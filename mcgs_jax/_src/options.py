@@ -27,13 +27,22 @@ class GraphOptions:
     `mcgs_jax.hash_pytree`, every bit of the embedding). Unused in tree mode.
   transpositions: search a graph (True) or a tree (False, classic MCTS, mctx's
     search exactly).
-  stop_rule: where a playout ends at a child visited more often than its edge.
-    `"catch_up"` (KataGo's rule): stop there, count the edge and back up, except
-    with probability `stop_leak`, when the playout continues through the child.
-    `"value_lag"` (as CrazyAra): stop only when the edge's stored value lags the
-    child's current value by more than `stop_epsilon`. `"never"`: always continue.
-  stop_leak: probability in [0, 1] that a `"catch_up"` stop is skipped.
-  stop_epsilon: value difference, >= 0, above which `"value_lag"` stops.
+  stop_rule: whether a playout ends at a child visited more often than its edge
+    (`N(child) > N(n, a)`: visits came through other parents).
+    `"catch_up"` (KataGo's rule, "Monte-Carlo Graph Search from First
+    Principles"): stop there, count the edge and back up, except with probability
+    `stop_leak` (KataGo's `graphSearchCatchUpLeakProb`), when the playout continues
+    through the child. `"value_lag"` (after CrazyAra, Czech et al., "Monte-Carlo
+    Graph Search for AlphaZero"): stop there only when the edge's stored value
+    (`Graph.edge_values`, the `Q(n, a)` that `Q(n)` currently reflects) differs from
+    the live `Q(n, a) = r + discount * Q(child)` by more than `stop_epsilon`; the
+    backup then recomputes `n` from the live value, which is the correction.
+    `"never"`: always continue. With every rule the cycle guard and `max_depth`
+    still end playouts.
+  stop_leak: probability in [0, 1] that a `"catch_up"` stop is skipped (a coin per
+    game per depth, from that game's selection key).
+  stop_epsilon: value difference, >= 0, above which `"value_lag"` stops (CrazyAra's
+    `Q_TRANSPOS_DIFF` is 0.01).
   capacity: nodes per game, root included (None: `num_simulations + 1`, or the
     capacity of a continued graph); >= 2.
   probe_window: hash slots read per lookup, >= 1.
@@ -47,14 +56,19 @@ class GraphOptions:
     evaluation of the K leaves; `num_simulations` must be a multiple of K.
   fold_evaluations: when a playout's evaluation lands on a node that exists
     already (a transposition hit, or a stop at an existing child), add it to that
-    node's own value as one more sample instead of dropping it. Worth it for
-    stochastic evaluators (rollouts); a deterministic network repeats itself.
+    node's own value as one more sample instead of dropping it: `k(n)`
+    (`Graph.node_evaluations`) grows by one, `U(n)` is the mean of the `k(n)`
+    evaluations, `N(n) = k(n) + sum_a N(n, a)` (a playout that ends at a node
+    counts there, as in UCT) and `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a)) /
+    N(n)`. Terminal and proven nodes are exact and take no sample. Counted in
+    `Graph.folded_evaluations`. Worth it for stochastic evaluators (rollouts); a
+    deterministic network repeats itself. Off: `k(n) = 1` everywhere.
   """
   hash_fn: Optional[types.HashFn] = None
   transpositions: bool = True
   stop_rule: str = "catch_up"
   stop_leak: float = 0.0
-  stop_epsilon: float = 0.0
+  stop_epsilon: float = 0.01
   capacity: Optional[int] = None
   probe_window: int = hashing.DEFAULT_PROBE_WINDOW
   solver: bool = False

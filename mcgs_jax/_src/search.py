@@ -18,8 +18,13 @@ from mcgs_jax._src import proofs
 from mcgs_jax._src import types
 from mcgs_jax._src.graph import NODE_FIELDS, Graph, ROOT_INDEX, empty_graph
 from mcgs_jax._src.options import GraphOptions
+from mcgs_jax._src.selection import masked_argmax
 
 _DEFAULT_OPTIONS = GraphOptions()
+
+# `fold_in` constant that derives the stop_leak coin from a game's selection key at
+# one depth, so the coin is independent of the key the selection rule receives.
+_LEAK_STREAM = 0x6C65616B
 
 
 @chex.dataclass(frozen=True)
@@ -34,6 +39,8 @@ class Path:
     did not fit in the graph (that edge is then not counted).
   leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
   expands: `[B]` bool, the last edge had no child when it was selected.
+  leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
+    more sample of its value (`fold_evaluations`); backup recomputes the leaf.
   """
   nodes: chex.Array
   actions: chex.Array
@@ -41,11 +48,66 @@ class Path:
   leaf: chex.Array
   leaf_is_new: chex.Array
   expands: chex.Array
+  leaf_folded: chex.Array
 
 
 def _drop_unless(condition, index, out_of_bounds):
   """`index` where `condition`, else an index that a `mode='drop'` scatter ignores."""
   return jnp.where(condition, index, out_of_bounds)
+
+
+def stops_at_transposition(graph: Graph, node, action, child, keys,
+                           options: GraphOptions):
+  """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
+  `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
+  (visits came through other parents) before it stops, where `N(child)` counts
+  `1 + sum_b N(child, b)`: the child's folded evaluations (`fold_evaluations`) are
+  left out, or a stop, which folds one more, would never let the edge catch up.
+
+  - `"catch_up"` stops there, except that with probability `stop_leak` (a coin per
+    game per depth, drawn from that game's selection key) the playout continues;
+  - `"value_lag"` stops there only when `|edge_values(n, a) - Q(n, a)| >
+    stop_epsilon`: `Q(n)` still reflects an edge value the child has since moved
+    away from. The backup that follows recomputes `n` from the live `Q(n, a)`, which
+    is the correction;
+  - `"never"` does not stop.
+
+  Args:
+    graph: the batch of graphs.
+    node, action, child: `[B]` int32, the edge and its (existing) child.
+    keys: `[B]` per-game keys of this depth.
+    options: `GraphOptions`.
+  """
+  batch = jnp.arange(graph.batch_size)
+  if options.stop_rule == "never":
+    return jnp.zeros((graph.batch_size,), jnp.bool_)
+  # k(child) = 1 without folding: then this is N(child) itself.
+  child_visits = 1 + graph.node_visits[batch, child] - graph.node_evaluations[batch, child]
+  caught_up = child_visits > graph.edge_visits[batch, node, action]
+  if options.stop_rule == "catch_up":
+    if options.stop_leak == 0:
+      return caught_up
+    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(
+        key, _LEAK_STREAM)))(keys)
+    return caught_up & ~(coins < options.stop_leak)
+  live = (graph.edge_rewards[batch, node, action]
+          + graph.edge_discounts[batch, node, action] * graph.node_values[batch, child])
+  lag = jnp.abs(graph.edge_values[batch, node, action] - live)
+  return caught_up & (lag > options.stop_epsilon)
+
+
+def _usable_actions(graph: Graph, node, actions, depth):
+  """`actions [B]`, where a rule chose an edge marked `edge_non_finite`, replaced by
+  the valid unmarked action with the highest prior logit (unchanged when there is
+  none). The built-in rules never choose such edges; this keeps rules that do not
+  mask them (custom rules, Gumbel's interior rule) from spending every playout on a
+  state that cannot be evaluated."""
+  batch = jnp.arange(graph.batch_size)
+  non_finite = graph.edge_non_finite[batch, node]                       # [B, A]
+  blocked = non_finite | (graph.root_invalid_actions & (depth == 0))
+  fallback = masked_argmax(graph.children_prior_logits[batch, node], blocked)
+  replace = non_finite[batch, actions] & jnp.any(~blocked, axis=-1)
+  return jnp.where(replace, fallback, actions)
 
 
 def select(rng_key, graph: Graph, *, root_action_selection_fn,
@@ -55,8 +117,10 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
   already on this path (cycle guard), is visited more often than the edge
-  (`N(child) > N(n, a)`, as `options.stop_rule` says), is proven (`options.solver`),
-  or at `max_depth` edges.
+  (`N(child) > N(n, a)`, as `options.stop_rule` says: `stops_at_transposition`), is
+  proven (`options.solver`), or at `max_depth` edges. An edge marked
+  `edge_non_finite` is taken only when every valid action is marked
+  (`_usable_actions`); its playout is then dropped again.
 
   Args:
     rng_key: one key; split into one per game (as mctx does).
@@ -68,13 +132,15 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
       rule, `solver` ends playouts at proven children (their value is exact).
 
   Returns:
-    `(graph, path)`: the graph with the path's nodes stamped in `path_marks`, and the
-    `Path` (its `leaf` still unset).
+    `(graph, path)`: the graph with the path's nodes stamped in `path_marks` and
+    `playouts_started` advanced, and the `Path` (its `leaf` still unset).
   """
   batch_size, capacity = graph.batch_size, graph.capacity
   batch = jnp.arange(batch_size)
   buffer_depth = min(max_depth, capacity)
-  stamp = graph.node_visits[:, ROOT_INDEX]
+  # A stamp is never reused: root visits would be (a dropped playout does not
+  # advance them), and the next playout would stop at nodes falsely on its path.
+  stamp = graph.playouts_started
   root_terminal = graph.node_terminal[:, ROOT_INDEX]
   path_marks = graph.path_marks.at[:, ROOT_INDEX].set(stamp)
 
@@ -84,6 +150,7 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
 
   def advance(carry, actions):
     depth, node, active, keys, nodes, path_actions, length, path_marks = carry
+    actions = _usable_actions(graph, node, actions, depth)
     nodes = nodes.at[:, depth].set(node)
     path_actions = path_actions.at[:, depth].set(actions)
     length = jnp.where(active, depth + 1, length)
@@ -98,9 +165,8 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
       proceed &= ~(graph.node_proven[batch, known_child] | provable)
     if options.transpositions:
       proceed &= path_marks[batch, known_child] != stamp
-      if options.stop_rule != "never":
-        proceed &= (graph.node_visits[batch, known_child]
-                    <= graph.edge_visits[batch, node, actions])
+      proceed &= ~stops_at_transposition(graph, node, actions, known_child, keys,
+                                         options)
     # One write per game, rows in order: declaring it lets XLA update the marks in
     # place; without it the table was copied at every step (measured: the per-
     # simulation cost doubled from capacity 65 to 1025). The same flags on the other
@@ -136,10 +202,12 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
   _, _, _, _, nodes, path_actions, length, path_marks = carry
   path = Path(nodes=nodes, actions=path_actions, length=length,
               leaf=jnp.where(length == 0, ROOT_INDEX, -1).astype(jnp.int32),
-              leaf_is_new=jnp.zeros((batch_size,), jnp.bool_), expands=length > 0)
+              leaf_is_new=jnp.zeros((batch_size,), jnp.bool_), expands=length > 0,
+              leaf_folded=jnp.zeros((batch_size,), jnp.bool_))
   parent, action = last_edge(path)
   path = path.replace(expands=(length > 0) & (graph.children_index[batch, parent, action] < 0))
-  return graph.replace(path_marks=path_marks), path
+  return graph.replace(path_marks=path_marks,
+                       playouts_started=graph.playouts_started + 1), path
 
 
 def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
@@ -151,10 +219,11 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
   existing node (a transposition hit); not found, a node is added, or, when the
   graph is full, nothing is and the playout stops one edge short (counted in
   `capacity_overflows`). Games whose last edge already has a child only get their
-  `path.leaf` set. With `solver`, a new terminal node is proven (value 0).
+  `path.leaf` set. With `solver`, a new terminal node is proven (value 0). See
+  `link` for non-finite evaluations and `fold_evaluations`.
 
   Returns:
-    `(graph, path)` with `path.leaf` and `path.leaf_is_new` set.
+    `(graph, path)` with `path.leaf`, `path.leaf_is_new` and `path.leaf_folded` set.
   """
   parent, action = last_edge(path)
   parent_embedding = jax.tree_util.tree_map(
@@ -173,26 +242,58 @@ def last_edge(path: Path):
   return path.nodes[batch, last], path.actions[batch, last]
 
 
+def finite_outputs(output: types.RecurrentFnOutput):
+  """`[B]` bool: `recurrent_fn`'s output for a game can be used. Reward and discount
+  must be finite; unless the discount is 0 (a terminal state, whose value and prior
+  the search never reads), so must the value and the prior logits: no NaN, no
+  +inf, and at least one finite logit (-inf is a zero prior, as an illegal action)."""
+  reward, discount = jnp.asarray(output.reward), jnp.asarray(output.discount)
+  logits = jnp.asarray(output.prior_logits)
+  step = jnp.isfinite(reward) & jnp.isfinite(discount)
+  # `logits < inf` is False for NaN too.
+  evaluation = (jnp.isfinite(jnp.asarray(output.value))
+                & jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
+  return step & ((discount == 0) | evaluation)
+
+
 def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *,
          options: GraphOptions = _DEFAULT_OPTIONS):
   """The second half of `expand`: links the last edge of every path to its child,
   given what `recurrent_fn` returned for that edge (`[B]` output, `[B, ...]`
   embedding). Reads the graph afresh, so paths linked one after another see each
-  other's new nodes. A path whose last edge was unexpanded when selected but has a
-  child now was beaten to it by another path of the same step (`num_parallel`): it
-  is dropped whole (length 0, nothing counted) and counted in
-  `parallel_collisions`, so one playout is never counted twice."""
+  other's new nodes.
+
+  Playouts dropped whole (length 0, `leaf` -1, nothing counted, so one playout is
+  never counted twice and no bad number reaches a value):
+  - a path whose last edge was unexpanded when selected but has a child now was
+    beaten to it by another path of the same step (`num_parallel`): counted in
+    `parallel_collisions`;
+  - a path whose output is not finite (`finite_outputs`): counted in
+    `non_finite_evaluations`; an unexpanded last edge gets no child and is marked
+    in `edge_non_finite`, so selection avoids it from then on.
+
+  With `options.fold_evaluations`, an evaluation of a state that already has a
+  non-terminal, unproven node (a transposition hit, or a playout that stopped at an
+  existing child) is added to that node: `k(n) += 1`, `U(n)` becomes the mean of
+  its `k(n)` evaluations (`path.leaf_folded`; backup recomputes the node), counted
+  in `folded_evaluations`. Without it that evaluation is dropped (`k(n)` stays 1).
+  """
   batch_size, capacity = graph.batch_size, graph.capacity
   batch = jnp.arange(batch_size)
   parent, action = last_edge(path)
   child = graph.children_index[batch, parent, action]
   collided = path.expands & (child >= 0)
-  path = path.replace(length=jnp.where(collided, 0, path.length))
+  non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
+  path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
   needs_node = (path.length > 0) & (child < 0)
   discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
   terminal = discount == 0
-  # A terminal state's value never reaches its parents (discount 0); store 0.
+  # A terminal state's value never reaches its parents (discount 0); store 0, and
+  # no NaN or infinite logit either (a terminal node is never expanded).
   value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
+  prior_logits = jnp.asarray(output.prior_logits, graph.children_prior_logits.dtype)
+  prior_logits = jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0,
+                           prior_logits)
   transpositions, solver = options.transpositions, options.solver
   # The table may be smaller than the window asked for (a small capacity).
   probe_window = min(options.probe_window, graph.hash_slots.shape[1])
@@ -235,8 +336,7 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
       "node_visits": 1, "raw_values": value, "node_values": value, "node_keys": key,
       "node_terminal": terminal, "node_proven": terminal & solver,
       "proven_values": 0.0, "path_marks": NODE_FIELDS["path_marks"],
-      "children_prior_logits": output.prior_logits.astype(
-          graph.children_prior_logits.dtype),
+      "node_evaluations": 1, "children_prior_logits": prior_logits,
   }
   assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
   graph = graph.replace(
@@ -246,26 +346,71 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
       edge_rewards=set_edge(graph.edge_rewards,
                             jnp.asarray(output.reward, graph.edge_rewards.dtype)),
       edge_discounts=set_edge(graph.edge_discounts, discount),
+      edge_non_finite=set_edge(graph.edge_non_finite, False).at[
+          batch, _drop_unless(non_finite & (child < 0), parent, capacity), action].set(
+              True, mode="drop"),
       hash_slots=hash_slots,
       num_nodes=graph.num_nodes + create,
       transposition_hits=graph.transposition_hits + linked,
       dropped_inserts=graph.dropped_inserts + dropped,
       capacity_overflows=graph.capacity_overflows + overflow,
-      parallel_collisions=graph.parallel_collisions + collided)
-  leaf = jnp.where(path.length == 0, jnp.where(collided, -1, ROOT_INDEX),
+      parallel_collisions=graph.parallel_collisions + collided,
+      non_finite_evaluations=graph.non_finite_evaluations + non_finite)
+  dropped_playout = collided | non_finite
+  leaf = jnp.where(path.length == 0, jnp.where(dropped_playout, -1, ROOT_INDEX),
                    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child))
-  return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create)
+  folded = jnp.zeros((batch_size,), jnp.bool_)
+  if options.fold_evaluations:
+    graph, folded = _fold_evaluation(graph, jnp.where(linked, found, child),
+                                     (path.length > 0) & (linked | (child >= 0)),
+                                     terminal, value)
+  return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create,
+                             leaf_folded=folded)
+
+
+def _fold_evaluation(graph: Graph, node, evaluated, terminal, value):
+  """Adds `value [B]`, a new evaluation of the state of the existing `node [B]`, to
+  its own value where `evaluated` (and neither the node nor the evaluation is
+  terminal, nor the node proven: those values are exact): `k(n) += 1` and `U(n)`
+  moves to the mean of the `k(n)` evaluations. Returns `(graph, folded [B])`."""
+  batch = jnp.arange(graph.batch_size)
+  known = jnp.maximum(node, 0)
+  folded = (evaluated & (node >= 0) & ~terminal & ~graph.node_terminal[batch, known]
+            & ~graph.node_proven[batch, known])
+  count = graph.node_evaluations[batch, known] + 1
+  old_mean = graph.raw_values[batch, known]
+  # Running mean; every operand is finite (non-finite evaluations never get here).
+  mean = old_mean + (value - old_mean) / count.astype(old_mean.dtype)
+  target = _drop_unless(folded, known, graph.capacity)
+  return graph.replace(
+      node_evaluations=graph.node_evaluations.at[batch, target].set(count, mode="drop"),
+      raw_values=graph.raw_values.at[batch, target].set(mean, mode="drop"),
+      folded_evaluations=graph.folded_evaluations + folded), folded
 
 
 def recompute_node(graph: Graph, node_index):
   """`(N(n), Q(n))` of one game's node from its edges (the idempotent update):
-  `N(n) = 1 + sum_a N(n, a)`, `Q(n) = (U(n) + sum_a N(n, a) Q(n, a)) / N(n)`."""
+  `N(n) = k(n) + sum_a N(n, a)`, `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a)) / N(n)`,
+  with `k(n)` its own evaluations (1 unless `fold_evaluations`)."""
+  visits, value, _ = recompute_node_and_edges(graph, node_index)
+  return visits, value
+
+
+def recompute_node_and_edges(graph: Graph, node_index):
+  """`(N(n), Q(n), [A] Q(n, a))`: `recompute_node` and the live edge values it used
+  (what backup stores in `edge_values`)."""
   edge_visits = graph.edge_visits[node_index]
-  visits = 1 + jnp.sum(edge_visits)
+  evaluations = graph.node_evaluations[node_index]
+  visits = evaluations + jnp.sum(edge_visits)
+  qvalues = graph.qvalues(node_index)
   # Unvisited edges weigh 0; where() keeps a NaN in an unexpanded slot out of the sum.
-  weighted = jnp.where(edge_visits > 0, edge_visits * graph.qvalues(node_index), 0.0)
-  value = (graph.raw_values[node_index] + jnp.sum(weighted)) / visits
-  return visits.astype(jnp.int32), value.astype(graph.node_values.dtype)
+  weighted = jnp.where(edge_visits > 0, edge_visits * qvalues, 0.0)
+  own = evaluations.astype(graph.raw_values.dtype) * graph.raw_values[node_index]
+  # max(., 1): an unused row (k = 0, read for a game off the path and then dropped)
+  # would divide 0 by 0.
+  value = (own + jnp.sum(weighted)) / jnp.maximum(visits, 1)
+  return (visits.astype(jnp.int32), value.astype(graph.node_values.dtype),
+          qvalues.astype(graph.edge_values.dtype))
 
 
 def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
@@ -288,10 +433,11 @@ def backup(graph: Graph, path: Path, *,
   """Counts the playout on its edges and recomputes every node on the path.
 
   Walks the path from its end to the root: `N(n, a) += 1` on each edge (the last one
-  only if its child exists), then the idempotent update of `n`. A playout that ended
-  at a terminal node adds one to that node's visits. With `options.solver`, each node
-  on the path is also re-proven (`mcgs_jax.proofs.prove_node`); a proven node's `Q` is its
-  proven value.
+  only if its child exists), then the idempotent update of `n`, whose edge values it
+  stores in `edge_values`. A playout that ended at a terminal node adds one to that
+  node's visits; one whose evaluation was folded into its leaf (`path.leaf_folded`)
+  recomputes the leaf first. With `options.solver`, each node on the path is also
+  re-proven (`mcgs_jax.proofs.prove_node`); a proven node's `Q` is its proven value.
   """
   batch_size, capacity = graph.batch_size, graph.capacity
   batch = jnp.arange(batch_size)
@@ -299,6 +445,13 @@ def backup(graph: Graph, path: Path, *,
   arrived = (path.leaf >= 0) & graph.node_terminal[batch, leaf] & ~path.leaf_is_new
   graph = graph.replace(node_visits=graph.node_visits.at[
       batch, _drop_unless(arrived, leaf, capacity)].add(1, mode="drop"))
+  if options.fold_evaluations:
+    visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, leaf)
+    folded = _drop_unless(path.leaf_folded, leaf, capacity)
+    graph = graph.replace(
+        node_visits=graph.node_visits.at[batch, folded].set(visits, mode="drop"),
+        node_values=graph.node_values.at[batch, folded].set(value, mode="drop"),
+        edge_values=graph.edge_values.at[batch, folded].set(edge_values, mode="drop"))
   solver = options.solver
   if solver:
     graph = _record_leaf_proof(graph, path)
@@ -313,7 +466,7 @@ def backup(graph: Graph, path: Path, *,
         batch, _drop_unless(count_edge, node, capacity), path.actions[:, depth]].add(
             1, mode="drop")
     graph = graph.replace(edge_visits=edge_visits)
-    visits, value = jax.vmap(recompute_node)(graph, node)
+    visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, node)
     target = _drop_unless(on_path, node, capacity)
     if solver:
       proven, proven_value = jax.vmap(proofs.prove_node)(graph, node)
@@ -324,7 +477,8 @@ def backup(graph: Graph, path: Path, *,
                                                                   mode="drop"))
     return graph.replace(
         node_visits=graph.node_visits.at[batch, target].set(visits, mode="drop"),
-        node_values=graph.node_values.at[batch, target].set(value, mode="drop"))
+        node_values=graph.node_values.at[batch, target].set(value, mode="drop"),
+        edge_values=graph.edge_values.at[batch, target].set(edge_values, mode="drop"))
 
   return jax.lax.fori_loop(0, longest, update, graph)
 
@@ -396,9 +550,24 @@ def _continue(graph: Graph, fresh: Graph, root: types.RootFnOutput, invalid_acti
       root_invalid_actions=fresh.root_invalid_actions,
       node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(
           fresh.node_terminal[:, ROOT_INDEX]),
-      # Old stamps could equal the root's visit count again: clear them.
+      # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
+      # that a graph edited by hand (or from an older version) starts clean.
       path_marks=jnp.full_like(graph.path_marks, -1),
       extra_data=extra_data)
+
+
+def finite_root(root: types.RootFnOutput, invalid_actions):
+  """`(root, non_finite [B] bool)`: the root with a non-finite value taken as 0 and
+  prior logits holding a NaN or +inf, or no finite entry, taken as uniform over the
+  valid actions, and which games needed either."""
+  value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
+  bad_value = ~jnp.isfinite(value)
+  # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
+  bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
+  uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
+  return (root.replace(value=jnp.where(bad_value, 0.0, value).astype(value.dtype),
+                       prior_logits=jnp.where(bad_logits[:, None], uniform, logits)),
+          bad_value | bad_logits)
 
 
 def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
@@ -421,7 +590,8 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
     max_depth: most edges in one playout (default: `num_simulations`, as mctx).
     invalid_actions: `[B, A]` bool, actions the root may not choose. A row that is
       all True makes that root terminal: nothing is expanded, every playout ends at
-      the root, and its visit counts stay zero.
+      the root, and its visit counts stay zero. A non-finite root value or prior is
+      replaced (`finite_root`) and counted in `non_finite_roots`.
     options: `GraphOptions` (transpositions, key, stop rule, capacity, probe
       window, solver, parallel playouts, folding of evaluations). `capacity`
       defaults to `num_simulations + 1`, or to the capacity of `graph`.
@@ -463,6 +633,7 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
   capacity = checks.check_int("capacity", num_simulations + 1 if capacity is None
                               else capacity, minimum=2)
   invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
+  root, root_non_finite = finite_root(root, invalid_actions)
   if transpositions:
     root_key = checks.check_key(options.resolved_hash_fn(root.embedding), batch_size)
     num_slots = hashing.num_slots_for(capacity)
@@ -474,6 +645,7 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
                       value_bounds=options.value_bounds, extra_data=extra_data)
   graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions,
                                                 extra_data)
+  graph = graph.replace(non_finite_roots=graph.non_finite_roots + root_non_finite)
 
   def simulate(unused_index, carry):
     rng_key, graph = carry

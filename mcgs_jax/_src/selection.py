@@ -29,9 +29,10 @@ def masked_argmax(scores, invalid_actions):
 
 
 def excluded_actions(graph: Graph, node_index, depth, solver: bool):
-  """`[A]` bool: the root's invalid actions at depth 0, and with `solver` the proven
-  edges not worth a playout (`mcgs_jax.proofs.excluded_edges`)."""
-  excluded = graph.root_invalid_actions & (depth == 0)
+  """`[A]` bool: the root's invalid actions at depth 0, edges whose evaluation was
+  not finite (`graph.edge_non_finite`), and with `solver` the proven edges not worth
+  a playout (`mcgs_jax.proofs.excluded_edges`)."""
+  excluded = (graph.root_invalid_actions & (depth == 0)) | graph.edge_non_finite[node_index]
   if solver:
     excluded |= proofs.excluded_edges(graph, node_index)
   return excluded
