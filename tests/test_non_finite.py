@@ -166,3 +166,17 @@ def test_non_finite_root_logits_are_counted_and_replaced(policy):
   assert int(graph.edge_visits[SICK_GAME, 0, 2]) == 0
   check_graph(graph, SIMS, tree_mode=False)
   assert np.all(np.isfinite(np.asarray(out.action_weights)))
+
+
+def test_gumbel_weights_stay_finite_with_a_nan_root_logit():
+  """Gumbel builds its weights from the root logits: a NaN there is replaced (uniform
+  over valid actions) and counted, and the other games keep their results."""
+  root_fn, recurrent_fn = commuting_game()
+  clean = root_fn(4)
+  bad = clean.replace(prior_logits=clean.prior_logits.at[1, 0].set(jnp.nan))
+  out_bad = mg.gumbel_muzero_policy(None, jax.random.PRNGKey(0), bad, recurrent_fn, 16)
+  out_clean = mg.gumbel_muzero_policy(None, jax.random.PRNGKey(0), clean, recurrent_fn, 16)
+  assert np.isfinite(np.asarray(out_bad.action_weights)).all()
+  np.testing.assert_array_equal(out_bad.search_graph.non_finite_roots, [0, 1, 0, 0])
+  for game in (0, 2, 3):
+    np.testing.assert_array_equal(out_bad.action_weights[game], out_clean.action_weights[game])

@@ -42,6 +42,7 @@ import numpy as np
 
 from mcgs_jax._src import checks, qtransforms, runner, types
 from mcgs_jax._src import options as options_lib
+from mcgs_jax._src import search as search_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax._src.selection import excluded_actions, masked_argmax
@@ -262,12 +263,15 @@ def gumbel_muzero_policy(params: types.Params, rng_key: chex.PRNGKey,
   """
   options = options_lib.from_keywords("gumbel_muzero_policy", graph_options)
   root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  # The weights below read the root logits: a NaN there must not reach them (the
+  # search replaces and counts it the same way, in `non_finite_roots`).
+  finite, _ = search_lib.finite_root(root, invalid_actions)
   batch_size, num_actions = invalid_actions.shape
   max_num_considered_actions = checks.check_int(
       "max_num_considered_actions", max_num_considered_actions, minimum=1)
   _check_gumbel_scale(gumbel_scale)
 
-  logits = mask_invalid_actions(root.prior_logits, invalid_actions)
+  logits = mask_invalid_actions(finite.prior_logits, invalid_actions)
   rng_key, gumbel_key = jax.random.split(rng_key)
   gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
 

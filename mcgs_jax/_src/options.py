@@ -66,7 +66,7 @@ class GraphOptions:
   """
   hash_fn: Optional[types.HashFn] = None
   transpositions: bool = True
-  stop_rule: str = "catch_up"
+  stop_rule: str = "never"
   stop_leak: float = 0.0
   stop_epsilon: float = 0.01
   capacity: Optional[int] = None
