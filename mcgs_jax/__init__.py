@@ -27,6 +27,8 @@ from mcgs_jax._src.qtransforms import (
 from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.search import search
 from mcgs_jax._src.selection import muzero_action_selection, uct_action_selection
+from mcgs_jax._src.stochastic import stochastic_muzero_policy
+from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
 from mcgs_jax._src.types import (
     HashFn,
     InteriorActionSelectionFn,
@@ -46,6 +48,8 @@ UNVISITED = UNEXPANDED  # mctx's name of the child index of an unexpanded edge
 __version__ = "0.2.0"
 
 __all__ = [
+    "ChanceRecurrentFnOutput",
+    "DecisionRecurrentFnOutput",
     "Graph",
     "GraphOptions",
     "GumbelMuZeroExtraData",
@@ -76,6 +80,7 @@ __all__ = [
     "qtransform_completed_by_mix_value",
     "reroot",
     "search",
+    "stochastic_muzero_policy",
     "uct_action_selection",
     "uct_policy",
 ]

@@ -10,6 +10,8 @@ commands:
   arena    a match between two search agents: score and Elo (default: graph against
            tree on connect four; see `mcgs-jax arena -h`)
   bench    speed of mcgs_jax against mctx on a pgx game (see `mcgs-jax bench -h`)
+  play     single-player games with chance (2048) by Stochastic MuZero search, graph
+           and tree side by side (see `mcgs-jax play -h`)
   search   search positions and print root tables (see `mcgs-jax search -h`)
   train    the AlphaZero training loop (see `mcgs-jax train -h`)
 
@@ -61,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(USAGE, end="")
     return 0 if args else 2
   command, rest = args[0], args[1:]
-  if command not in ("arena", "bench", "search", "train"):
+  if command not in ("arena", "bench", "play", "search", "train"):
     print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
   if use_cache and os.environ.get("MCGS_JAX_NO_CACHE", "") in ("", "0"):
@@ -93,6 +95,9 @@ def _run(command: str, rest: list[str]) -> int:
   if command == "search":
     from mcgs_jax.apps import search_command  # pylint: disable=import-outside-toplevel
     return search_command.main(rest)
+  if command == "play":
+    from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+    return play_command.main(rest)
   from mcgs_jax.apps import train  # pylint: disable=import-outside-toplevel
   result = train.main(rest)
   return int(result or 0)
