@@ -42,7 +42,7 @@ def play_part(args):
     config = play_command.PlayConfig(
         num_games=games, num_simulations=num_simulations, evaluator=args.evaluator,
         rollout_steps=args.rollout_steps, modes=tuple(args.modes), max_moves=args.max_moves,
-        seed=args.seed)
+        seed=args.seed, stop_rule=args.stop_rule)
     result = play_command.play_games(config, progress=True)
     print(play_command.format_results(result), flush=True)
     rows.append(result)
@@ -78,7 +78,8 @@ def speed_part(args):
           None, key, game.root(None, key, boards), game.decision_recurrent_fn,
           game.chance_recurrent_fn, num_simulations,
           invalid_actions=game.invalid_actions(boards), transpositions=transpositions,
-          hash_fn=game.hash_fn, afterstate_hash_fn=game.afterstate_hash_fn)
+          hash_fn=game.hash_fn, afterstate_hash_fn=game.afterstate_hash_fn,
+          **_graph_keywords(args))
       return out.action, out.search_graph.num_nodes, out.search_graph.transposition_hits
     return run
 
@@ -94,7 +95,8 @@ def speed_part(args):
     return out.action, nodes, jax.numpy.zeros_like(nodes)
 
   rows = []
-  for name, run in (("mctx", theirs), ("tree", ours(False)), ("graph", ours(True))):
+  runs = {"mctx": theirs, "tree": ours(False), "graph": ours(True)}
+  for name, run in ((name, runs[name]) for name in args.modes):
     start = time.perf_counter()
     _, nodes, hits = jax.block_until_ready(run(jax.random.PRNGKey(0)))
     compile_seconds = time.perf_counter() - start
@@ -107,13 +109,14 @@ def speed_part(args):
                  float(np.mean(nodes)), float(np.mean(hits))))
     print(f"{name}: {np.median(times):.3f} s per search (median of {args.repeats}), "
           f"first call {compile_seconds:.1f} s", flush=True)
-  base = rows[0][1]
+  base = rows[0][1]  # the first of --modes (mctx by default)
   print("\n| policy | B | S | seconds per search | vs mctx | first call (compile) | "
         "nodes | transposition hits |")
   print("|---|---|---|---|---|---|---|---|")
   for name, seconds, compile_seconds, nodes, hits in rows:
     print(f"| {name} | {batch_size} | {num_simulations} | {seconds:.3f} | "
           f"{seconds / base:.2f}x | {compile_seconds:.1f} s | {nodes:.1f} | {hits:.1f} |")
+  print(f"(stop_rule: {args.stop_rule or 'library default'})")
   return rows
 
 
@@ -129,14 +132,14 @@ def convergence_part(args):
         f"{expectimax.solver(2).num_states} states solved", flush=True)
   rows = []
   for num_simulations in args.convergence_simulations:
-    for mode in ("graph", "tree"):
+    for mode in [mode for mode in ("graph", "tree") if mode in args.modes]:
       run = jax.jit(lambda key, s=num_simulations, graph=mode == "graph":
                     stochastic_muzero_policy(
                         None, key, game.root(None, key, boards), game.decision_recurrent_fn,
                         game.chance_recurrent_fn, s,
                         invalid_actions=game.invalid_actions(boards), transpositions=graph,
                         hash_fn=game.hash_fn, afterstate_hash_fn=game.afterstate_hash_fn,
-                        dirichlet_fraction=0.0))
+                        dirichlet_fraction=0.0, **_graph_keywords(args)))
       out = run(jax.random.PRNGKey(1))
       summary = out.search_graph.summary()
       chosen = np.argmax(np.asarray(summary.visit_counts), axis=-1)
@@ -155,6 +158,10 @@ def convergence_part(args):
   return rows
 
 
+def _graph_keywords(args):
+  return {} if args.stop_rule is None else {"stop_rule": args.stop_rule}
+
+
 def _ints(text):
   return [int(x) for x in text.split(",") if x]
 
@@ -169,6 +176,8 @@ def main():
   parser.add_argument("--rollout-steps", type=int, default=16)
   parser.add_argument("--modes", default="graph,tree,mctx")
   parser.add_argument("--max-moves", type=int, default=None)
+  parser.add_argument("--stop-rule", choices=("catch_up", "value_lag", "never"),
+                      help="graph mode's stop_rule (default: the library's)")
   parser.add_argument("--speed-batch", type=int, default=1024)
   parser.add_argument("--speed-simulations", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=5)

@@ -53,6 +53,7 @@ class PlayConfig:
   reuse: graph and tree modes keep their graph from move to move, rerooted by the
     move played and then by the tile that fell (`reroot` twice), with capacity
     `4 * num_simulations + 1`.
+  stop_rule: the graph mode's `stop_rule` (None: the library's default).
   """
   size: int = 4
   num_games: int = 32
@@ -63,6 +64,7 @@ class PlayConfig:
   max_moves: Optional[int] = None
   seed: int = 0
   reuse: bool = False
+  stop_rule: Optional[str] = None
 
 
 def _evaluator(config: PlayConfig):
@@ -95,6 +97,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   game = play2048.make_2048(evaluator, size=config.size,
                             reward_on="chance" if mode == "mctx" else "decision")
   keep_graph = config.reuse and mode != "mctx"
+  graph_keywords = {} if config.stop_rule is None else {"stop_rule": config.stop_rule}
   capacity = 4 * config.num_simulations + 1 if keep_graph else None
 
   def search(key, boards, graph):
@@ -114,7 +117,8 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
     out = stochastic_muzero_policy(
         *arguments, invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0,
         transpositions=mode == "graph", hash_fn=game.hash_fn,
-        afterstate_hash_fn=game.afterstate_hash_fn, capacity=capacity, graph=graph)
+        afterstate_hash_fn=game.afterstate_hash_fn, capacity=capacity, graph=graph,
+        **graph_keywords)
     graph = out.search_graph
     return out.action, graph.num_nodes, graph.transposition_hits, graph
 
@@ -229,7 +233,8 @@ def format_results(result: dict) -> str:
            f"Stochastic MuZero with {config['num_simulations']} simulations per move, "
            f"{result['evaluator']} evaluator"
            + (f", at most {config['max_moves']} moves" if config["max_moves"] else "")
-           + (", graph kept between moves" if config.get("reuse") else ""),
+           + (", graph kept between moves" if config.get("reuse") else "")
+           + (f", stop_rule {config['stop_rule']}" if config.get("stop_rule") else ""),
            f"{'mode':<6}{'mean score':>11}  {'95% interval':>17}  {'moves':>7}  "
            f"{'finished':>8}  {'nodes/move':>10}  {'hits/move':>9}  {'carried':>7}  "
            f"{'time':>7}"]
@@ -324,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stop every game after this many moves (default: play to "
                            "the end)")
   parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument("--stop-rule", choices=("catch_up", "value_lag", "never"),
+                      help="graph mode's stop_rule (default: the library's)")
   parser.add_argument("--reuse", action="store_true",
                       help="graph and tree modes keep their graph between moves, "
                            "rerooted by the move and the new tile ('carried': root "
@@ -346,7 +353,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   config = PlayConfig(size=args.game, num_games=args.games,
                       num_simulations=args.simulations, evaluator=args.evaluator,
                       rollout_steps=args.rollout_steps, modes=tuple(args.modes),
-                      max_moves=args.max_moves, seed=args.seed, reuse=args.reuse)
+                      max_moves=args.max_moves, seed=args.seed, reuse=args.reuse,
+                      stop_rule=args.stop_rule)
   result = play_games(config, progress=sys.stderr.isatty() or not args.json)
   if args.plot:
     save_plot(args.plot, result)
