@@ -118,7 +118,7 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
           assert incoming[node] >= visits, "more passes through a node than edges into it"
     exact = [0] + list(q_exact_nodes(game) if q_exact_nodes else [])
     if tree_mode:
-      exact = range(used)
+      exact = list(range(used))
     if not check_values:
       exact = []
     for node in exact:

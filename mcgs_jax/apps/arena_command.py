@@ -32,6 +32,7 @@ import json
 import math
 import os
 import sys
+from typing import Any
 from collections.abc import Sequence
 
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
@@ -39,8 +40,8 @@ from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
 EVALUATORS = EVALUATOR_NAMES  # "network" needs --a-checkpoint / --b-checkpoint
-DEFAULTS = dict(game="connect_four", policy="uct", evaluator="rollout", simulations=512,
-                games=128, openings=3)
+DEFAULTS: dict[str, Any] = dict(game="connect_four", policy="uct", evaluator="rollout",
+                                simulations=512, games=128, openings=3)
 
 
 _positive_int = int_at_least(1)
@@ -135,8 +136,8 @@ def _simulations(args, side: str) -> int:
   default."""
   for value in (getattr(args, f"{side}_simulations"), args.simulations):
     if value is not None:
-      return value
-  return DEFAULTS["simulations"]
+      return int(value)
+  return int(DEFAULTS["simulations"])
 
 
 def _check_parallel(args, side: str) -> None:

@@ -25,7 +25,7 @@ import json
 import math
 import sys
 import time
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -97,7 +97,8 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   game = play2048.make_2048(evaluator, size=config.size,
                             reward_on="chance" if mode == "mctx" else "decision")
   keep_graph = config.reuse and mode != "mctx"
-  graph_keywords = {} if config.stop_rule is None else {"stop_rule": config.stop_rule}
+  graph_keywords: dict[str, Any] = ({} if config.stop_rule is None
+                                    else {"stop_rule": config.stop_rule})
   capacity = 4 * config.num_simulations + 1 if keep_graph else None
 
   def search(key, boards, graph):

@@ -464,15 +464,15 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     entry["selfplay_s"] = time.perf_counter() - start
 
     metrics = []
-    start = None
+    train_start: float | None = None
     for _ in range(config.train_steps):
       batch = buffer.sample(rng, config.train_batch_size)
-      if iteration == 1 and start is None:
+      if iteration == 1 and train_start is None:
         compile_start = time.perf_counter()
         train_step = train_step.lower(params, opt_state, batch).compile()
         entry["compile_s"] += time.perf_counter() - compile_start
-      if start is None:
-        start = time.perf_counter()
+      if train_start is None:
+        train_start = time.perf_counter()
       params, opt_state, step_metrics = train_step(params, opt_state, batch)
       metrics.append(step_metrics)
     metrics = jax.device_get(metrics)
@@ -480,7 +480,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
       entry[name] = float(np.mean([m[name] for m in metrics]))
     entry["first_loss"] = float(metrics[0]["loss"])
     entry["last_loss"] = float(metrics[-1]["loss"])
-    entry["train_s"] = time.perf_counter() - start if start is not None else 0.0
+    entry["train_s"] = time.perf_counter() - train_start if train_start is not None else 0.0
 
     if config.checkpoint_dir and _wants_checkpoint(config, iteration):
       entry["checkpoint"] = save_checkpoint(

@@ -79,10 +79,9 @@ def parse_heaps(text: str) -> tuple[int, ...]:
     except ValueError:
       raise ValueError(f"heaps must be integers, got {part.strip()!r} in "
                        f"{text!r}") from None
-  heaps = tuple(heaps)
   if not heaps or min(heaps) < 0 or max(heaps) < 1:
     raise ValueError(f"heaps must be non-negative with at least one stone, got {text!r}")
-  return heaps
+  return tuple(heaps)
 
 
 def _select(pred, on_true, on_false):
