@@ -315,3 +315,16 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   assert int(graph.num_nodes[0]) == 1 and int(np.sum(graph.edge_visits[0])) == 0
   np.testing.assert_allclose(weights[1].sum(), 1.0, rtol=1e-5)
   assert not invalid[1, int(out.action[1])]
+
+
+def test_make_game_2048_returns_the_game_with_chance():
+  """`make_game("2048")` hands back what `stochastic_muzero_policy` takes (2048 split
+  at its afterstate), on pgx's 4x4 board or on a smaller one."""
+  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+
+  game = adapter.make_game("2048")
+  assert isinstance(game, play2048.Stochastic2048)
+  assert (game.size, game.num_chance_outcomes) == (4, 32)
+  assert adapter.make_game("2048:3").size == 3
+  with pytest.raises(ValueError, match="2048"):
+    adapter.make_game("2049")

@@ -50,7 +50,7 @@ from mcgs_jax.games import evaluators
 from mcgs_jax.games.keys import SUPPORTED_ENV_IDS
 
 # Every name `make_game` accepts (Nim and the DAG game take arguments after a colon).
-SUPPORTED_GAMES = ("nim", "dag") + tuple(SUPPORTED_ENV_IDS)
+SUPPORTED_GAMES = ("nim", "dag", "2048") + tuple(SUPPORTED_ENV_IDS)
 
 _DAG_ARGUMENT_NAMES = {"actions": "num_actions", "num_actions": "num_actions",
                        "depth": "depth", "width": "width", "seed": "seed",
@@ -224,8 +224,13 @@ def _env_from_spec(spec: str):
 
 
 def make_game(game, evaluator: Optional[Callable] = None, *,
-              lanes: int = hashing.DEFAULT_LANES) -> Game:
+              lanes: int = hashing.DEFAULT_LANES) -> Any:
   """Builds a `Game` from a spec string or an env object.
+
+  `"2048"` (or `"2048:SIZE"`) is a game with chance: it returns the
+  `mcgs_jax.games.play2048.Stochastic2048` that `stochastic_muzero_policy` takes
+  (its two recurrent functions, both keys, and the halves of a step), with an
+  `Evaluator2048` as `evaluator`.
 
   Args:
     game: a spec string (`"connect_four"`, `"tic_tac_toe"`, `"nim:3,4,5"`,
@@ -239,6 +244,9 @@ def make_game(game, evaluator: Optional[Callable] = None, *,
     ValueError: for an unknown or malformed spec, or a game without a transposition
       key.
   """
+  if isinstance(game, str) and game.partition(":")[0] == "2048":
+    from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+    return play2048.make_from_spec(game, evaluator)
   if isinstance(game, str):
     env = _env_from_spec(game)
   else:
