@@ -246,7 +246,7 @@ def make_game(game, evaluator: Optional[Callable] = None, *,
   """
   if isinstance(game, str) and game.partition(":")[0] == "2048":
     from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
-    return play2048.make_from_spec(game, evaluator)
+    return play2048.make_from_spec(game, evaluator)  # type: ignore[arg-type]
   if isinstance(game, str):
     env = _env_from_spec(game)
   else:
