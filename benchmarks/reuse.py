@@ -7,8 +7,6 @@ prints the markdown rows recorded in benchmarks/RESULTS.md, and the time of one
 Usage: python benchmarks/reuse.py
 """
 
-import os
-import sys
 import time
 
 import jax
@@ -17,9 +15,9 @@ import numpy as np
 import mcgs_jax as mg
 from mcgs_jax.games.adapter import make_game
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))
-from test_reuse import jitted_reroot, make_self_play  # pylint: disable=wrong-import-position
+from mcgs_jax.testing import make_self_play
+
+jitted_reroot = jax.jit(mg.reroot)
 
 def measure(game_name="connect_four", *, batch_size=8, num_simulations=128,
             capacity=1024, max_moves=42, seed=0, transpositions=True):

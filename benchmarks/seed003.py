@@ -26,7 +26,6 @@ Usage:
 import argparse
 import datetime
 import os
-import sys
 import time
 
 import jax
@@ -38,9 +37,9 @@ from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 
+from mcgs_jax.testing import check_graph
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))
-from mcgs_jax.testing import check_graph  # pylint: disable=wrong-import-position
 
 MAX_SIMULATIONS = 400
 C = 1.41

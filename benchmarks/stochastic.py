@@ -29,7 +29,6 @@ import jax
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
 from mcgs_jax._src.stochastic import stochastic_muzero_policy  # noqa: E402
 from mcgs_jax.apps import play_command  # noqa: E402

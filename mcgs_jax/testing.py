@@ -12,13 +12,16 @@ transpositions. After `horizon` moves the game ends with a reward that depends o
 total. Priors and values are fixed pseudo-random functions of the state.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mcgs_jax._src.policies import muzero_policy
+from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.graph import COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 
-__all__ = ["check_graph", "commuting_game", "node_formula", "to_numpy"]
+__all__ = ["check_graph", "commuting_game", "make_self_play", "node_formula", "to_numpy"]
 
 
 def node_formula(graph_np, game, node, *, stored_edge_values=False):
@@ -164,3 +167,41 @@ def commuting_game(num_actions=3, modulus=11, horizon=6):
                            embedding={"total": total, "steps": steps})
 
   return root, recurrent_fn
+
+
+def make_self_play(game_name, *, batch_size, num_simulations, capacity,
+                   transpositions=True):
+  """`(init, step)`: a jitted self-play step that continues the rerooted graph.
+
+  `init(key)` gives the states and a graph whose games are all empty (any graph
+  with `num_nodes == 0` is replaced by a fresh one), so `step` compiles once.
+  `step(key, state, graph) -> (state, graph, action, carried, legal)`, where
+  `carried` `[B]` is the root visits the search started from (0 for a fresh root).
+  """
+  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+
+  game = make_game(game_name)
+
+  def policy(key, state, graph):
+    finished = state.terminated | state.truncated
+    invalid = game.invalid_actions(state) | finished[:, None]
+    root = game.root(None, key, state)
+    return muzero_policy(None, key, root, game.recurrent_fn, num_simulations,
+                            invalid_actions=invalid, hash_fn=game.hash_fn,
+                            transpositions=transpositions, capacity=capacity,
+                            graph=graph), finished
+
+  @jax.jit
+  def step(key, state, graph):
+    carried = graph.node_visits[:, 0]
+    out, finished = policy(key, state, graph)
+    legal = state.legal_action_mask[jnp.arange(batch_size), out.action] | finished
+    new_state = game.step(state, out.action)
+    return new_state, reroot(out.search_graph, out.action), out.action, carried, legal
+
+  def init(key):
+    state = game.init(key, batch_size)
+    shapes = jax.eval_shape(lambda k, s: policy(k, s, None)[0].search_graph, key, state)
+    return state, empty_like(shapes)
+
+  return game, init, step

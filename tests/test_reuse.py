@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from mcgs_jax.testing import check_graph, node_formula, to_numpy
+from mcgs_jax.testing import make_self_play, check_graph, node_formula, to_numpy
 from mcgs_jax._src import hashing
-from mcgs_jax._src.reuse import empty_like, reachable_nodes, reroot
+from mcgs_jax._src.reuse import reachable_nodes, reroot
 from mcgs_jax.testing import commuting_game
 
 ROOT, RECURRENT = commuting_game()
@@ -324,43 +324,6 @@ def test_reachable_nodes_follows_cycles_and_skips_inactive_games():
 
 
 # --- Self-play with reuse on pgx games ---------------------------------------------
-
-def make_self_play(game_name, *, batch_size, num_simulations, capacity,
-                   transpositions=True):
-  """`(init, step)`: a jitted self-play step that continues the rerooted graph.
-
-  `init(key)` gives the states and a graph whose games are all empty (any graph
-  with `num_nodes == 0` is replaced by a fresh one), so `step` compiles once.
-  `step(key, state, graph) -> (state, graph, action, carried, legal)`, where
-  `carried` `[B]` is the root visits the search started from (0 for a fresh root).
-  """
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
-  game = make_game(game_name)
-
-  def policy(key, state, graph):
-    finished = state.terminated | state.truncated
-    invalid = game.invalid_actions(state) | finished[:, None]
-    root = game.root(None, key, state)
-    return mg.muzero_policy(None, key, root, game.recurrent_fn, num_simulations,
-                            invalid_actions=invalid, hash_fn=game.hash_fn,
-                            transpositions=transpositions, capacity=capacity,
-                            graph=graph), finished
-
-  @jax.jit
-  def step(key, state, graph):
-    carried = graph.node_visits[:, 0]
-    out, finished = policy(key, state, graph)
-    legal = state.legal_action_mask[jnp.arange(batch_size), out.action] | finished
-    new_state = game.step(state, out.action)
-    return new_state, reroot(out.search_graph, out.action), out.action, carried, legal
-
-  def init(key):
-    state = game.init(key, batch_size)
-    shapes = jax.eval_shape(lambda k, s: policy(k, s, None)[0].search_graph, key, state)
-    return state, empty_like(shapes)
-
-  return game, init, step
-
 
 def test_tic_tac_toe_self_play_with_reuse():
   batch_size = 8
