@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 
 import jax
