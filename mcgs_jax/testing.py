@@ -52,12 +52,15 @@ def to_numpy(graph):
 
 
 def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1e-5,
-                check_values=True, playouts_stop_early=False):
+                check_values=True, playouts_stop_early=False, continued=False):
   """Asserts the invariants of every game of a searched graph.
 
   `q_exact_nodes(game)` lists the nodes whose Q must equal the formula (in graph mode
   other nodes may hold a Q computed before a shared child changed); the root always.
   `num_simulations=None` skips the root count (a continued graph holds more).
+  `continued=True` also skips, in graph mode, the check that a node has no more
+  visits than passes through its incoming edges: after `reroot` a kept node's
+  visits may have come partly through parents that were dropped.
   `check_values=False` skips Q (a self-loop makes the formula read its own result).
   `playouts_stop_early`: in tree mode, playouts cut by `max_depth` or a full graph
   count an edge without entering its child, so a child may have fewer visits than
@@ -117,7 +120,7 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
       if node:
         if tree_mode and not playouts_stop_early:
           assert incoming[node] == visits, "tree mode: N(child) must equal N(parent, a)"
-        else:
+        elif not continued:
           assert incoming[node] >= visits, "more passes through a node than edges into it"
     exact = [0] + list(q_exact_nodes(game) if q_exact_nodes else [])
     if tree_mode:

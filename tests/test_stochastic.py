@@ -80,11 +80,12 @@ def toy_search(key, root, *, num_simulations, transpositions, num_parallel=1,
       graph=graph)
 
 
-def check_stochastic_graph(graph, num_simulations, *, tree_mode, playouts_stop_early=False):
+def check_stochastic_graph(graph, num_simulations, *, tree_mode, playouts_stop_early=False,
+                           continued=False):
   """`check_graph`, and: levels alternate, decision nodes use only the `A` action
   columns and chance nodes only the `C` outcome columns."""
   check_graph(graph, num_simulations, tree_mode=tree_mode,
-              playouts_stop_early=playouts_stop_early)
+              playouts_stop_early=playouts_stop_early, continued=continued)
   children = np.asarray(graph.children_index)
   is_decision = np.asarray(graph.embeddings.is_decision_node)
   used = np.arange(children.shape[1])[None] < np.asarray(graph.num_nodes)[:, None]
@@ -229,7 +230,7 @@ def test_reuse_by_action_then_outcome():
                            embedding=state)
   second = toy_search(KEY, next_root, num_simulations=num_simulations, transpositions=True,
                       capacity=capacity, graph=rerooted)
-  check_stochastic_graph(second.search_graph, None, tree_mode=False)
+  check_stochastic_graph(second.search_graph, None, tree_mode=False, continued=True)
   root_visits = np.asarray(second.search_graph.node_visits[:, 0])
   expected = np.asarray(kept_visits) + num_simulations
   kept = np.asarray(rerooted.num_nodes) > 0
