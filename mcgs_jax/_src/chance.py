@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import selection
+from mcgs_jax._src import checks, selection
 from mcgs_jax._src import types
 from mcgs_jax._src.graph import EDGE_FIELDS, Graph
 from mcgs_jax._src.stochastic_types import StochasticRecurrentState
@@ -163,16 +163,6 @@ def make_recurrent_fn(decision_recurrent_fn, chance_recurrent_fn, *, num_actions
   return recurrent_fn
 
 
-def _checked_key(name: str, key, batch_size: int):
-  shape = _shape(key)
-  if len(shape) != 2 or shape[0] != batch_size or shape[1] < 1:
-    raise ValueError(f"{name} must return uint32 [B, L] with B = {batch_size} and L >= 1, "
-                     f"got shape {shape}")
-  if jnp.result_type(key) != jnp.uint32:
-    raise TypeError(f"{name} must return uint32 [B, L], got dtype {jnp.result_type(key)}")
-  return key
-
-
 def make_key_fn(hash_fn: Callable, afterstate_hash_fn: Callable) -> types.HashFn:
   """The key of a `StochasticRecurrentState`: `hash_fn(state)` at a decision node,
   `afterstate_hash_fn(afterstate)` at a chance node (the shorter padded with zero
@@ -182,10 +172,9 @@ def make_key_fn(hash_fn: Callable, afterstate_hash_fn: Callable) -> types.HashFn
   def key_fn(embedding: StochasticRecurrentState):
     is_decision = embedding.is_decision_node
     batch_size = is_decision.shape[0]
-    state_key = _checked_key("hash_fn", hash_fn(embedding.state_embedding), batch_size)
-    afterstate_key = _checked_key("afterstate_hash_fn",
-                                  afterstate_hash_fn(embedding.afterstate_embedding),
-                                  batch_size)
+    state_key = checks.check_key(hash_fn(embedding.state_embedding), batch_size, "hash_fn")
+    afterstate_key = checks.check_key(afterstate_hash_fn(embedding.afterstate_embedding),
+                                      batch_size, "afterstate_hash_fn")
     lanes = max(state_key.shape[1], afterstate_key.shape[1])
     pad = lambda key: jnp.pad(key, ((0, 0), (0, lanes - key.shape[1])))
     key = jnp.where(is_decision[:, None], pad(state_key), pad(afterstate_key))

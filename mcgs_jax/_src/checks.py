@@ -77,12 +77,12 @@ def check_recurrent_output(output, new_embedding, node_embedding, batch_size: in
                        f"{_shape(new)}; root.embedding has {_shape(old)}")
 
 
-def check_key(key, batch_size: int):
-  """Checks a `hash_fn` result: uint32 `[B, L]` with L >= 1."""
+def check_key(key, batch_size: int, name: str = "hash_fn"):
+  """Checks what a key function (`name`) returned: uint32 `[B, L]` with L >= 1."""
   shape = _shape(key)
   if len(shape) != 2 or shape[0] != batch_size or shape[1] < 1:
-    raise ValueError(f"hash_fn must return uint32 [B, L] with B = {batch_size} and L >= 1, "
+    raise ValueError(f"{name} must return uint32 [B, L] with B = {batch_size} and L >= 1, "
                      f"got shape {shape}")
   if jnp.result_type(key) != jnp.uint32:
-    raise TypeError(f"hash_fn must return uint32 [B, L], got dtype {jnp.result_type(key)}")
+    raise TypeError(f"{name} must return uint32 [B, L], got dtype {jnp.result_type(key)}")
   return key
