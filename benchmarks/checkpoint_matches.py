@@ -55,24 +55,33 @@ def parse_matches(text: str):
 def format_row(label: str, result) -> str:
   score_low, score_high = result.score_ci95
   elo_low, elo_high = result.elo_ci95
-  return (f"| {label} | {result.wins}-{result.draws}-{result.losses} | "
-          f"{result.score:.2f} ({score_low:.2f}, {score_high:.2f}) | "
-          f"{result.elo:+.0f} ({elo_low:+.0f}, {elo_high:+.0f}) |")
+  return (
+    f"| {label} | {result.wins}-{result.draws}-{result.losses} | "
+    f"{result.score:.2f} ({score_low:.2f}, {score_high:.2f}) | "
+    f"{result.elo:+.0f} ({elo_low:+.0f}, {elo_high:+.0f}) |"
+  )
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--game", default="connect_four")
   parser.add_argument("--checkpoint-dir", help="where iteration_XXXX.msgpack files are")
-  parser.add_argument("--matches", required=True,
-                      help="comma-separated A:B, each side 'uniform', an iteration "
-                           "number or a checkpoint path")
+  parser.add_argument(
+    "--matches",
+    required=True,
+    help="comma-separated A:B, each side 'uniform', an iteration number or a checkpoint path",
+  )
   parser.add_argument("--games", type=int, default=400)
   parser.add_argument("--simulations", type=int, default=32)
-  parser.add_argument("--policy", default="muzero", choices=train.TRAINING_POLICIES,
-                      help="the network agents' policy (the run's --policy)")
-  parser.add_argument("--openings", type=int, default=2,
-                      help="random opening plies (the training arena's: 2)")
+  parser.add_argument(
+    "--policy",
+    default="muzero",
+    choices=train.TRAINING_POLICIES,
+    help="the network agents' policy (the run's --policy)",
+  )
+  parser.add_argument(
+    "--openings", type=int, default=2, help="random opening plies (the training arena's: 2)"
+  )
   parser.add_argument("--seed", type=int, default=7)
   args = parser.parse_args(argv)
   try:
@@ -90,9 +99,12 @@ def main(argv=None) -> int:
         agents[reference] = (train.uniform_baseline(args.simulations), None)
       else:
         apply_fn, params, _ = train.load_network(_path(reference, args.checkpoint_dir), env)
-        agents[reference] = (train.network_agent(args.policy, args.simulations, apply_fn,
-                                                 name=_label(reference, args.simulations)),
-                             params)
+        agents[reference] = (
+          train.network_agent(
+            args.policy, args.simulations, apply_fn, name=_label(reference, args.simulations)
+          ),
+          params,
+        )
     return agents[reference]
 
   lines = ["| match | W-D-L | score (95% CI) | Elo (95% CI) |", "|---|---|---|---|"]
@@ -100,9 +112,16 @@ def main(argv=None) -> int:
   for a, b in matches:
     (agent_a, params_a), (agent_b, params_b) = agent(a), agent(b)
     started = time.perf_counter()
-    result = arena.play_match(args.game, agent_a, agent_b, num_games=args.games,
-                              seed=args.seed, params_a=params_a, params_b=params_b,
-                              opening_moves=args.openings)
+    result = arena.play_match(
+      args.game,
+      agent_a,
+      agent_b,
+      num_games=args.games,
+      seed=args.seed,
+      params_a=params_a,
+      params_b=params_b,
+      opening_moves=args.openings,
+    )
     label = f"{_label(a, args.simulations)} vs {_label(b, args.simulations)}"
     print(format_row(label, result), flush=True)
     print(f"  ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)

@@ -35,8 +35,10 @@ def immediate_wins(position, for_mover=True):
   complete four at once."""
   if not for_mover:
     position = solvers.ConnectFourPosition(
-        mover=position.mover ^ position.occupied, occupied=position.occupied,
-        num_moves=position.num_moves)
+      mover=position.mover ^ position.occupied,
+      occupied=position.occupied,
+      num_moves=position.num_moves,
+    )
   return [c for c in position.legal_columns() if position.play(c).last_move_won]
 
 
@@ -78,12 +80,22 @@ def make_search(game, num_simulations, transpositions, num_parallel=1):
   def search(key, state):
     root_key, search_key = jax.random.split(key)
     root = game.root(None, root_key, state)
-    out = mg.uct_policy(None, search_key, root, game.recurrent_fn, num_simulations,
-                        invalid_actions=game.invalid_actions(state), c=C,
-                        hash_fn=game.hash_fn, transpositions=transpositions,
-                        capacity=num_simulations + 1, num_parallel=num_parallel)
+    out = mg.uct_policy(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=game.invalid_actions(state),
+      c=C,
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      capacity=num_simulations + 1,
+      num_parallel=num_parallel,
+    )
     graph = out.search_graph
     return out.action, graph.num_nodes, graph.transposition_hits
+
   return search
 
 
@@ -92,13 +104,16 @@ def main(argv=None):
   parser.add_argument("--positions", type=int, default=48)
   parser.add_argument("--simulations", default="64,256,1024")
   parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--num-parallel", default="1",
-                      help="comma-separated K: playouts per game per step (default 1)")
+  parser.add_argument(
+    "--num-parallel", default="1", help="comma-separated K: playouts per game per step (default 1)"
+  )
   parser.add_argument("--quick", action="store_true", help="16 positions, S = 64,256")
-  parser.add_argument("--all", action="store_true",
-                      help="keep positions with a four available at once (not quiet)")
-  parser.add_argument("--write", action="store_true",
-                      help="append the section to benchmarks/RESULTS.md")
+  parser.add_argument(
+    "--all", action="store_true", help="keep positions with a four available at once (not quiet)"
+  )
+  parser.add_argument(
+    "--write", action="store_true", help="append the section to benchmarks/RESULTS.md"
+  )
   args = parser.parse_args(argv)
   num_positions = 16 if args.quick else args.positions
   simulations = [64, 256] if args.quick else [int(s) for s in args.simulations.split(",")]
@@ -108,11 +123,11 @@ def main(argv=None):
   positions = random_positions(num_positions, seed=args.seed, quiet=not args.all)
   solve_seconds = time.perf_counter() - start
   import pgx  # pylint: disable=import-outside-toplevel
+
   env = pgx.make(env_name)
   game = make_game(env, evaluators.rollout_evaluator(env))
   state = batch_states(game, [moves for moves, _ in positions])
-  optimal = [{a for a, v in values.items() if v == max(values.values())}
-             for _, values in positions]
+  optimal = [{a for a, v in values.items() if v == max(values.values())} for _, values in positions]
   share_optimal = np.mean([len(o) / len(v) for o, (_, v) in zip(optimal, positions)])
 
   rows = []
@@ -121,33 +136,47 @@ def main(argv=None):
     for transpositions, num_parallel in [(t, k) for k in parallel for t in (True, False)]:
       search = make_search(game, num_simulations, transpositions, num_parallel)
       start = time.perf_counter()
-      actions, nodes, hits = jax.block_until_ready(
-          search(jax.random.PRNGKey(args.seed), state))
+      actions, nodes, hits = jax.block_until_ready(search(jax.random.PRNGKey(args.seed), state))
       seconds = time.perf_counter() - start
       correct = np.array([int(a) in o for a, o in zip(np.asarray(actions), optimal)])
       mode = "MCGS" if transpositions else "MCTS"
-      rows.append((num_simulations, mode if num_parallel == 1 else f"{mode}, K={num_parallel}",
-                   correct.mean(), correct.sum(), float(np.mean(nodes)),
-                   float(np.mean(hits)), seconds))
+      rows.append(
+        (
+          num_simulations,
+          mode if num_parallel == 1 else f"{mode}, K={num_parallel}",
+          correct.mean(),
+          correct.sum(),
+          float(np.mean(nodes)),
+          float(np.mean(hits)),
+          seconds,
+        )
+      )
       print(rows[-1], flush=True)
 
-  lines = [f"## Connect-four end-game accuracy (date {datetime.date.today().isoformat()}, "
-           f"2-core CPU, jax {jax.__version__})", "",
-           f"{num_positions} positions from random play with 10-14 empty cells, not over, "
-           f"{'' if args.all else 'quiet (no four available at once to either player), '}"
-           f"moves not all equal by the solver (on average {100 * share_optimal:.0f}% of "
-           f"the legal moves are optimal, i.e. a random legal move is right that often); "
-           f"`uct_policy`, c = {C}, random-rollout evaluator (1 rollout), capacity S + 1, "
-           f"all positions in one jitted batch per row. Solving took {solve_seconds:.1f} s. "
-           f"Regenerate: `python benchmarks/endgame_accuracy.py --positions {num_positions} "
-           f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} "
-           f"--num-parallel {args.num_parallel} --write`. K: playouts per game per step "
-           f"(`num_parallel`, virtual loss).", "",
-           "| S | mode | optimal move chosen | nodes used (mean) | transposition hits (mean) "
-           "| time (compile + run) |", "|---|---|---|---|---|---|"]
+  lines = [
+    f"## Connect-four end-game accuracy (date {datetime.date.today().isoformat()}, "
+    f"2-core CPU, jax {jax.__version__})",
+    "",
+    f"{num_positions} positions from random play with 10-14 empty cells, not over, "
+    f"{'' if args.all else 'quiet (no four available at once to either player), '}"
+    f"moves not all equal by the solver (on average {100 * share_optimal:.0f}% of "
+    f"the legal moves are optimal, i.e. a random legal move is right that often); "
+    f"`uct_policy`, c = {C}, random-rollout evaluator (1 rollout), capacity S + 1, "
+    f"all positions in one jitted batch per row. Solving took {solve_seconds:.1f} s. "
+    f"Regenerate: `python benchmarks/endgame_accuracy.py --positions {num_positions} "
+    f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} "
+    f"--num-parallel {args.num_parallel} --write`. K: playouts per game per step "
+    f"(`num_parallel`, virtual loss).",
+    "",
+    "| S | mode | optimal move chosen | nodes used (mean) | transposition hits (mean) "
+    "| time (compile + run) |",
+    "|---|---|---|---|---|---|",
+  ]
   for s, mode, accuracy, count, nodes, hits, seconds in rows:
-    lines.append(f"| {s} | {mode} | {100 * accuracy:.1f}% ({count}/{num_positions}) | "
-                 f"{nodes:.0f} | {hits:.0f} | {seconds:.1f} s |")
+    lines.append(
+      f"| {s} | {mode} | {100 * accuracy:.1f}% ({count}/{num_positions}) | "
+      f"{nodes:.0f} | {hits:.0f} | {seconds:.1f} s |"
+    )
   section = "\n".join(lines) + "\n"
   print(section)
   if args.write:

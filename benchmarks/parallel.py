@@ -19,8 +19,8 @@ import mctx
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax.games import evaluators
 from mcgs_jax.apps.benchmark import random_positions, time_policy
+from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 
 
@@ -41,29 +41,54 @@ def main(argv=None):
 
   def ours(num_simulations, num_parallel):
     def policy(params, key, state):
-      return mg.muzero_policy(params, key, game.root(params, key, state), game.recurrent_fn,
-                              num_simulations, invalid_actions=game.invalid_actions(state),
-                              hash_fn=game.hash_fn, num_parallel=num_parallel)
+      return mg.muzero_policy(
+        params,
+        key,
+        game.root(params, key, state),
+        game.recurrent_fn,
+        num_simulations,
+        invalid_actions=game.invalid_actions(state),
+        hash_fn=game.hash_fn,
+        num_parallel=num_parallel,
+      )
+
     return jax.jit(policy)
 
   def theirs(num_simulations):
     def policy(params, key, state):
       root = game.root(params, key, state)
-      return mctx.muzero_policy(params, key, mctx.RootFnOutput(
-          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
-          game.recurrent_fn, num_simulations, invalid_actions=game.invalid_actions(state))
+      return mctx.muzero_policy(
+        params,
+        key,
+        mctx.RootFnOutput(
+          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+        ),
+        game.recurrent_fn,
+        num_simulations,
+        invalid_actions=game.invalid_actions(state),
+      )
+
     return jax.jit(policy)
 
   rows = []
   for batch_size in ints(args.batch_sizes):
     state = random_positions(game, positions_key, batch_size, max_opening_moves=8)
     for num_simulations in ints(args.simulations):
-      _, mctx_seconds = time_policy(theirs(num_simulations), params, search_key, state,
-                                    args.repeats)
-      rows.append(dict(impl="mctx", batch_size=batch_size, num_simulations=num_simulations,
-                       num_parallel=1, latency_ms=1e3 * mctx_seconds,
-                       sims_per_s=batch_size * num_simulations / mctx_seconds,
-                       speed_vs_mctx=1.0, collisions=0.0))
+      _, mctx_seconds = time_policy(
+        theirs(num_simulations), params, search_key, state, args.repeats
+      )
+      rows.append(
+        dict(
+          impl="mctx",
+          batch_size=batch_size,
+          num_simulations=num_simulations,
+          num_parallel=1,
+          latency_ms=1e3 * mctx_seconds,
+          sims_per_s=batch_size * num_simulations / mctx_seconds,
+          speed_vs_mctx=1.0,
+          collisions=0.0,
+        )
+      )
       print(json.dumps(rows[-1]), flush=True)
       for num_parallel in ints(args.parallel):
         if num_simulations % num_parallel:
@@ -71,23 +96,33 @@ def main(argv=None):
         policy = ours(num_simulations, num_parallel)
         _, seconds = time_policy(policy, params, search_key, state, args.repeats)
         graph = policy(params, search_key, state).search_graph
-        rows.append(dict(impl="graph", batch_size=batch_size,
-                         num_simulations=num_simulations, num_parallel=num_parallel,
-                         latency_ms=1e3 * seconds,
-                         sims_per_s=batch_size * num_simulations / seconds,
-                         speed_vs_mctx=mctx_seconds / seconds,
-                         collisions=float(np.mean(graph.parallel_collisions))))
+        rows.append(
+          dict(
+            impl="graph",
+            batch_size=batch_size,
+            num_simulations=num_simulations,
+            num_parallel=num_parallel,
+            latency_ms=1e3 * seconds,
+            sims_per_s=batch_size * num_simulations / seconds,
+            speed_vs_mctx=mctx_seconds / seconds,
+            collisions=float(np.mean(graph.parallel_collisions)),
+          )
+        )
         print(json.dumps(rows[-1]), flush=True)
 
   device = jax.devices()[0]
-  print(f"\n### num_parallel, connect_four, {datetime.date.today()}, {device.platform} "
-        f"({getattr(device, 'device_kind', '')}), jax {jax.__version__}\n")
+  print(
+    f"\n### num_parallel, connect_four, {datetime.date.today()}, {device.platform} "
+    f"({getattr(device, 'device_kind', '')}), jax {jax.__version__}\n"
+  )
   print("| impl | B | S | K | latency ms | sims/s | speed vs mctx | collisions (mean per game) |")
   print("|---|---|---|---|---|---|---|---|")
   for r in rows:
-    print(f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | {r['num_parallel']} "
-          f"| {r['latency_ms']:.1f} | {r['sims_per_s']:.0f} | {r['speed_vs_mctx']:.2f}x "
-          f"| {r['collisions']:.1f} |")
+    print(
+      f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | {r['num_parallel']} "
+      f"| {r['latency_ms']:.1f} | {r['sims_per_s']:.0f} | {r['speed_vs_mctx']:.2f}x "
+      f"| {r['collisions']:.1f} |"
+    )
   if args.json:
     with open(args.json, "w") as f:
       json.dump(rows, f, indent=1)

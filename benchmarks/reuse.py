@@ -14,17 +14,29 @@ import numpy as np
 
 import mcgs_jax as mg
 from mcgs_jax.games.adapter import make_game
-
 from mcgs_jax.testing import make_self_play
 
 jitted_reroot = jax.jit(mg.reroot)
 
-def measure(game_name="connect_four", *, batch_size=8, num_simulations=128,
-            capacity=1024, max_moves=42, seed=0, transpositions=True):
+
+def measure(
+  game_name="connect_four",
+  *,
+  batch_size=8,
+  num_simulations=128,
+  capacity=1024,
+  max_moves=42,
+  seed=0,
+  transpositions=True,
+):
   """Self-play with reuse; returns per-move root visits carried over (live games)."""
-  _, init, step = make_self_play(game_name, batch_size=batch_size,
-                                 num_simulations=num_simulations, capacity=capacity,
-                                 transpositions=transpositions)
+  _, init, step = make_self_play(
+    game_name,
+    batch_size=batch_size,
+    num_simulations=num_simulations,
+    capacity=capacity,
+    transpositions=transpositions,
+  )
   key = jax.random.PRNGKey(seed)
   key, init_key = jax.random.split(key)
   state, graph = init(init_key)
@@ -43,23 +55,33 @@ def measure(game_name="connect_four", *, batch_size=8, num_simulations=128,
   return np.array(carried_per_move), np.array(nodes_per_move), seconds
 
 
-def time_reroot(game_name="connect_four", *, batch_size=16, num_simulations=256,
-                capacity=2048, repeats=20):
+def time_reroot(
+  game_name="connect_four", *, batch_size=16, num_simulations=256, capacity=2048, repeats=20
+):
   """Seconds per jitted `reroot` call vs per search, on a first-move graph."""
   game = make_game(game_name)
   state = game.init(jax.random.PRNGKey(0), batch_size)
 
   @jax.jit
   def run(key):
-    return mg.muzero_policy(None, key, game.root(None, key, state), game.recurrent_fn,
-                            num_simulations, invalid_actions=game.invalid_actions(state),
-                            hash_fn=game.hash_fn, capacity=capacity)
+    return mg.muzero_policy(
+      None,
+      key,
+      game.root(None, key, state),
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      capacity=capacity,
+    )
 
   out = jax.block_until_ready(run(jax.random.PRNGKey(1)))
   rerooted = jax.block_until_ready(jitted_reroot(out.search_graph, out.action))
   timings = {}
-  for name, fn in (("search", lambda: run(jax.random.PRNGKey(2))),
-                   ("reroot", lambda: jitted_reroot(out.search_graph, out.action))):
+  for name, fn in (
+    ("search", lambda: run(jax.random.PRNGKey(2))),
+    ("reroot", lambda: jitted_reroot(out.search_graph, out.action)),
+  ):
     start = time.perf_counter()
     for _ in range(repeats):
       jax.block_until_ready(fn())
@@ -71,17 +93,29 @@ if __name__ == "__main__":
   print(f"jax {jax.__version__}, backend {jax.default_backend()}")
   for sims, capacity in ((64, 512), (256, 2048)):
     for transpositions in (True, False):
-      results = [measure(batch_size=16, num_simulations=sims, capacity=capacity,
-                         transpositions=transpositions, seed=seed) for seed in (0, 1)]
+      results = [
+        measure(
+          batch_size=16,
+          num_simulations=sims,
+          capacity=capacity,
+          transpositions=transpositions,
+          seed=seed,
+        )
+        for seed in (0, 1)
+      ]
       carried = np.concatenate([r[0] for r in results])
       seconds = sum(r[2] for r in results)
       most_nodes = max(int(r[1].max()) for r in results)
-      print(f"| {sims} | {capacity} | {'MCGS' if transpositions else 'MCTS'} | "
-            f"{carried.size} | {carried.mean():.1f} ({carried.mean() / sims:.2f} S) | "
-            f"{np.median(carried):.0f} | {np.mean(carried == 0):.0%} | "
-            f"{np.mean(carried / (carried + sims)):.0%} | {most_nodes} | {seconds:.1f} s |",
-            flush=True)
+      print(
+        f"| {sims} | {capacity} | {'MCGS' if transpositions else 'MCTS'} | "
+        f"{carried.size} | {carried.mean():.1f} ({carried.mean() / sims:.2f} S) | "
+        f"{np.median(carried):.0f} | {np.mean(carried == 0):.0%} | "
+        f"{np.mean(carried / (carried + sims)):.0%} | {most_nodes} | {seconds:.1f} s |",
+        flush=True,
+      )
   timings, old_nodes, kept_nodes = time_reroot()
-  print(f"reroot timing (connect_four, B=16, S=256, capacity 2048, {old_nodes} nodes "
-        f"-> {kept_nodes} kept): search {1e3 * timings['search']:.1f} ms, reroot "
-        f"{1e3 * timings['reroot']:.2f} ms per call")
+  print(
+    f"reroot timing (connect_four, B=16, S=256, capacity 2048, {old_nodes} nodes "
+    f"-> {kept_nodes} kept): search {1e3 * timings['search']:.1f} ms, reroot "
+    f"{1e3 * timings['reroot']:.2f} ms per call"
+  )

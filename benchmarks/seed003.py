@@ -36,7 +36,6 @@ import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
-
 from mcgs_jax.testing import check_graph
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +53,7 @@ def recording_loop(records):
     def step(carry, index):
       carry = body(index, carry)
       graph = carry[1]
-      visits = graph.edge_visits[:, 0]                       # [B, A]
+      visits = graph.edge_visits[:, 0]  # [B, A]
       choice = jnp.argmax(visits, axis=-1)
       q = graph.qvalues(jnp.zeros(graph.batch_size, jnp.int32))
       take = lambda x: jnp.take_along_axis(x, choice[:, None], axis=1)[:, 0]
@@ -76,14 +75,23 @@ def run_nim(heaps, num_games, num_simulations, transpositions, seed=0):
   def search(key):
     records = []
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(heaps)))(
-        jax.random.split(key, num_games))
+      jax.random.split(key, num_games)
+    )
     root_key, search_key = jax.random.split(key)
     root = game.root(None, root_key, state)
-    out = mg.uct_policy(None, search_key, root, game.recurrent_fn, num_simulations,
-                        invalid_actions=game.invalid_actions(state), c=C,
-                        hash_fn=game.hash_fn, transpositions=transpositions,
-                        capacity=num_simulations + 1,
-                        loop_fn=recording_loop(records))
+    out = mg.uct_policy(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=game.invalid_actions(state),
+      c=C,
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      capacity=num_simulations + 1,
+      loop_fn=recording_loop(records),
+    )
     return out, records[0]
 
   start = time.perf_counter()
@@ -105,7 +113,7 @@ def stable_from(choices, optimal):
 def per_seed_median(choices, optimal):
   """Median over the games that end on an optimal move of the S from which that game
   stays on optimal moves (`choices` `[S, B]`); None when no game ends optimal."""
-  froms = [stable_from(choices[:, b:b + 1], optimal) for b in range(choices.shape[1])]
+  froms = [stable_from(choices[:, b : b + 1], optimal) for b in range(choices.shape[1])]
   froms = [f for f in froms if f is not None]
   return float(np.median(froms)) if froms else None
 
@@ -123,10 +131,13 @@ def tree_bookkeeping(graph, num_simulations):
     worst = max(worst, int(np.abs(visits - 1 - child_sum)[~terminal].max()))
     terminal_nodes += int(terminal.sum())
     terminal_arrivals += int(visits[terminal].sum())
-  return dict(root_visits=sorted(set(g.node_visits[:, 0].tolist())),
-              root_edge_sum=sorted(set(g.edge_visits[:, 0].sum(-1).tolist())),
-              worst_deviation=worst, terminal_nodes=terminal_nodes,
-              terminal_arrivals=terminal_arrivals)
+  return dict(
+    root_visits=sorted(set(g.node_visits[:, 0].tolist())),
+    root_edge_sum=sorted(set(g.edge_visits[:, 0].sum(-1).tolist())),
+    worst_deviation=worst,
+    terminal_nodes=terminal_nodes,
+    terminal_arrivals=terminal_arrivals,
+  )
 
 
 def analyse(heaps, seed_counts, transpositions, num_simulations):
@@ -147,7 +158,8 @@ def analyse(heaps, seed_counts, transpositions, num_simulations):
     right = sorted(optimal)[0]
     chosen_q = q[sl][np.arange(count), chosen[sl]]
     values, counts = np.unique(chosen[sl], return_counts=True)
-    rows.append(dict(
+    rows.append(
+      dict(
         seeds=count,
         optimal_count=int(np.isin(chosen[sl], list(optimal)).sum()),
         modal_move=env.describe_action(int(values[np.argmax(counts)])),
@@ -156,19 +168,33 @@ def analyse(heaps, seed_counts, transpositions, num_simulations):
         chosen_win=float(((chosen_q + 1) / 2).mean()),
         right_visits=float(visits[sl, right].mean()),
         right_win=float(((q[sl, right] + 1) / 2).mean()),
-        wrong_chosen_win=(float(((chosen_q[chosen[sl] != right] + 1) / 2).mean())
-                          if (chosen[sl] != right).any() else float("nan")),
+        wrong_chosen_win=(
+          float(((chosen_q[chosen[sl] != right] + 1) / 2).mean())
+          if (chosen[sl] != right).any()
+          else float("nan")
+        ),
         stable_from=stable_from(trace[0][:, sl], optimal),
         per_seed_median=per_seed_median(trace[0][:, sl], optimal),
-        nodes=(int(np.asarray(graph.num_nodes[sl]).min()),
-               int(np.asarray(graph.num_nodes[sl]).max())),
+        nodes=(
+          int(np.asarray(graph.num_nodes[sl]).min()),
+          int(np.asarray(graph.num_nodes[sl]).max()),
+        ),
         hits=float(np.asarray(graph.transposition_hits[sl]).mean()),
-        overflows=int(np.asarray(graph.capacity_overflows[sl]).sum())))
+        overflows=int(np.asarray(graph.capacity_overflows[sl]).sum()),
+      )
+    )
   checks = tree_bookkeeping(graph, num_simulations) if not transpositions else None
   if transpositions:
     check_graph(graph, num_simulations, tree_mode=False)
-  return dict(heaps=heaps, env=env, optimal=optimal, rows=rows, seconds=seconds,
-              checks=checks, mode="graph" if transpositions else "tree")
+  return dict(
+    heaps=heaps,
+    env=env,
+    optimal=optimal,
+    rows=rows,
+    seconds=seconds,
+    checks=checks,
+    mode="graph" if transpositions else "tree",
+  )
 
 
 def distinct_states(heaps):
@@ -177,74 +203,95 @@ def distinct_states(heaps):
 
 def report(results, num_simulations):
   lines = []
-  lines.append("| game | mode | seeds | optimal chosen | modal move (seeds) | "
-               "chosen: visits, win rate | right move: visits, win rate | "
-               "all seeds stable on optimal from S | median S of stabilisation (optimal seeds) | "
-               "wrong choices: win rate |"
-               " nodes (min-max) | transposition hits |")
+  lines.append(
+    "| game | mode | seeds | optimal chosen | modal move (seeds) | "
+    "chosen: visits, win rate | right move: visits, win rate | "
+    "all seeds stable on optimal from S | median S of stabilisation (optimal seeds) | "
+    "wrong choices: win rate |"
+    " nodes (min-max) | transposition hits |"
+  )
   lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
   for res in results:
     for r in res["rows"]:
       stable = r["stable_from"] if r["stable_from"] is not None else f"never (<= {num_simulations})"
+      wrong_chosen = (
+        "-" if np.isnan(r["wrong_chosen_win"]) else f"{100 * r['wrong_chosen_win']:.1f}%"
+      )
       lines.append(
-          f"| Nim {'-'.join(map(str, res['heaps']))} | {res['mode']} | {r['seeds']} | "
-          f"{r['optimal_count']}/{r['seeds']} | {r['modal_move']} ({r['modal_count']}) | "
-          f"{r['chosen_visits']:.0f}, {100 * r['chosen_win']:.1f}% | "
-          f"{r['right_visits']:.0f}, {100 * r['right_win']:.1f}% | {stable} | "
-          f"{r['per_seed_median']} | "
-          f"{'-' if np.isnan(r['wrong_chosen_win']) else format(100 * r['wrong_chosen_win'], '.1f') + '%'} | "
-          f"{r['nodes'][0]}-{r['nodes'][1]} "
-          f"(states: {distinct_states(res['heaps'])}) | {r['hits']:.0f} |")
+        f"| Nim {'-'.join(map(str, res['heaps']))} | {res['mode']} | {r['seeds']} | "
+        f"{r['optimal_count']}/{r['seeds']} | {r['modal_move']} ({r['modal_count']}) | "
+        f"{r['chosen_visits']:.0f}, {100 * r['chosen_win']:.1f}% | "
+        f"{r['right_visits']:.0f}, {100 * r['right_win']:.1f}% | {stable} | "
+        f"{r['per_seed_median']} | {wrong_chosen} | "
+        f"{r['nodes'][0]}-{r['nodes'][1]} "
+        f"(states: {distinct_states(res['heaps'])}) | {r['hits']:.0f} |"
+      )
   lines.append("")
-  lines.append("Win rates are `(Q + 1) / 2` of the root edge, averaged over the seeds; "
-               "\"right move\" is the minimax-optimal one (Nim 2-4: take 2 from heap B; "
-               "Nim 3-4-5: take 2 from heap A). \"Stable\" = the most visited root action "
-               "is optimal after every simulation count from S to "
-               f"{num_simulations} (the article's strict criterion).")
+  lines.append(
+    "Win rates are `(Q + 1) / 2` of the root edge, averaged over the seeds; "
+    '"right move" is the minimax-optimal one (Nim 2-4: take 2 from heap B; '
+    'Nim 3-4-5: take 2 from heap A). "Stable" = the most visited root action '
+    "is optimal after every simulation count from S to "
+    f"{num_simulations} (the article's strict criterion)."
+  )
   lines.append("")
-  lines.append("Tree bookkeeping (tree mode, all seeds, asserted with "
-               "`tests.invariants.check_graph`):")
+  lines.append(
+    "Tree bookkeeping (tree mode, all seeds, asserted with `tests.invariants.check_graph`):"
+  )
   lines.append("")
   for res in results:
     if res["checks"]:
       c = res["checks"]
       lines.append(
-          f"- Nim {'-'.join(map(str, res['heaps']))}: root visits {c['root_visits']} "
-          f"(= S + 1: the root's own evaluation counts once), root edge visits "
-          f"{c['root_edge_sum']} (= S); max |N(n) - 1 - sum_a N(n,a)| over non-terminal "
-          f"nodes = {c['worst_deviation']}; {c['terminal_nodes']} terminal nodes received "
-          f"{c['terminal_arrivals']} playout arrivals (their N = arrivals, the "
-          f"article's \"playouts that started there\").")
+        f"- Nim {'-'.join(map(str, res['heaps']))}: root visits {c['root_visits']} "
+        f"(= S + 1: the root's own evaluation counts once), root edge visits "
+        f"{c['root_edge_sum']} (= S); max |N(n) - 1 - sum_a N(n,a)| over non-terminal "
+        f"nodes = {c['worst_deviation']}; {c['terminal_nodes']} terminal nodes received "
+        f"{c['terminal_arrivals']} playout arrivals (their N = arrivals, the "
+        f'article\'s "playouts that started there").'
+      )
   lines.append("")
-  lines.append("Search time (compile + run, one jitted call per row group): " + ", ".join(
-      f"Nim {'-'.join(map(str, r['heaps']))} {r['mode']} {r['seconds']:.1f} s"
-      for r in results))
+  lines.append(
+    "Search time (compile + run, one jitted call per row group): "
+    + ", ".join(
+      f"Nim {'-'.join(map(str, r['heaps']))} {r['mode']} {r['seconds']:.1f} s" for r in results
+    )
+  )
   return "\n".join(lines)
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--seeds", default="12,24",
-                      help="comma-separated seed counts (a prefix of one batch)")
-  parser.add_argument("--quick", action="store_true",
-                      help="Nim 2-4 and 3-4-5 with 12 seeds and 200 simulations")
-  parser.add_argument("--write", action="store_true",
-                      help="append the section to benchmarks/RESULTS.md")
+  parser.add_argument(
+    "--seeds", default="12,24", help="comma-separated seed counts (a prefix of one batch)"
+  )
+  parser.add_argument(
+    "--quick", action="store_true", help="Nim 2-4 and 3-4-5 with 12 seeds and 200 simulations"
+  )
+  parser.add_argument(
+    "--write", action="store_true", help="append the section to benchmarks/RESULTS.md"
+  )
   args = parser.parse_args(argv)
   seed_counts = sorted(int(s) for s in args.seeds.split(","))
   num_simulations = MAX_SIMULATIONS
   if args.quick:
     seed_counts, num_simulations = [min(seed_counts)], 200
-  results = [analyse(heaps, seed_counts, transpositions, num_simulations)
-             for transpositions in (False, True) for heaps in ((2, 4), (3, 4, 5))]
+  results = [
+    analyse(heaps, seed_counts, transpositions, num_simulations)
+    for transpositions in (False, True)
+    for heaps in ((2, 4), (3, 4, 5))
+  ]
   table = report(results, num_simulations)
   command = "python benchmarks/seed003.py " + " ".join(
-      a for a in (f"--seeds {args.seeds}", "--quick" if args.quick else "") if a)
-  section = (f"## Seed 003: UCT + random rollouts on Nim (date "
-             f"{datetime.date.today().isoformat()}, 2-core CPU, jax {jax.__version__})\n\n"
-             f"UCT c = {C}, uniformly random rollouts (`rollout_evaluator`, 1 rollout), "
-             f"{num_simulations} simulations, capacity {num_simulations + 1}. "
-             f"Regenerate: `{command} --write`.\n\n{table}\n")
+    a for a in (f"--seeds {args.seeds}", "--quick" if args.quick else "") if a
+  )
+  section = (
+    f"## Seed 003: UCT + random rollouts on Nim (date "
+    f"{datetime.date.today().isoformat()}, 2-core CPU, jax {jax.__version__})\n\n"
+    f"UCT c = {C}, uniformly random rollouts (`rollout_evaluator`, 1 rollout), "
+    f"{num_simulations} simulations, capacity {num_simulations + 1}. "
+    f"Regenerate: `{command} --write`.\n\n{table}\n"
+  )
   print(section)
   if args.write:
     with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:

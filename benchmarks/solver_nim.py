@@ -39,23 +39,35 @@ def run(num_simulations, transpositions, stop_rule, seed=0):
     keys = jax.random.split(key, SEEDS)
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(HEAPS)))(keys)
     root = game.root(None, keys[0], state)
-    return mg.muzero_policy(None, keys[1], root, game.recurrent_fn, num_simulations,
-                            invalid_actions=game.invalid_actions(state),
-                            hash_fn=game.hash_fn, transpositions=transpositions,
-                            stop_rule=stop_rule, solver=True,
-                            temperature=0.0)
+    return mg.muzero_policy(
+      None,
+      keys[1],
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      stop_rule=stop_rule,
+      solver=True,
+      temperature=0.0,
+    )
+
   out = search(jax.random.PRNGKey(seed))
   graph = out.search_graph
-  return (int(np.sum(np.asarray(out.action) == WINNING_ACTION)),
-          int(np.sum(np.asarray(graph.node_proven[:, 0]))),
-          float(np.mean(graph.num_nodes)))
+  return (
+    int(np.sum(np.asarray(out.action) == WINNING_ACTION)),
+    int(np.sum(np.asarray(graph.node_proven[:, 0]))),
+    float(np.mean(graph.num_nodes)),
+  )
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--simulations", default="200,400,800,1600,3200")
-  parser.add_argument("--write", action="store_true",
-                      help="append the section to benchmarks/RESULTS.md")
+  parser.add_argument(
+    "--write", action="store_true", help="append the section to benchmarks/RESULTS.md"
+  )
   args = parser.parse_args(argv)
   rows, fewest = [], []
   budgets = sorted(int(s) for s in args.simulations.split(","))
@@ -65,22 +77,36 @@ def main(argv=None):
     for num_simulations in budgets:
       right, proven, nodes = run(num_simulations, transpositions, stop)
       all_proven.append(proven == SEEDS)
-      rows.append(f"| {mode} | {stop} | {num_simulations} | {right}/{SEEDS} | "
-                  f"{proven}/{SEEDS} | {nodes:.0f} |")
+      rows.append(
+        f"| {mode} | {stop} | {num_simulations} | {right}/{SEEDS} | "
+        f"{proven}/{SEEDS} | {nodes:.0f} |"
+      )
       print(rows[-1], flush=True)
     # The smallest budget from which on every larger budget of the list proves too.
     settled = [s for i, s in enumerate(budgets) if all(all_proven[i:])]
-    fewest.append(f"- {mode}, stop_rule {stop}: "
-                  + (f"S = {settled[0]}" if settled else f"none up to {budgets[-1]}"))
-  section = "\n".join([
+    fewest.append(
+      f"- {mode}, stop_rule {stop}: "
+      + (f"S = {settled[0]}" if settled else f"none up to {budgets[-1]}")
+    )
+  section = "\n".join(
+    [
       f"## MCTS-solver on Nim 3-4-5 (date {datetime.date.today().isoformat()}, "
-      f"2-core CPU, jax {jax.__version__})", "",
+      f"2-core CPU, jax {jax.__version__})",
+      "",
       "`muzero_policy(solver=True)`, random-rollout evaluator, temperature 0, 12 seeds "
       "per row (one batch), capacity S + 1. Regenerate: "
-      f"`python benchmarks/solver_nim.py --simulations {args.simulations} --write`.", "",
+      f"`python benchmarks/solver_nim.py --simulations {args.simulations} --write`.",
+      "",
       "| mode | stop_rule | S | winning move played | root proven | nodes (mean) |",
-      "|---|---|---|---|---|---|", *rows, "",
-      f"Fewest S (of these) from which all {SEEDS} roots are proven:", "", *fewest, ""])
+      "|---|---|---|---|---|---|",
+      *rows,
+      "",
+      f"Fewest S (of these) from which all {SEEDS} roots are proven:",
+      "",
+      *fewest,
+      "",
+    ]
+  )
   print(section)
   if args.write:
     with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:

@@ -25,7 +25,6 @@ Example (the first row of RESULTS' tic-tac-toe table):
 
 import argparse
 import sys
-from typing import Dict, List, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -59,8 +58,10 @@ def reachable_positions(env):
     legal = np.asarray(frontier.legal_action_mask)[live]
     parents, actions = np.nonzero(legal)
     parents = live[parents]
-    children = step(jax.tree_util.tree_map(lambda x: x[parents], frontier),  # pylint: disable=cell-var-from-loop
-                    jnp.asarray(actions, jnp.int32))
+    children = step(
+      jax.tree_util.tree_map(lambda x: x[parents], frontier),  # pylint: disable=cell-var-from-loop
+      jnp.asarray(actions, jnp.int32),
+    )
     child_boards = np.asarray(children._x.board).reshape(-1, 9)  # pylint: disable=protected-access
     fresh = []
     for index, board in enumerate(map(tuple, child_boards)):
@@ -75,7 +76,7 @@ def reachable_positions(env):
   return states, np.concatenate(kept_boards)
 
 
-def exact_targets(boards) -> Tuple[np.ndarray, np.ndarray]:
+def exact_targets(boards) -> tuple[np.ndarray, np.ndarray]:
   """`(values [N], action_values [N, 9])`: exact value of each position for the
   player to move, and of each move for its mover (`nan` where illegal)."""
   values = np.zeros(len(boards))
@@ -88,7 +89,7 @@ def exact_targets(boards) -> Tuple[np.ndarray, np.ndarray]:
   return values, action_values
 
 
-def measure(apply_fn, params, states, values, action_values) -> Dict:
+def measure(apply_fn, params, states, values, action_values) -> dict:
   """Optimal share (top prior) over the positions with unequal moves, value MSE."""
   logits, predicted = jax.jit(apply_fn)(params, states.observation)
   logits = np.where(np.asarray(states.legal_action_mask), np.asarray(logits), -np.inf)
@@ -96,13 +97,16 @@ def measure(apply_fn, params, states, values, action_values) -> Dict:
   best = np.nanmax(action_values, axis=1)
   unequal = np.nanmin(action_values, axis=1) < best
   optimal = action_values[np.arange(len(top)), top] == best
-  return dict(optimal=int(optimal[unequal].sum()), decisive=int(unequal.sum()),
-              optimal_share=float(optimal[unequal].mean()),
-              value_mse=float(np.mean((np.asarray(predicted) - values) ** 2)),
-              positions=len(values))
+  return dict(
+    optimal=int(optimal[unequal].sum()),
+    decisive=int(unequal.sum()),
+    optimal_share=float(optimal[unequal].mean()),
+    value_mse=float(np.mean((np.asarray(predicted) - values) ** 2)),
+    positions=len(values),
+  )
 
 
-def _label_value(text: str) -> Tuple[str, str]:
+def _label_value(text: str) -> tuple[str, str]:
   label, sep, value = text.rpartition("=")
   if not sep or not label or not value:
     raise argparse.ArgumentTypeError(f"expected LABEL=PATH, got {text!r}")
@@ -111,12 +115,25 @@ def _label_value(text: str) -> Tuple[str, str]:
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--run", action="append", type=_label_value, default=[],
-                      metavar="LABEL=DIR", help="a run's checkpoint directory")
-  parser.add_argument("--iterations", default="0,1,5,10,20",
-                      help="iterations read from each --run (0: untrained)")
-  parser.add_argument("--checkpoint", action="append", type=_label_value, default=[],
-                      metavar="LABEL=FILE", help="a single checkpoint")
+  parser.add_argument(
+    "--run",
+    action="append",
+    type=_label_value,
+    default=[],
+    metavar="LABEL=DIR",
+    help="a run's checkpoint directory",
+  )
+  parser.add_argument(
+    "--iterations", default="0,1,5,10,20", help="iterations read from each --run (0: untrained)"
+  )
+  parser.add_argument(
+    "--checkpoint",
+    action="append",
+    type=_label_value,
+    default=[],
+    metavar="LABEL=FILE",
+    help="a single checkpoint",
+  )
   args = parser.parse_args(argv)
   if not args.run and not args.checkpoint:
     parser.error("give at least one --run or --checkpoint")
@@ -129,20 +146,24 @@ def main(argv=None) -> int:
   unequal = np.nanmin(action_values, axis=1) < best
   legal = ~np.isnan(action_values)
   random_share = ((action_values == best[:, None]).sum(1) / legal.sum(1))[unequal].mean()
-  print(f"{len(boards)} positions not over; {int(unequal.sum())} with a losing or "
-        f"drawing-instead-of-winning move, where a uniformly random legal move is "
-        f"optimal {random_share:.0%} of the time\n")
+  print(
+    f"{len(boards)} positions not over; {int(unequal.sum())} with a losing or "
+    f"drawing-instead-of-winning move, where a uniformly random legal move is "
+    f"optimal {random_share:.0%} of the time\n"
+  )
 
   def evaluate(path):
     apply_fn, params, _ = train.load_network(path, env)
     return measure(apply_fn, params, states, values, action_values)
 
-  rows: List[Tuple[str, List[Dict]]] = []
+  rows: list[tuple[str, list[dict]]] = []
   for label, directory in args.run:
     rows.append((label, [evaluate(train.checkpoint_path(directory, it)) for it in iterations]))
   names = [("untrained" if it == 0 else f"iteration {it}") for it in iterations]
-  for title, key, fmt in (("top-prior move optimal", "optimal_share", "{:.0%}"),
-                          ("value MSE", "value_mse", "{:.2f}")):
+  for title, key, fmt in (
+    ("top-prior move optimal", "optimal_share", "{:.0%}"),
+    ("value MSE", "value_mse", "{:.2f}"),
+  ):
     if rows:
       print(f"{title}:\n")
       print("| run | " + " | ".join(names) + " |")
@@ -155,8 +176,10 @@ def main(argv=None) -> int:
     print("|---|---|---|")
     for label, path in args.checkpoint:
       result = evaluate(path)
-      print(f"| {label} | {result['optimal_share']:.0%} ({result['optimal']}/"
-            f"{result['decisive']}) | {result['value_mse']:.2f} |")
+      print(
+        f"| {label} | {result['optimal_share']:.0%} ({result['optimal']}/"
+        f"{result['decisive']}) | {result['value_mse']:.2f} |"
+      )
   return 0
 
 

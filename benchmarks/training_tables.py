@@ -21,10 +21,9 @@ Example (the run of RESULTS' "AlphaZero training" sections):
 import argparse
 import json
 import sys
-from typing import Dict, List, Optional
 
 
-def _wdl(results: List[Optional[Dict]]):
+def _wdl(results: list[dict | None]):
   """`(wins, draws, losses)` summed over the evaluated entries, or None if none."""
   results = [r for r in results if r]
   if not results:
@@ -44,72 +43,82 @@ def _cells(wdl) -> str:
   return f"{wdl[0]}-{wdl[1]}-{wdl[2]} | {_score(wdl)}"
 
 
-def summary_line(config: Dict, history: List[Dict]) -> str:
+def summary_line(config: dict, history: list[dict]) -> str:
   """Wall time, its parts, and the positions played."""
   selfplay = sum(entry["selfplay_s"] for entry in history)
   training = sum(entry["train_s"] for entry in history)
   arena = sum(entry.get("eval_s", 0.0) for entry in history)
   positions = sum(entry["positions"] for entry in history)
-  text = (f"self-play {selfplay:.0f} s, training {training:.0f} s, arena {arena:.0f} s")
+  text = f"self-play {selfplay:.0f} s, training {training:.0f} s, arena {arena:.0f} s"
   wall = history[-1].get("elapsed_s")
   if wall is not None:
     minutes, seconds = divmod(round(wall), 60)
-    text = (f"Wall time {minutes} min {seconds} s in all ({text}, the rest compiling)")
+    text = f"Wall time {minutes} min {seconds} s in all ({text}, the rest compiling)"
   else:
     text = f"Time: {text} (wall time not recorded)"
-  return (f"{text}; {positions:,} positions, {len(history)} iterations of "
-          f"{config['num_games']} games.")
+  return (
+    f"{text}; {positions:,} positions, {len(history)} iterations of {config['num_games']} games."
+  )
 
 
-def block_table(config: Dict, history: List[Dict], block: int) -> str:
+def block_table(config: dict, history: list[dict], block: int) -> str:
   """The per-block table."""
   eval_games = config.get("eval_games", 0)
-  lines = [f"Per block of {block} iterations ({block * eval_games} arena games per "
-           "cell):", "",
-           "| iterations | loss: total (policy + value; rest L2) | plies / game | "
-           "vs uniform MCTS (W-D-L) | score | vs previous (W-D-L) | score |",
-           "|---|---|---|---|---|---|---|"]
+  lines = [
+    f"Per block of {block} iterations ({block * eval_games} arena games per cell):",
+    "",
+    "| iterations | loss: total (policy + value; rest L2) | plies / game | "
+    "vs uniform MCTS (W-D-L) | score | vs previous (W-D-L) | score |",
+    "|---|---|---|---|---|---|---|",
+  ]
   for start in range(0, len(history), block):
-    entries = history[start:start + block]
+    entries = history[start : start + block]
     mean = lambda name: sum(entry[name] for entry in entries) / len(entries)  # pylint: disable=cell-var-from-loop
     plies = sum(entry["positions"] for entry in entries) / (len(entries) * config["num_games"])
     first, last = entries[0]["iteration"], entries[-1]["iteration"]
     lines.append(
-        f"| {first if first == last else f'{first}-{last}'} | {mean('loss'):.2f} ({mean('policy_loss'):.2f} + "
-        f"{mean('value_loss'):.2f}) | {plies:.1f} | "
-        f"{_cells(_wdl([e.get('vs_baseline') for e in entries]))} | "
-        f"{_cells(_wdl([e.get('vs_previous') for e in entries]))} |")
+      f"| {first if first == last else f'{first}-{last}'} | {mean('loss'):.2f} ({mean('policy_loss'):.2f} + "
+      f"{mean('value_loss'):.2f}) | {plies:.1f} | "
+      f"{_cells(_wdl([e.get('vs_baseline') for e in entries]))} | "
+      f"{_cells(_wdl([e.get('vs_previous') for e in entries]))} |"
+    )
   return "\n".join(lines)
 
 
-def iteration_table(history: List[Dict]) -> str:
+def iteration_table(history: list[dict]) -> str:
   """The every-iteration table, folded in a <details> element."""
-  lines = ["<details><summary>Every iteration</summary>", "",
-           "| it | loss | policy | value | vs uniform | score | vs previous | score |",
-           "|---|---|---|---|---|---|---|---|"]
+  lines = [
+    "<details><summary>Every iteration</summary>",
+    "",
+    "| it | loss | policy | value | vs uniform | score | vs previous | score |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
   for entry in history:
     lines.append(
-        f"| {entry['iteration']} | {entry['loss']:.3f} | {entry['policy_loss']:.3f} | "
-        f"{entry['value_loss']:.3f} | {_cells(_wdl([entry.get('vs_baseline')]))} | "
-        f"{_cells(_wdl([entry.get('vs_previous')]))} |")
+      f"| {entry['iteration']} | {entry['loss']:.3f} | {entry['policy_loss']:.3f} | "
+      f"{entry['value_loss']:.3f} | {_cells(_wdl([entry.get('vs_baseline')]))} | "
+      f"{_cells(_wdl([entry.get('vs_previous')]))} |"
+    )
   lines += ["", "</details>"]
   return "\n".join(lines)
 
 
-def tables(payload: Dict, block: int = 10) -> str:
+def tables(payload: dict, block: int = 10) -> str:
   """Everything the script prints, from the loaded history JSON."""
   config, history = payload["config"], payload["history"]
   if not history:
     raise ValueError("the history has no iterations")
-  return "\n\n".join([summary_line(config, history), block_table(config, history, block),
-                      iteration_table(history)])
+  return "\n\n".join(
+    [summary_line(config, history), block_table(config, history, block), iteration_table(history)]
+  )
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("history", help="the JSON file written by train --history")
-  parser.add_argument("--block", type=int, default=10,
-                      help="iterations per row of the block table (default 10)")
+  parser.add_argument(
+    "--block", type=int, default=10, help="iterations per row of the block table (default 10)"
+  )
   args = parser.parse_args(argv)
   if args.block < 1:
     parser.error("--block must be at least 1")

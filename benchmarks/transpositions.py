@@ -50,7 +50,8 @@ import os
 import platform
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -65,15 +66,14 @@ from mcgs_jax.games.nim import Nim
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The searches compared: name -> graph keywords of the policy (`mcgs_jax.GraphOptions`).
-VARIANTS: Dict[str, Dict[str, Any]] = {
-    "tree": dict(transpositions=False),
-    "graph catch_up": dict(stop_rule="catch_up"),
-    "graph catch_up leak 0.1": dict(stop_rule="catch_up", stop_leak=0.1),
-    "graph catch_up leak 0.1 fold": dict(stop_rule="catch_up", stop_leak=0.1,
-                                         fold_evaluations=True),
-    "graph value_lag 0.05": dict(stop_rule="value_lag", stop_epsilon=0.05),
-    "graph never": dict(stop_rule="never"),
-    "graph never fold": dict(stop_rule="never", fold_evaluations=True),
+VARIANTS: dict[str, dict[str, Any]] = {
+  "tree": dict(transpositions=False),
+  "graph catch_up": dict(stop_rule="catch_up"),
+  "graph catch_up leak 0.1": dict(stop_rule="catch_up", stop_leak=0.1),
+  "graph catch_up leak 0.1 fold": dict(stop_rule="catch_up", stop_leak=0.1, fold_evaluations=True),
+  "graph value_lag 0.05": dict(stop_rule="value_lag", stop_epsilon=0.05),
+  "graph never": dict(stop_rule="never"),
+  "graph never fold": dict(stop_rule="never", fold_evaluations=True),
 }
 
 POSITIONS = ("nim345", "nim4", "dag")
@@ -93,11 +93,12 @@ class Position:
   optimal: per env, the set of optimal root actions.
   legal: per env, the number of legal root actions.
   """
+
   name: str
   label: str
-  envs: List[Any]
-  optimal: List[set]
-  legal: List[int]
+  envs: list[Any]
+  optimal: list[set]
+  legal: list[int]
 
 
 def nim_position(name: str, heaps: Sequence[int]) -> Position:
@@ -108,14 +109,17 @@ def nim_position(name: str, heaps: Sequence[int]) -> Position:
   if best < 1:
     raise ValueError(f"Nim {heaps} is lost for the player to move: choose a won one")
   optimal = {a for a, v in values.items() if v == best}
-  return Position(name, f"Nim {'-'.join(map(str, heaps))}", [env], [optimal],
-                  [len(values)])
+  return Position(name, f"Nim {'-'.join(map(str, heaps))}", [env], [optimal], [len(values)])
 
 
-def parse_dag_shape(text: str) -> Dict[str, int]:
+def parse_dag_shape(text: str) -> dict[str, int]:
   """`"actions=4,depth=8,width=6"` -> DagGame keywords."""
-  names = {"actions": "num_actions", "num_actions": "num_actions", "depth": "depth",
-           "width": "width"}
+  names = {
+    "actions": "num_actions",
+    "num_actions": "num_actions",
+    "depth": "depth",
+    "width": "width",
+  }
   shape = {}
   for item in filter(None, text.split(",")):
     name, _, value = item.partition("=")
@@ -125,7 +129,7 @@ def parse_dag_shape(text: str) -> Dict[str, int]:
   return shape
 
 
-def unique_optimum_seeds(shape: Dict[str, int], count: int, limit: int = 100_000):
+def unique_optimum_seeds(shape: dict[str, int], count: int, limit: int = 100_000):
   """The first `count` seeds from 0 whose DAG game (of `shape`) has exactly one
   optimal root action, by the exact solution."""
   seeds = []
@@ -136,11 +140,12 @@ def unique_optimum_seeds(shape: Dict[str, int], count: int, limit: int = 100_000
       seeds.append(seed)
       if len(seeds) == count:
         return seeds
-  raise ValueError(f"only {len(seeds)} of the first {limit} seeds of {shape} have a "
-                   "unique optimal root action")
+  raise ValueError(
+    f"only {len(seeds)} of the first {limit} seeds of {shape} have a unique optimal root action"
+  )
 
 
-def dag_position(shape: Dict[str, int], count: int) -> Position:
+def dag_position(shape: dict[str, int], count: int) -> Position:
   seeds = unique_optimum_seeds(shape, count)
   envs = [DagGame(seed=seed, **shape) for seed in seeds]
   optimal, legal = [], []
@@ -148,8 +153,10 @@ def dag_position(shape: Dict[str, int], count: int) -> Position:
     values = env.exact_action_values(0, 0)
     optimal.append({a for a, v in values.items() if v == max(values.values())})
     legal.append(len(values))
-  label = (f"DAG A={shape['num_actions']} depth={shape['depth']} width={shape['width']}, "
-           f"seeds {','.join(map(str, seeds))}")
+  label = (
+    f"DAG A={shape['num_actions']} depth={shape['depth']} width={shape['width']}, "
+    f"seeds {','.join(map(str, seeds))}"
+  )
   return Position("dag", label, envs, optimal, legal)
 
 
@@ -182,12 +189,16 @@ def measure(graph, optimal_mask):
 
   optimal_mask: bool `[B, A]`, the optimal root actions of each game.
   """
-  visits = graph.edge_visits[:, 0]                                   # [B, A]
+  visits = graph.edge_visits[:, 0]  # [B, A]
   tied = visits == jnp.max(visits, axis=-1, keepdims=True)
-  credit = (jnp.sum(tied & optimal_mask, axis=-1) / jnp.sum(tied, axis=-1))
-  return dict(optimal=credit.astype(jnp.float32), nodes=graph.num_nodes,
-              hits=graph.transposition_hits, overflows=graph.capacity_overflows,
-              dropped=graph.dropped_inserts)
+  credit = jnp.sum(tied & optimal_mask, axis=-1) / jnp.sum(tied, axis=-1)
+  return dict(
+    optimal=credit.astype(jnp.float32),
+    nodes=graph.num_nodes,
+    hits=graph.transposition_hits,
+    overflows=graph.capacity_overflows,
+    dropped=graph.dropped_inserts,
+  )
 
 
 def checkpoint_loop(steps: Sequence[int], optimal_mask, records: list):
@@ -207,10 +218,10 @@ def checkpoint_loop(steps: Sequence[int], optimal_mask, records: list):
       carry, kept = state
       carry = body(index, carry)
       now = measure(graph_in(carry), optimal_mask)
-      due = checkpoints == index + 1                                  # [len(steps)]
+      due = checkpoints == index + 1  # [len(steps)]
       kept = jax.tree.map(
-          lambda old, new: jnp.where(due.reshape((-1,) + (1,) * new.ndim), new[None], old),
-          kept, now)
+        lambda old, new: jnp.where(due.reshape((-1,) + (1,) * new.ndim), new[None], old), kept, now
+      )
       return carry, kept
 
     carry, kept = jax.lax.fori_loop(lower, upper, step, (carry, kept))
@@ -220,8 +231,15 @@ def checkpoint_loop(steps: Sequence[int], optimal_mask, records: list):
   return loop_fn
 
 
-def search_fn(env, evaluator: str, policy: str, simulations: Sequence[int],
-              num_searches: int, keywords: Dict[str, Any], c: float):
+def search_fn(
+  env,
+  evaluator: str,
+  policy: str,
+  simulations: Sequence[int],
+  num_searches: int,
+  keywords: dict[str, Any],
+  c: float,
+):
   """`(key, optimal_mask [R, A]) -> (records, action [R])`: R searches from
   `env.init`, measured after every number of `simulations` (unjitted)."""
   game = make_game(env, make_evaluator(evaluator, env))
@@ -234,15 +252,28 @@ def search_fn(env, evaluator: str, policy: str, simulations: Sequence[int],
     state = game.init(init_key, num_searches)
     root = game.root(None, root_key, state)
     records = []
-    common = dict(invalid_actions=game.invalid_actions(state), hash_fn=game.hash_fn,
-                  capacity=capacity, loop_fn=checkpoint_loop(steps, optimal_mask, records),
-                  **keywords)
+    common = dict(
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      capacity=capacity,
+      loop_fn=checkpoint_loop(steps, optimal_mask, records),
+      **keywords,
+    )
     if policy == "muzero":
-      out = mg.muzero_policy(None, search_key, root, game.recurrent_fn, max(simulations),
-                             temperature=0.0, dirichlet_fraction=0.0, **common)
+      out = mg.muzero_policy(
+        None,
+        search_key,
+        root,
+        game.recurrent_fn,
+        max(simulations),
+        temperature=0.0,
+        dirichlet_fraction=0.0,
+        **common,
+      )
     elif policy == "uct":
-      out = mg.uct_policy(None, search_key, root, game.recurrent_fn, max(simulations),
-                          c=c, **common)
+      out = mg.uct_policy(
+        None, search_key, root, game.recurrent_fn, max(simulations), c=c, **common
+      )
     else:
       raise ValueError(f"unknown policy {policy!r}")
     return records[0], out.action
@@ -258,15 +289,16 @@ def with_tables(template: DagGame, next_index, legal, terminal_values) -> DagGam
   the library's own `step`.
   """
   env = copy.copy(template)
-  env._next_index_jnp = next_index              # pylint: disable=protected-access
-  env._legal_jnp = legal                        # pylint: disable=protected-access
-  env._terminal_values_jnp = terminal_values    # pylint: disable=protected-access
-  env._exact_values = None                      # pylint: disable=protected-access
+  env._next_index_jnp = next_index  # pylint: disable=protected-access
+  env._legal_jnp = legal  # pylint: disable=protected-access
+  env._terminal_values_jnp = terminal_values  # pylint: disable=protected-access
+  env._exact_values = None  # pylint: disable=protected-access
   return env
 
 
-def compiled_position_search(position: Position, evaluator: str, policy: str,
-                             simulations, num_searches, keywords, c):
+def compiled_position_search(
+  position: Position, evaluator: str, policy: str, simulations, num_searches, keywords, c
+):
   """A jitted `(key) -> (records [G, len(S), R], action [G, R])` over the G envs of
   the position (vmapped over the DAG seeds' tables), with its optimal masks bound."""
   num_actions = position.envs[0].num_actions
@@ -275,19 +307,19 @@ def compiled_position_search(position: Position, evaluator: str, policy: str,
     masks[index, :, sorted(optimal)] = True
   masks = jnp.asarray(masks)
   if len(position.envs) == 1:
-    run = search_fn(position.envs[0], evaluator, policy, simulations, num_searches,
-                    keywords, c)
+    run = search_fn(position.envs[0], evaluator, policy, simulations, num_searches, keywords, c)
     single = lambda key: run(key, masks[0])
     return jax.jit(lambda key: jax.tree.map(lambda x: x[None], single(key)))
 
   template = position.envs[0]
-  tables = tuple(jnp.stack([getattr(env, name) for env in position.envs]) for name in
-                 ("_next_index_jnp", "_legal_jnp", "_terminal_values_jnp"))
+  tables = tuple(
+    jnp.stack([getattr(env, name) for env in position.envs])
+    for name in ("_next_index_jnp", "_legal_jnp", "_terminal_values_jnp")
+  )
 
   def one(key, mask, next_index, legal, terminal_values):
     env = with_tables(template, next_index, legal, terminal_values)
-    return search_fn(env, evaluator, policy, simulations, num_searches, keywords, c)(
-        key, mask)
+    return search_fn(env, evaluator, policy, simulations, num_searches, keywords, c)(key, mask)
 
   def grouped(key):
     keys = jax.random.split(key, len(position.envs))
@@ -296,11 +328,20 @@ def compiled_position_search(position: Position, evaluator: str, policy: str,
   return jax.jit(grouped)
 
 
-def run_variant(position: Position, evaluator: str, policy: str, simulations,
-                num_searches: int, keywords, c: float, seed: int):
+def run_variant(
+  position: Position,
+  evaluator: str,
+  policy: str,
+  simulations,
+  num_searches: int,
+  keywords,
+  c: float,
+  seed: int,
+):
   """Compiles and runs one (position, evaluator, variant); numpy results and times."""
-  search = compiled_position_search(position, evaluator, policy, simulations,
-                                    num_searches, keywords, c)
+  search = compiled_position_search(
+    position, evaluator, policy, simulations, num_searches, keywords, c
+  )
   key = jax.random.PRNGKey(seed)
   start = time.perf_counter()
   compiled = search.lower(key).compile()
@@ -308,17 +349,17 @@ def run_variant(position: Position, evaluator: str, policy: str, simulations,
   start = time.perf_counter()
   records, action = jax.block_until_ready(compiled(key))
   run_seconds = time.perf_counter() - start
-  records = jax.tree.map(np.asarray, records)            # [G, len(S), R]
-  action = np.asarray(action)                            # [G, R]
+  records = jax.tree.map(np.asarray, records)  # [G, len(S), R]
+  action = np.asarray(action)  # [G, R]
   # The policy's own action after max(S) must agree with the most-visited rule
   # wherever that rule has no tie.
   final = records["optimal"][:, -1]
-  played = np.array([[a in optimal for a in row] for row, optimal in
-                     zip(action, position.optimal)])
+  played = np.array([[a in optimal for a in row] for row, optimal in zip(action, position.optimal)])
   decided = (final == 0) | (final == 1)
   disagreements = int(np.sum(decided & (played != (final == 1))))
-  return records, dict(compile_seconds=compile_seconds, run_seconds=run_seconds,
-                       disagreements=disagreements)
+  return records, dict(
+    compile_seconds=compile_seconds, run_seconds=run_seconds, disagreements=disagreements
+  )
 
 
 # Keywords whose presence makes a variant worth probing, and what the search would do
@@ -326,14 +367,14 @@ def run_variant(position: Position, evaluator: str, policy: str, simulations,
 NEW_KEYWORDS = ("stop_leak", "stop_epsilon", "fold_evaluations")
 
 
-def without_new_keywords(keywords: Dict[str, Any]) -> Dict[str, Any]:
+def without_new_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
   reference = {k: v for k, v in keywords.items() if k not in NEW_KEYWORDS}
   if reference.get("stop_rule") == "value_lag":
     reference["stop_rule"] = "catch_up"
   return reference
 
 
-def probe(keywords: Dict[str, Any], cache: dict) -> Optional[str]:
+def probe(keywords: dict[str, Any], cache: dict) -> str | None:
   """None when `keywords` runs and changes the search; otherwise why to skip it.
 
   Runs a small search (Nim 3-4-5, rollouts, UCT, 4 games, 200 simulations) with the
@@ -349,13 +390,22 @@ def probe(keywords: Dict[str, Any], cache: dict) -> Optional[str]:
   def graph_of(graph_keywords):
     cache_key = tuple(sorted(graph_keywords.items()))
     if cache_key not in cache:
+
       @jax.jit
       def run(key):
         state = game.init(key, 4)
         root = game.root(None, key, state)
-        return mg.uct_policy(None, key, root, game.recurrent_fn, 200,
-                             invalid_actions=game.invalid_actions(state),
-                             hash_fn=game.hash_fn, **graph_keywords).search_graph
+        return mg.uct_policy(
+          None,
+          key,
+          root,
+          game.recurrent_fn,
+          200,
+          invalid_actions=game.invalid_actions(state),
+          hash_fn=game.hash_fn,
+          **graph_keywords,
+        ).search_graph
+
       cache[cache_key] = jax.tree.map(np.asarray, run(jax.random.PRNGKey(0)))
     return cache[cache_key]
 
@@ -363,11 +413,14 @@ def probe(keywords: Dict[str, Any], cache: dict) -> Optional[str]:
     graph = graph_of(keywords)
   except REJECTED as error:
     return f"rejected by the library: {type(error).__name__}: {error}"
-  same = all(np.array_equal(getattr(graph, name), getattr(graph_of(reference), name))
-             for name in ("edge_visits", "node_visits", "node_values", "num_nodes"))
+  same = all(
+    np.array_equal(getattr(graph, name), getattr(graph_of(reference), name))
+    for name in ("edge_visits", "node_visits", "node_values", "num_nodes")
+  )
   if same:
-    return ("accepted but without effect (same graph as "
-            f"{reference}): not implemented in this version")
+    return (
+      f"accepted but without effect (same graph as {reference}): not implemented in this version"
+    )
   return None
 
 
@@ -379,8 +432,7 @@ def hardware() -> str:
   model = platform.processor() or "CPU"
   try:
     with open("/proc/cpuinfo") as cpuinfo:
-      names = [line.split(":", 1)[1].strip() for line in cpuinfo
-               if line.startswith("model name")]
+      names = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
       model = names[0] if names else model
   except OSError:
     pass
@@ -394,49 +446,74 @@ def fraction(total: float, count: int) -> str:
   return f"{text}/{count}"
 
 
-def table(rows: List[dict], simulations: Sequence[int]) -> str:
+def table(rows: list[dict], simulations: Sequence[int]) -> str:
   """The markdown table: one line per (position, evaluator, variant)."""
   sims = " / ".join(map(str, simulations))
-  lines = ["| position | evaluator (policy) | variant | " +
-           " | ".join(f"optimal, S={s}" for s in simulations) +
-           f" | nodes (S={sims}) | hits (S={sims}) |",
-           "|---|---|---|" + "---|" * len(simulations) + "---|---|"]
+  lines = [
+    "| position | evaluator (policy) | variant | "
+    + " | ".join(f"optimal, S={s}" for s in simulations)
+    + f" | nodes (S={sims}) | hits (S={sims}) |",
+    "|---|---|---|" + "---|" * len(simulations) + "---|---|",
+  ]
   for row in rows:
     per_s = row["per_s"]
     lines.append(
-        f"| {row['position']} | {row['evaluator']} ({row['policy']}) | {row['variant']} | " +
-        " | ".join(fraction(p["optimal_total"], p["searches"]) for p in per_s) + " | " +
-        " / ".join(f"{p['nodes']:.0f}" for p in per_s) + " | " +
-        " / ".join(f"{p['hits']:.0f}" for p in per_s) + " |")
+      f"| {row['position']} | {row['evaluator']} ({row['policy']}) | {row['variant']} | "
+      + " | ".join(fraction(p["optimal_total"], p["searches"]) for p in per_s)
+      + " | "
+      + " / ".join(f"{p['nodes']:.0f}" for p in per_s)
+      + " | "
+      + " / ".join(f"{p['hits']:.0f}" for p in per_s)
+      + " |"
+    )
   return "\n".join(lines)
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--simulations", default="200,800,3200",
-                      help="comma-separated S, measured within one search of max(S)")
-  parser.add_argument("--searches", type=int, default=16,
-                      help="R: independent searches per position (one batch)")
+  parser.add_argument(
+    "--simulations",
+    default="200,800,3200",
+    help="comma-separated S, measured within one search of max(S)",
+  )
+  parser.add_argument(
+    "--searches", type=int, default=16, help="R: independent searches per position (one batch)"
+  )
   parser.add_argument("--positions", default=",".join(POSITIONS))
   parser.add_argument("--evaluators", default=",".join(EVALUATORS))
-  parser.add_argument("--variants", default=",".join(VARIANTS),
-                      help="comma-separated names of VARIANTS (default: all)")
-  parser.add_argument("--policy", default="auto", choices=("auto", "muzero", "uct"),
-                      help="auto: uct with rollouts, muzero with the uniform evaluator")
+  parser.add_argument(
+    "--variants",
+    default=",".join(VARIANTS),
+    help="comma-separated names of VARIANTS (default: all)",
+  )
+  parser.add_argument(
+    "--policy",
+    default="auto",
+    choices=("auto", "muzero", "uct"),
+    help="auto: uct with rollouts, muzero with the uniform evaluator",
+  )
   parser.add_argument("--c", type=float, default=1.41, help="UCT exploration constant")
   parser.add_argument("--nim4", default="2,3,5,7", help="a won four-heap Nim position")
-  parser.add_argument("--dag", default="actions=4,depth=8,width=6",
-                      help="shape of the DAG games")
-  parser.add_argument("--dag-seeds", type=int, default=4,
-                      help="K: the first K seeds with a unique optimal root action")
+  parser.add_argument("--dag", default="actions=4,depth=8,width=6", help="shape of the DAG games")
+  parser.add_argument(
+    "--dag-seeds",
+    type=int,
+    default=4,
+    help="K: the first K seeds with a unique optimal root action",
+  )
   parser.add_argument("--seed", type=int, default=0, help="key of every search batch")
-  parser.add_argument("--no-probe", action="store_true",
-                      help="run variants with new keywords without checking they act")
+  parser.add_argument(
+    "--no-probe",
+    action="store_true",
+    help="run variants with new keywords without checking they act",
+  )
   parser.add_argument("--json", help="also write the results to this JSON file")
-  parser.add_argument("--write", action="store_true",
-                      help="append the section to benchmarks/RESULTS.md")
-  parser.add_argument("--title", default="Transposition handling",
-                      help="heading of the markdown section")
+  parser.add_argument(
+    "--write", action="store_true", help="append the section to benchmarks/RESULTS.md"
+  )
+  parser.add_argument(
+    "--title", default="Transposition handling", help="heading of the markdown section"
+  )
   args = parser.parse_args(argv)
 
   simulations = sorted(int(s) for s in args.simulations.split(","))
@@ -472,89 +549,155 @@ def main(argv=None):
       policy = policy_for(evaluator, args.policy)
       for name in runnable:
         try:
-          records, timing = run_variant(position, evaluator, policy, simulations,
-                                        args.searches, VARIANTS[name], args.c, args.seed)
+          records, timing = run_variant(
+            position,
+            evaluator,
+            policy,
+            simulations,
+            args.searches,
+            VARIANTS[name],
+            args.c,
+            args.seed,
+          )
         except REJECTED as error:
           skipped[name] = f"rejected by the library: {type(error).__name__}: {error}"
           print(f"skip {name!r}: {skipped[name]}", file=sys.stderr, flush=True)
           continue
         per_s = []
         for index, s in enumerate(simulations):
-          pick = lambda field: records[field][:, index]      # [G, R]
-          per_s.append(dict(
-              simulations=s, searches=int(pick("optimal").size),
+          pick = lambda field: records[field][:, index]  # [G, R]
+          per_s.append(
+            dict(
+              simulations=s,
+              searches=int(pick("optimal").size),
               optimal_total=float(pick("optimal").sum()),
               optimal_share=float(pick("optimal").mean()),
               optimal_per_env=[float(x) for x in pick("optimal").sum(axis=1)],
-              nodes=float(pick("nodes").mean()), hits=float(pick("hits").mean()),
-              overflows=int(pick("overflows").sum()), dropped=int(pick("dropped").sum())))
-        row = dict(position=position.label, position_name=position.name,
-                   evaluator=evaluator, policy=policy, variant=name,
-                   keywords=VARIANTS[name], per_s=per_s, **timing)
+              nodes=float(pick("nodes").mean()),
+              hits=float(pick("hits").mean()),
+              overflows=int(pick("overflows").sum()),
+              dropped=int(pick("dropped").sum()),
+            )
+          )
+        row = dict(
+          position=position.label,
+          position_name=position.name,
+          evaluator=evaluator,
+          policy=policy,
+          variant=name,
+          keywords=VARIANTS[name],
+          per_s=per_s,
+          **timing,
+        )
         rows.append(row)
-        print(f"{position.label} | {evaluator} ({policy}) | {name}: " + ", ".join(
+        print(
+          f"{position.label} | {evaluator} ({policy}) | {name}: "
+          + ", ".join(
             f"S={p['simulations']} {fraction(p['optimal_total'], p['searches'])} "
-            f"nodes {p['nodes']:.0f} hits {p['hits']:.0f}" for p in per_s) +
-              f" | compile {timing['compile_seconds']:.1f} s, run "
-              f"{timing['run_seconds']:.1f} s", file=sys.stderr, flush=True)
+            f"nodes {p['nodes']:.0f} hits {p['hits']:.0f}"
+            for p in per_s
+          )
+          + f" | compile {timing['compile_seconds']:.1f} s, run "
+          f"{timing['run_seconds']:.1f} s",
+          file=sys.stderr,
+          flush=True,
+        )
   total_seconds = time.perf_counter() - started
 
-  command = ("python benchmarks/transpositions.py "
-             f"--simulations {','.join(map(str, simulations))} --searches {args.searches} "
-             f"--positions {args.positions} --evaluators {args.evaluators} "
-             f"--variants \"{','.join(variant_names)}\" --policy {args.policy} "
-             f"--nim4 {args.nim4} --dag {args.dag} --dag-seeds {args.dag_seeds} "
-             f"--seed {args.seed}" +
-             (f" --title \"{args.title}\"" if args.title != parser.get_default("title")
-              else ""))
+  command = (
+    "python benchmarks/transpositions.py "
+    f"--simulations {','.join(map(str, simulations))} --searches {args.searches} "
+    f"--positions {args.positions} --evaluators {args.evaluators} "
+    f'--variants "{",".join(variant_names)}" --policy {args.policy} '
+    f"--nim4 {args.nim4} --dag {args.dag} --dag-seeds {args.dag_seeds} "
+    f"--seed {args.seed}"
+    + (f' --title "{args.title}"' if args.title != parser.get_default("title") else "")
+  )
   position_notes = []
   for position in positions:
     share = np.mean([len(o) / n for o, n in zip(position.optimal, position.legal)])
-    optimal = "; ".join(f"{sorted(o)} of {n} legal" for o, n in
-                        zip(position.optimal, position.legal))
-    position_notes.append(f"- {position.label}: optimal root actions {optimal} "
-                          f"(a random legal move is optimal {100 * share:.0f}% of the "
-                          f"time).")
-  warnings = [f"- {row['position']} / {row['evaluator']} / {row['variant']}: "
-              f"{p['overflows']} capacity overflows, {p['dropped']} dropped inserts "
-              f"at S={p['simulations']}" for row in rows for p in row["per_s"]
-              if p["overflows"] or p["dropped"]]
-  warnings += [f"- {row['position']} / {row['evaluator']} / {row['variant']}: the "
-               f"policy's action disagrees with the most visited action in "
-               f"{row['disagreements']} searches" for row in rows if row["disagreements"]]
-  timings = ", ".join(f"{row['position_name']}/{row['evaluator']}/{row['variant']} "
-                      f"{row['compile_seconds']:.0f}+{row['run_seconds']:.1f} s"
-                      for row in rows)
-  searches_note = (f"R = {args.searches} searches per position "
-                   f"({args.searches} per DAG seed)")
-  section = "\n".join([
+    optimal = "; ".join(
+      f"{sorted(o)} of {n} legal" for o, n in zip(position.optimal, position.legal)
+    )
+    position_notes.append(
+      f"- {position.label}: optimal root actions {optimal} "
+      f"(a random legal move is optimal {100 * share:.0f}% of the "
+      f"time)."
+    )
+  warnings = [
+    f"- {row['position']} / {row['evaluator']} / {row['variant']}: "
+    f"{p['overflows']} capacity overflows, {p['dropped']} dropped inserts "
+    f"at S={p['simulations']}"
+    for row in rows
+    for p in row["per_s"]
+    if p["overflows"] or p["dropped"]
+  ]
+  warnings += [
+    f"- {row['position']} / {row['evaluator']} / {row['variant']}: the "
+    f"policy's action disagrees with the most visited action in "
+    f"{row['disagreements']} searches"
+    for row in rows
+    if row["disagreements"]
+  ]
+  timings = ", ".join(
+    f"{row['position_name']}/{row['evaluator']}/{row['variant']} "
+    f"{row['compile_seconds']:.0f}+{row['run_seconds']:.1f} s"
+    for row in rows
+  )
+  searches_note = f"R = {args.searches} searches per position ({args.searches} per DAG seed)"
+  section = "\n".join(
+    [
       f"## {args.title} (date {datetime.date.today().isoformat()}, {hardware()}, "
-      f"jax {jax.__version__})", "",
+      f"jax {jax.__version__})",
+      "",
       f"Does the graph pick a minimax-optimal root move more often than the tree? "
-      f"{searches_note}, one batch, key {args.seed} for every variant; \"optimal\": "
+      f'{searches_note}, one batch, key {args.seed} for every variant; "optimal": '
       f"searches whose most visited root action is optimal by the exact solver (a tie "
       f"counts the optimal share of the tied actions); nodes and transposition hits: "
       f"mean per search. Every S is measured within one search of {max(simulations)} "
       f"simulations (capacity {max(simulations) + 1}). Policies: `muzero_policy` "
       f"(temperature 0, no Dirichlet noise) with the uniform evaluator, `uct_policy` "
       f"(c = {args.c}) with one random rollout, unless `--policy` says otherwise. "
-      f"Regenerate: `{command}`.", "",
-      table(rows, simulations), "",
-      *position_notes, "",
-      *(["Skipped variants:", ""] + [f"- {name}: {reason}" for name, reason in
-                                     skipped.items()] + [""] if skipped else []),
+      f"Regenerate: `{command}`.",
+      "",
+      table(rows, simulations),
+      "",
+      *position_notes,
+      "",
+      *(
+        ["Skipped variants:", ""]
+        + [f"- {name}: {reason}" for name, reason in skipped.items()]
+        + [""]
+        if skipped
+        else []
+      ),
       *(["Warnings:", ""] + warnings + [""] if warnings else []),
-      f"Time (compile + run per row): {timings}; {total_seconds:.0f} s in all.", ""])
+      f"Time (compile + run per row): {timings}; {total_seconds:.0f} s in all.",
+      "",
+    ]
+  )
   print(section)
   if args.json:
     with open(args.json, "w") as f:
-      json.dump(dict(command=command, date=datetime.date.today().isoformat(),
-                     hardware=hardware(), jax=jax.__version__, simulations=simulations,
-                     searches=args.searches, rows=rows, skipped=skipped,
-                     positions=[dict(name=p.name, label=p.label,
-                                     optimal=[sorted(o) for o in p.optimal],
-                                     legal=p.legal) for p in positions],
-                     total_seconds=total_seconds), f, indent=1)
+      json.dump(
+        dict(
+          command=command,
+          date=datetime.date.today().isoformat(),
+          hardware=hardware(),
+          jax=jax.__version__,
+          simulations=simulations,
+          searches=args.searches,
+          rows=rows,
+          skipped=skipped,
+          positions=[
+            dict(name=p.name, label=p.label, optimal=[sorted(o) for o in p.optimal], legal=p.legal)
+            for p in positions
+          ],
+          total_seconds=total_seconds,
+        ),
+        f,
+        indent=1,
+      )
   if args.write:
     with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:
       f.write("\n" + section)

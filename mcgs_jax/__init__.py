@@ -11,18 +11,18 @@ import warnings
 
 from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph
 from mcgs_jax._src.gumbel import (
-    GumbelMuZeroExtraData,
-    gumbel_muzero_interior_action_selection,
-    gumbel_muzero_policy,
-    gumbel_muzero_root_action_selection,
+  GumbelMuZeroExtraData,
+  gumbel_muzero_interior_action_selection,
+  gumbel_muzero_policy,
+  gumbel_muzero_root_action_selection,
 )
 from mcgs_jax._src.hashing import hash_pytree
 from mcgs_jax._src.options import STOP_RULES, GraphOptions
 from mcgs_jax._src.policies import muzero_policy, uct_policy
 from mcgs_jax._src.qtransforms import (
-    qtransform_by_min_max,
-    qtransform_by_parent_and_siblings,
-    qtransform_completed_by_mix_value,
+  qtransform_by_min_max,
+  qtransform_by_parent_and_siblings,
+  qtransform_completed_by_mix_value,
 )
 from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.search import search
@@ -30,16 +30,16 @@ from mcgs_jax._src.selection import muzero_action_selection, uct_action_selectio
 from mcgs_jax._src.stochastic import stochastic_muzero_policy
 from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
 from mcgs_jax._src.types import (
-    HashFn,
-    InteriorActionSelectionFn,
-    LoopFn,
-    PolicyOutput,
-    QTransform,
-    RecurrentFn,
-    RecurrentFnOutput,
-    RootActionSelectionFn,
-    RootFnOutput,
-    SearchSummary,
+  HashFn,
+  InteriorActionSelectionFn,
+  LoopFn,
+  PolicyOutput,
+  QTransform,
+  RecurrentFn,
+  RecurrentFnOutput,
+  RootActionSelectionFn,
+  RootFnOutput,
+  SearchSummary,
 )
 
 Tree = Graph  # mctx's name: code that reads `mctx.Tree` fields reads a `Graph`.
@@ -48,58 +48,61 @@ UNVISITED = UNEXPANDED  # mctx's name of the child index of an unexpanded edge
 __version__ = "0.2.0"
 
 __all__ = [
-    "ChanceRecurrentFnOutput",
-    "DecisionRecurrentFnOutput",
-    "Graph",
-    "GraphOptions",
-    "GumbelMuZeroExtraData",
-    "HashFn",
-    "InteriorActionSelectionFn",
-    "LoopFn",
-    "PolicyOutput",
-    "QTransform",
-    "ROOT_INDEX",
-    "RecurrentFn",
-    "RecurrentFnOutput",
-    "RootActionSelectionFn",
-    "RootFnOutput",
-    "STOP_RULES",
-    "SearchSummary",
-    "Tree",
-    "UNEXPANDED",
-    "UNVISITED",
-    "empty_like",
-    "gumbel_muzero_interior_action_selection",
-    "gumbel_muzero_policy",
-    "gumbel_muzero_root_action_selection",
-    "hash_pytree",
-    "muzero_action_selection",
-    "muzero_policy",
-    "qtransform_by_min_max",
-    "qtransform_by_parent_and_siblings",
-    "qtransform_completed_by_mix_value",
-    "reroot",
-    "search",
-    "stochastic_muzero_policy",
-    "uct_action_selection",
-    "uct_policy",
+  "ChanceRecurrentFnOutput",
+  "DecisionRecurrentFnOutput",
+  "Graph",
+  "GraphOptions",
+  "GumbelMuZeroExtraData",
+  "HashFn",
+  "InteriorActionSelectionFn",
+  "LoopFn",
+  "PolicyOutput",
+  "QTransform",
+  "ROOT_INDEX",
+  "RecurrentFn",
+  "RecurrentFnOutput",
+  "RootActionSelectionFn",
+  "RootFnOutput",
+  "STOP_RULES",
+  "SearchSummary",
+  "Tree",
+  "UNEXPANDED",
+  "UNVISITED",
+  "empty_like",
+  "gumbel_muzero_interior_action_selection",
+  "gumbel_muzero_policy",
+  "gumbel_muzero_root_action_selection",
+  "hash_pytree",
+  "muzero_action_selection",
+  "muzero_policy",
+  "qtransform_by_min_max",
+  "qtransform_by_parent_and_siblings",
+  "qtransform_completed_by_mix_value",
+  "reroot",
+  "search",
+  "stochastic_muzero_policy",
+  "uct_action_selection",
+  "uct_policy",
 ]
 
 # Modules of version 0.1 that moved; `from mcgs_jax import evaluators` and the like
 # keep working for one release, with a DeprecationWarning.
 _MOVED_MODULES = {
-    "evaluators": "mcgs_jax.games.evaluators",
-    "solvers": "mcgs_jax.games.solvers",
-    "arena": "mcgs_jax.apps.arena",
-    "train": "mcgs_jax.apps.train",
-    "viz": "mcgs_jax.apps.viz",
-    "reuse": "mcgs_jax._src.reuse",
+  "evaluators": "mcgs_jax.games.evaluators",
+  "solvers": "mcgs_jax.games.solvers",
+  "arena": "mcgs_jax.apps.arena",
+  "train": "mcgs_jax.apps.train",
+  "viz": "mcgs_jax.apps.viz",
+  "reuse": "mcgs_jax._src.reuse",
 }
 
 
 def __getattr__(name: str):
   if name in _MOVED_MODULES:
-    warnings.warn(f"mcgs_jax.{name} moved to {_MOVED_MODULES[name]}; the old name goes "
-                  "in version 0.3", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+      f"mcgs_jax.{name} moved to {_MOVED_MODULES[name]}; the old name goes in version 0.3",
+      DeprecationWarning,
+      stacklevel=2,
+    )
     return importlib.import_module(_MOVED_MODULES[name])
   raise AttributeError(f"module 'mcgs_jax' has no attribute {name!r}")

@@ -6,19 +6,20 @@ Principles") on every game of a searched graph: `N(n) = k(n) + sum_a N(n, a)`, `
 equal to the idempotent formula, root visits = counted playouts + k(root), a tree in
 tree mode.
 
-`commuting_game()` is a tiny game written with jnp (no game library): the state is (total, steps); action a adds a + 1 to the total
-(mod `modulus`), so every permutation of the same actions reaches one state: many
-transpositions. After `horizon` moves the game ends with a reward that depends on the
-total. Priors and values are fixed pseudo-random functions of the state.
+`commuting_game()` is a tiny game written with jnp (no game library): the state is
+(total, steps); action a adds a + 1 to the total (mod `modulus`), so every
+permutation of the same actions reaches one state: many transpositions. After
+`horizon` moves the game ends with a reward that depends on the total. Priors and
+values are fixed pseudo-random functions of the state.
 """
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mcgs_jax._src.graph import COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS
 from mcgs_jax._src.policies import muzero_policy
 from mcgs_jax._src.reuse import empty_like, reroot
-from mcgs_jax._src.graph import COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 
 __all__ = ["check_graph", "commuting_game", "make_self_play", "node_formula", "to_numpy"]
@@ -34,8 +35,7 @@ def node_formula(graph_np, game, node, *, stored_edge_values=False):
     q = graph_np["edge_values"][game, node].astype(np.float64)
   else:
     children = graph_np["children_index"][game, node]
-    child_q = np.where(children >= 0,
-                       graph_np["node_values"][game, np.maximum(children, 0)], 0.0)
+    child_q = np.where(children >= 0, graph_np["node_values"][game, np.maximum(children, 0)], 0.0)
     q = graph_np["edge_rewards"][game, node] + graph_np["edge_discounts"][game, node] * child_q
   visits = evaluations + edge_visits.sum()
   # Unvisited edges weigh 0 (their stored or live value may be anything finite).
@@ -47,12 +47,20 @@ def node_formula(graph_np, game, node, *, stored_edge_values=False):
 def to_numpy(graph):
   """Every node, edge and counter table of `graph` (embeddings aside) as numpy."""
   names = [name for name in (*NODE_FIELDS, *EDGE_FIELDS) if name != "embeddings"]
-  return {name: np.asarray(getattr(graph, name))
-          for name in (*names, *COUNTER_FIELDS, "num_nodes")}
+  return {name: np.asarray(getattr(graph, name)) for name in (*names, *COUNTER_FIELDS, "num_nodes")}
 
 
-def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1e-5,
-                check_values=True, playouts_stop_early=False, continued=False):
+def check_graph(
+  graph,
+  num_simulations,
+  *,
+  tree_mode,
+  q_exact_nodes=None,
+  atol=1e-5,
+  check_values=True,
+  playouts_stop_early=False,
+  continued=False,
+):
   """Asserts the invariants of every game of a searched graph.
 
   `q_exact_nodes(game)` lists the nodes whose Q must equal the formula (in graph mode
@@ -87,14 +95,14 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
     assert np.all(evaluations >= 1), "a used node without an evaluation"
     assert np.all(g["node_evaluations"][game, used:] == 0)
     assert np.sum(evaluations - 1) <= g["folded_evaluations"][game], "unfolded k > 1"
-    for name in ("raw_values", "node_values", "edge_values", "edge_rewards",
-                 "edge_discounts"):
+    for name in ("raw_values", "node_values", "edge_values", "edge_rewards", "edge_discounts"):
       assert np.all(np.isfinite(g[name][game, :used])), f"game {game}: non-finite {name}"
     assert not np.any(np.isnan(g["children_prior_logits"][game, :used]))
     assert not np.any(g["children_prior_logits"][game, :used] == np.inf)
     marked = g["edge_non_finite"][game, :used]
     assert np.all(children[marked] == -1) and np.all(edge_visits[marked] == 0), (
-        "an edge marked non-finite has a child or visits")
+      "an edge marked non-finite has a child or visits"
+    )
     incoming = np.zeros(used)
     np.add.at(incoming, children[children >= 0], edge_visits[children >= 0])
     parents = np.bincount(children[children >= 0], minlength=used)
@@ -115,8 +123,11 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
       if check_values and not g["node_proven"][game, node]:
         _, stored_value = node_formula(g, game, node, stored_edge_values=True)
         np.testing.assert_allclose(
-            g["node_values"][game, node], stored_value, atol=atol,
-            err_msg=f"game {game} node {node}: Q != formula over its edge_values")
+          g["node_values"][game, node],
+          stored_value,
+          atol=atol,
+          err_msg=f"game {game} node {node}: Q != formula over its edge_values",
+        )
       if node:
         if tree_mode and not playouts_stop_early:
           assert incoming[node] == visits, "tree mode: N(child) must equal N(parent, a)"
@@ -133,15 +144,20 @@ def check_graph(graph, num_simulations, *, tree_mode, q_exact_nodes=None, atol=1
       _, expected_value = node_formula(g, game, node)
       if g["node_proven"][game, node]:  # the solver's exact value replaces the formula
         expected_value = g["proven_values"][game, node]
-      np.testing.assert_allclose(g["node_values"][game, node], expected_value, atol=atol,
-                                 err_msg=f"game {game} node {node}: Q != idempotent formula")
-    if (num_simulations is not None and g["capacity_overflows"][game] == 0
-        and not g["node_terminal"][game, 0]):
-      counted = (num_simulations - g["parallel_collisions"][game]
-                 - g["non_finite_evaluations"][game])
+      np.testing.assert_allclose(
+        g["node_values"][game, node],
+        expected_value,
+        atol=atol,
+        err_msg=f"game {game} node {node}: Q != idempotent formula",
+      )
+    if (
+      num_simulations is not None
+      and g["capacity_overflows"][game] == 0
+      and not g["node_terminal"][game, 0]
+    ):
+      counted = num_simulations - g["parallel_collisions"][game] - g["non_finite_evaluations"][game]
       assert g["node_visits"][game, 0] == counted + g["node_evaluations"][game, 0]
       assert edge_visits[0].sum() == counted
-
 
 
 def commuting_game(num_actions=3, modulus=11, horizon=6):
@@ -159,21 +175,23 @@ def commuting_game(num_actions=3, modulus=11, horizon=6):
     logits, value = evaluate(total, steps)
     reward = jnp.where(done, jnp.sin(total.astype(jnp.float32)), 0.0)
     discount = jnp.where(done, 0.0, -1.0)
-    return RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits,
-                                value=value), {"total": total, "steps": steps}
+    return RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits, value=value), {
+      "total": total,
+      "steps": steps,
+    }
 
   def root(batch_size, offset=0):
     total = (jnp.arange(batch_size, dtype=jnp.int32) + offset) % modulus
     steps = jnp.zeros((batch_size,), jnp.int32)
     logits, value = evaluate(total, steps)
-    return RootFnOutput(prior_logits=logits, value=value,
-                           embedding={"total": total, "steps": steps})
+    return RootFnOutput(
+      prior_logits=logits, value=value, embedding={"total": total, "steps": steps}
+    )
 
   return root, recurrent_fn
 
 
-def make_self_play(game_name, *, batch_size, num_simulations, capacity,
-                   transpositions=True):
+def make_self_play(game_name, *, batch_size, num_simulations, capacity, transpositions=True):
   """`(init, step)`: a jitted self-play step that continues the rerooted graph.
 
   `init(key)` gives the states and a graph whose games are all empty (any graph
@@ -189,10 +207,18 @@ def make_self_play(game_name, *, batch_size, num_simulations, capacity,
     finished = state.terminated | state.truncated
     invalid = game.invalid_actions(state) | finished[:, None]
     root = game.root(None, key, state)
-    return muzero_policy(None, key, root, game.recurrent_fn, num_simulations,
-                            invalid_actions=invalid, hash_fn=game.hash_fn,
-                            transpositions=transpositions, capacity=capacity,
-                            graph=graph), finished
+    return muzero_policy(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=invalid,
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      capacity=capacity,
+      graph=graph,
+    ), finished
 
   @jax.jit
   def step(key, state, graph):

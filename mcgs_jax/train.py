@@ -7,6 +7,7 @@ import warnings
 from mcgs_jax.apps import train as _train
 
 if __name__ == "__main__":
-  warnings.warn("python -m mcgs_jax.train is deprecated; use mcgs-jax train",
-                DeprecationWarning, stacklevel=1)
+  warnings.warn(
+    "python -m mcgs_jax.train is deprecated; use mcgs-jax train", DeprecationWarning, stacklevel=1
+  )
   sys.exit(_train.main())

@@ -6,9 +6,8 @@ import mctx
 import numpy as np
 import pytest
 
-from mcgs_jax.games import evaluators
-from mcgs_jax.games import adapter
 from mcgs_jax._src.runner import mask_invalid_actions
+from mcgs_jax.games import adapter, evaluators
 
 FLOAT32_MIN = np.finfo(np.float32).min
 
@@ -30,8 +29,7 @@ def constant_evaluator(value):
     del params, rng_key
     num_actions = state.legal_action_mask.shape[-1]
     batch_size = state.legal_action_mask.shape[0]
-    logits = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.float32),
-                              (batch_size, num_actions))
+    logits = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.float32), (batch_size, num_actions))
     return logits, jnp.full((batch_size,), value, jnp.float32)
 
   return evaluate
@@ -54,21 +52,19 @@ TIC_TAC_TOE_FORCED_WIN = (0, 4, 1, 8)
 
 def test_recurrent_fn_connect_four_conventions(connect_four):
   game = connect_four
-  three_stacked = game.play([0, 1, 0, 1, 0, 1])   # the mover wins by playing column 0
-  full_column = game.play([0] * 6)                # column 0 full, nobody has won
-  won = game.play([0, 1, 0, 1, 0, 1, 0])          # already over
+  three_stacked = game.play([0, 1, 0, 1, 0, 1])  # the mover wins by playing column 0
+  full_column = game.play([0] * 6)  # column 0 full, nobody has won
+  won = game.play([0, 1, 0, 1, 0, 1, 0])  # already over
   state = stack_states(three_stacked, three_stacked, full_column, won)
   action = jnp.array([0, 2, 1, 3], jnp.int32)
 
-  output, next_state = jax.jit(game.recurrent_fn)(None, jax.random.PRNGKey(0), action,
-                                                  state)
+  output, next_state = jax.jit(game.recurrent_fn)(None, jax.random.PRNGKey(0), action, state)
 
   np.testing.assert_array_equal(output.reward, [1.0, 0.0, 0.0, 0.0])
   np.testing.assert_array_equal(output.discount, [0.0, -1.0, -1.0, 0.0])
   np.testing.assert_array_equal(output.value, [0.0, 0.5, 0.5, 0.0])
   np.testing.assert_array_equal(next_state.terminated, [True, False, False, True])
-  np.testing.assert_array_equal(next_state.current_player[1:3],
-                                1 - state.current_player[1:3])
+  np.testing.assert_array_equal(next_state.current_player[1:3], 1 - state.current_player[1:3])
   logits = np.asarray(output.prior_logits)
   assert np.all(np.isfinite(logits))
   # Column 0 is full after `full_column`: very negative; the others shifted to max 0.
@@ -85,9 +81,69 @@ def test_root_masks_illegal_actions_and_keeps_state(connect_four):
   assert root.prior_logits.shape == (2, 7)
   assert root.prior_logits[0, 0] == FLOAT32_MIN
   np.testing.assert_array_equal(root.value, [0.5, 0.5])
-  np.testing.assert_array_equal(connect_four.invalid_actions(state)[0],
-                                [True] + [False] * 6)
-  assert root.embedding is state
+  np.testing.assert_array_equal(connect_four.invalid_actions(state)[0], [True] + [False] * 6)
+  assert root.embedding.observation.shape == (2, 0)  # stored without its observation
+  chex_equal(root.embedding.replace(observation=state.observation), state)
+
+
+def chex_equal(tree_a, tree_b):
+  leaves_a, structure_a = jax.tree.flatten(tree_a)
+  leaves_b, structure_b = jax.tree.flatten(tree_b)
+  assert structure_a == structure_b
+  for leaf_a, leaf_b in zip(leaves_a, leaves_b):
+    np.testing.assert_array_equal(leaf_a, leaf_b)
+
+
+@pytest.mark.parametrize(
+  "spec",
+  [
+    "connect_four",
+    pytest.param("nim:2,3", marks=pytest.mark.slow),
+    pytest.param("dag:actions=3,depth=5,width=4,seed=3", marks=pytest.mark.slow),
+  ],
+)
+def test_a_search_without_stored_observations_is_the_same_search(spec):
+  """Dropping the observation from the embeddings (the default) changes nothing a
+  search computes: same statistics, same stored states but the observation, and the
+  evaluator still reads the real observation of every new state."""
+  from mcgs_jax import muzero_policy  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.testing import to_numpy  # pylint: disable=import-outside-toplevel
+
+  def observation_evaluator(params, rng_key, state):
+    del params, rng_key
+    features = jnp.reshape(state.observation, (state.observation.shape[0], -1))
+    weights = jnp.arange(features.shape[1], dtype=jnp.float32) % 5 - 2.0
+    value = jnp.tanh(features.astype(jnp.float32) @ weights / 4)
+    num_actions = state.legal_action_mask.shape[-1]
+    return jnp.zeros((features.shape[0], num_actions)), value
+
+  outputs = {}
+  for store in (True, False):
+    game = adapter.make_game(spec, observation_evaluator, store_observation=store)
+    state = game.init(jax.random.PRNGKey(3), 4)
+    root = game.root(None, jax.random.PRNGKey(4), state)
+    outputs[store] = jax.jit(
+      lambda root, game=game, state=state: muzero_policy(
+        None,
+        jax.random.PRNGKey(5),
+        root,
+        game.recurrent_fn,
+        24,
+        invalid_actions=game.invalid_actions(state),
+        hash_fn=game.hash_fn,
+      )
+    )(root)
+    stored = outputs[store].search_graph.embeddings
+    observation_shape = state.observation.shape[1:]
+    assert stored.observation.shape[2:] == (observation_shape if store else (0,))
+  full, compact = outputs[True].search_graph, outputs[False].search_graph
+  np.testing.assert_array_equal(outputs[True].action_weights, outputs[False].action_weights)
+  for name, table in to_numpy(full).items():
+    np.testing.assert_array_equal(table, to_numpy(compact)[name], err_msg=name)
+  chex_equal(
+    full.embeddings.replace(observation=compact.embeddings.observation), compact.embeddings
+  )
+  assert float(np.std(np.asarray(full.raw_values))) > 0  # the evaluator saw observations
 
 
 def test_all_illegal_logits_are_finite():
@@ -111,8 +167,10 @@ def forced_win_rollouts(tic_tac_toe_env):
   """64 copies of `TIC_TAC_TOE_FORCED_WIN` and jitted rollout evaluators on it."""
   game = adapter.make_game(tic_tac_toe_env)
   state = repeat_state(game.play(TIC_TAC_TOE_FORCED_WIN), 64)
-  evaluate = {num_rollouts: jax.jit(evaluators.rollout_evaluator(
-      tic_tac_toe_env, num_rollouts=num_rollouts)) for num_rollouts in (1, 16)}
+  evaluate = {
+    num_rollouts: jax.jit(evaluators.rollout_evaluator(tic_tac_toe_env, num_rollouts=num_rollouts))
+    for num_rollouts in (1, 16)
+  }
   return state, evaluate
 
 
@@ -163,8 +221,7 @@ def test_rollout_evaluator_rejects_bad_arguments(tic_tac_toe_env):
 
 
 def test_network_evaluator_with_mlp(connect_four):
-  apply_fn, params = evaluators.init_network(connect_four.env, jax.random.PRNGKey(0),
-                                             hidden=(16,))
+  apply_fn, params = evaluators.init_network(connect_four.env, jax.random.PRNGKey(0), hidden=(16,))
   game = adapter.make_game(connect_four.env, evaluators.network_evaluator(apply_fn))
   state = jax.jit(game.init, static_argnums=1)(jax.random.PRNGKey(1), 4)
 
@@ -185,9 +242,18 @@ def test_uniform_is_the_default_evaluator():
   np.testing.assert_array_equal(root.value, np.zeros(3))
 
 
-@pytest.mark.parametrize("spec", ["no_such_game", "connect_four:7", "kuhn_poker",
-                                  "nim:a,b", "nim:0,0",
-                                  "dag:colour=3", "dag:depth"])
+@pytest.mark.parametrize(
+  "spec",
+  [
+    "no_such_game",
+    "connect_four:7",
+    "kuhn_poker",
+    "nim:a,b",
+    "nim:0,0",
+    "dag:colour=3",
+    "dag:depth",
+  ],
+)
 def test_make_game_rejects_unknown_specs(spec):
   with pytest.raises(ValueError):
     adapter.make_game(spec)
@@ -198,12 +264,15 @@ def test_make_game_rejects_an_env_without_a_key():
     adapter.make_game(object())
 
 
-@pytest.mark.parametrize("moves, message", [
+@pytest.mark.parametrize(
+  "moves, message",
+  [
     ([3, 7], r"move 1 \(7\) is out of range"),
     ([3, -1], r"move 1 \(-1\) is out of range"),
     ([0] * 7, r"move 6 \(0\) is illegal"),
     ([0, 1, 0, 1, 0, 1, 0, 2], r"move 7 \(2\) is played after the game ended"),
-])
+  ],
+)
 def test_play_rejects_bad_moves(connect_four, moves, message):
   with pytest.raises(ValueError, match=message):
     connect_four.play(moves)
@@ -218,8 +287,7 @@ def test_nim_rewards_taking_the_last_stone():
   state = repeat_state(only_last_heap, 2)
   action = jnp.array([env.action(2, 5), env.action(2, 1)], jnp.int32)
 
-  output, next_state = jax.jit(game.recurrent_fn)(None, jax.random.PRNGKey(0), action,
-                                                  state)
+  output, next_state = jax.jit(game.recurrent_fn)(None, jax.random.PRNGKey(0), action, state)
 
   np.testing.assert_array_equal(output.reward, [1.0, 0.0])
   np.testing.assert_array_equal(output.discount, [0.0, -1.0])
@@ -247,9 +315,14 @@ def test_mctx_muzero_policy_runs_on_the_adapter():
     init_key, search_key = jax.random.split(rng_key)
     state = game.init(init_key, 4)
     root = game.root(None, search_key, state)
-    return mctx.muzero_policy(None, search_key, root, game.recurrent_fn,
-                              num_simulations=16,
-                              invalid_actions=game.invalid_actions(state))
+    return mctx.muzero_policy(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      num_simulations=16,
+      invalid_actions=game.invalid_actions(state),
+    )
 
   output = search(jax.random.PRNGKey(0))
   weights = np.asarray(output.action_weights)
@@ -261,17 +334,19 @@ def test_mctx_muzero_policy_runs_on_the_adapter():
 def test_game_is_a_static_argument_of_jit(connect_four):
   @jax.jit
   def first_rewards(state):
-    output, _ = connect_four.recurrent_fn(None, jax.random.PRNGKey(0),
-                                          jnp.zeros(2, jnp.int32), state)
+    output, _ = connect_four.recurrent_fn(
+      None, jax.random.PRNGKey(0), jnp.zeros(2, jnp.int32), state
+    )
     return output.reward
 
   reward_via_static = jax.jit(
-      lambda game, state: game.recurrent_fn(None, jax.random.PRNGKey(0),
-                                            jnp.zeros(2, jnp.int32), state)[0].reward,
-      static_argnums=0)
+    lambda game, state: (
+      game.recurrent_fn(None, jax.random.PRNGKey(0), jnp.zeros(2, jnp.int32), state)[0].reward
+    ),
+    static_argnums=0,
+  )
   state = connect_four.init(jax.random.PRNGKey(0), 2)
-  np.testing.assert_array_equal(first_rewards(state),
-                                reward_via_static(connect_four, state))
+  np.testing.assert_array_equal(first_rewards(state), reward_via_static(connect_four, state))
 
 
 def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
@@ -280,8 +355,7 @@ def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
   env = game.env
   outcomes = env.terminal_values[env.next_index[0, 0]]  # for the mover, per action
   evaluate = evaluators.rollout_evaluator(env, num_rollouts=4000)
-  _, value = jax.jit(evaluate)(None, jax.random.PRNGKey(0),
-                               game.init(jax.random.PRNGKey(1), 2))
+  _, value = jax.jit(evaluate)(None, jax.random.PRNGKey(0), game.init(jax.random.PRNGKey(1), 2))
   np.testing.assert_allclose(value, np.mean(outcomes), atol=0.05)
 
 
@@ -291,6 +365,7 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   invalid, so a finished root is terminal: nothing is searched, the weights are all
   zero and the action is 0, beside a live game searched as usual."""
   import mcgs_jax as mg  # pylint: disable=import-outside-toplevel
+
   game = adapter.make_game(tic_tac_toe_env)
   x_won = game.play([0, 3, 1, 4, 2])
   assert bool(x_won.terminated) and bool(np.all(x_won.legal_action_mask))
@@ -298,14 +373,24 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   invalid = game.invalid_actions(state)
   np.testing.assert_array_equal(invalid[0], [True] * 9)
   np.testing.assert_array_equal(invalid[1], ~np.asarray(state.legal_action_mask[1]))
-  run = {"muzero": mg.muzero_policy, "gumbel": mg.gumbel_muzero_policy,
-         "uct": mg.uct_policy}[policy]
+  run = {"muzero": mg.muzero_policy, "gumbel": mg.gumbel_muzero_policy, "uct": mg.uct_policy}[
+    policy
+  ]
 
   @jax.jit
   def search(key):
     root = game.root(None, key, state)
-    return run(None, key, root, game.recurrent_fn, 16, invalid_actions=invalid,
-               hash_fn=game.hash_fn, solver=True)
+    return run(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      16,
+      invalid_actions=invalid,
+      hash_fn=game.hash_fn,
+      solver=True,
+    )
+
   out = search(jax.random.PRNGKey(0))
   graph = out.search_graph
   weights = np.asarray(out.action_weights)

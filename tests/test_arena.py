@@ -25,8 +25,9 @@ SEED = 3
 
 @pytest.fixture(scope="module")
 def strong_vs_weak():
-  return play_match("tic_tac_toe", STRONG, WEAK, num_games=NUM_GAMES, seed=SEED,
-                    opening_moves=OPENING)
+  return play_match(
+    "tic_tac_toe", STRONG, WEAK, num_games=NUM_GAMES, seed=SEED, opening_moves=OPENING
+  )
 
 
 def test_strong_agent_wins(strong_vs_weak):
@@ -72,12 +73,14 @@ def test_search_statistics(strong_vs_weak):
   json.dumps(strong_vs_weak.to_dict(), allow_nan=False)
 
 
+@pytest.mark.slow
 def test_reuse_carries_the_graph_between_moves(strong_vs_weak):
   """An agent that reroots its graph after every ply plays the same kind of match,
   and its searches hold more nodes (the kept subgraph plus the new playouts)."""
   reusing = dataclasses.replace(STRONG, reuse=True)
-  result = play_match("tic_tac_toe", reusing, WEAK, num_games=NUM_GAMES, seed=SEED,
-                      opening_moves=OPENING)
+  result = play_match(
+    "tic_tac_toe", reusing, WEAK, num_games=NUM_GAMES, seed=SEED, opening_moves=OPENING
+  )
   assert result.wins + result.draws + result.losses == NUM_GAMES
   assert result.score >= 0.75
   assert result.agents["a"]["name"].endswith("reuse")
@@ -88,16 +91,22 @@ def test_reuse_carries_the_graph_between_moves(strong_vs_weak):
 
 
 def test_same_seed_same_result(strong_vs_weak):
-  again = play_match("tic_tac_toe", STRONG, WEAK, num_games=NUM_GAMES, seed=SEED,
-                     opening_moves=OPENING)
+  again = play_match(
+    "tic_tac_toe", STRONG, WEAK, num_games=NUM_GAMES, seed=SEED, opening_moves=OPENING
+  )
   np.testing.assert_array_equal(again.outcomes, strong_vs_weak.outcomes)
   np.testing.assert_array_equal(again.openings, strong_vs_weak.openings)
   assert again.to_dict()["agents"] == strong_vs_weak.to_dict()["agents"]
 
 
-@pytest.mark.parametrize("bad, error", [
-    (dict(num_games=3), ValueError), (dict(num_games=0), ValueError),
-    (dict(num_games=4, opening_moves=-1), ValueError)])
+@pytest.mark.parametrize(
+  "bad, error",
+  [
+    (dict(num_games=3), ValueError),
+    (dict(num_games=0), ValueError),
+    (dict(num_games=4, opening_moves=-1), ValueError),
+  ],
+)
 def test_bad_match_arguments(bad, error):
   with pytest.raises(error):
     play_match("tic_tac_toe", STRONG, WEAK, **bad)
@@ -169,12 +178,19 @@ SHARDED_SCRIPT = textwrap.dedent(f"""
 """)
 
 
+@pytest.mark.slow
 def test_sharded_match_equals_unsharded(strong_vs_weak):
   env = dict(os.environ)
   env.pop("XLA_FLAGS", None)
   env["JAX_PLATFORMS"] = "cpu"
-  completed = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env,
-                             capture_output=True, text=True, timeout=300, check=True)
+  completed = subprocess.run(
+    [sys.executable, "-c", SHARDED_SCRIPT],
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=True,
+  )
   sharded = json.loads(completed.stdout.strip().splitlines()[-1])
   assert sharded["devices"] == 4 and sharded["used"] == 4
   result = strong_vs_weak
@@ -188,11 +204,30 @@ def test_sharded_match_equals_unsharded(strong_vs_weak):
 # ---------------------------------------------------------------------------------
 # Command line
 
-MATCH_FLAGS = ["--game", "tic_tac_toe", "--games", str(NUM_GAMES), "--openings",
-               str(OPENING), "--seed", str(SEED),
-               "--a-policy", "uct", "--a-evaluator", "rollout", "--a-simulations", "64",
-               "--b-policy", "muzero", "--b-evaluator", "uniform", "--b-simulations", "2",
-               "--b-mode", "graph"]
+MATCH_FLAGS = [
+  "--game",
+  "tic_tac_toe",
+  "--games",
+  str(NUM_GAMES),
+  "--openings",
+  str(OPENING),
+  "--seed",
+  str(SEED),
+  "--a-policy",
+  "uct",
+  "--a-evaluator",
+  "rollout",
+  "--a-simulations",
+  "64",
+  "--b-policy",
+  "muzero",
+  "--b-evaluator",
+  "uniform",
+  "--b-simulations",
+  "2",
+  "--b-mode",
+  "graph",
+]
 
 
 def test_cli_flags_make_the_agents():
@@ -200,8 +235,17 @@ def test_cli_flags_make_the_agents():
   assert arena_command._agent(args, "a") == STRONG  # pylint: disable=protected-access
   assert arena_command._agent(args, "b") == WEAK  # pylint: disable=protected-access
   args = arena_command.build_parser().parse_args(
-      ["--a-no-transpositions", "--b-mode", "graph", "--b-solver", "--b-parallel", "4",
-       "--b-rollouts", "3"])
+    [
+      "--a-no-transpositions",
+      "--b-mode",
+      "graph",
+      "--b-solver",
+      "--b-parallel",
+      "4",
+      "--b-rollouts",
+      "3",
+    ]
+  )
   a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")  # pylint: disable=protected-access
   assert not a.transpositions and b.transpositions
   assert b.solver and b.num_parallel == 4 and b.num_rollouts == 3
@@ -215,11 +259,25 @@ def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
   plot = tmp_path / "arena.png"
   assert arena_command.main(MATCH_FLAGS + ["--json", "--plot", str(plot)]) == 0
   report = json.loads(capsys.readouterr().out)
-  assert {"wins", "draws", "losses", "score", "elo", "elo_ci95", "games", "agents",
-          "outcomes", "a_first", "mean_game_length"} <= set(report)
+  assert {
+    "wins",
+    "draws",
+    "losses",
+    "score",
+    "elo",
+    "elo_ci95",
+    "games",
+    "agents",
+    "outcomes",
+    "a_first",
+    "mean_game_length",
+  } <= set(report)
   assert report["games"] == NUM_GAMES
   assert [report["wins"], report["draws"], report["losses"]] == [
-      strong_vs_weak.wins, strong_vs_weak.draws, strong_vs_weak.losses]
+    strong_vs_weak.wins,
+    strong_vs_weak.draws,
+    strong_vs_weak.losses,
+  ]
   assert report["score"] == pytest.approx(strong_vs_weak.score)
   assert report["elo"] == pytest.approx(strong_vs_weak.elo)
   assert report["elo_ci95"] == pytest.approx(list(strong_vs_weak.elo_ci95))
@@ -235,8 +293,7 @@ def test_cli_text(capsys, strong_vs_weak):
   assert "Elo of A over B" in out
   assert "A: uct/rollout/64 graph" in out and "B: muzero/uniform/2 graph" in out
   low, high = strong_vs_weak.score_ci95
-  assert (f"score {strong_vs_weak.score:.3f} (95% interval {low:.3f}-{high:.3f})"
-          in out)
+  assert f"score {strong_vs_weak.score:.3f} (95% interval {low:.3f}-{high:.3f})" in out
   assert "Elo of A over B: " in out and "(95% interval " in out
   assert f"verdict: {arena_command.verdict(strong_vs_weak)}" in out.splitlines()
   # Progress: a compiling line before the first ply returns, then plies.
@@ -246,26 +303,40 @@ def test_cli_text(capsys, strong_vs_weak):
 
 
 def test_verdict():
-  result = lambda low, high: dataclasses.replace(
-      TEMPLATE_RESULT, score_ci95=(low, high))
+  result = lambda low, high: dataclasses.replace(TEMPLATE_RESULT, score_ci95=(low, high))
   assert arena_command.verdict(result(0.55, 0.7)) == "A stronger (95%)"
   assert arena_command.verdict(result(0.2, 0.45)) == "B stronger (95%)"
   assert arena_command.verdict(result(0.45, 0.6)) == "no significant difference at 95%"
 
 
 TEMPLATE_RESULT = arena.MatchResult(
-    wins=1, draws=0, losses=1, score=0.5, elo=0.0, elo_ci95=(-1.0, 1.0),
-    score_ci95=(0.4, 0.6), games=2, mean_game_length=5.0, agents={},
-    outcomes=np.zeros(2), a_first=np.array([True, False]),
-    game_lengths=np.array([5, 5]), openings=np.zeros((2, 0)), seconds=0.0,
-    num_devices=1)
+  wins=1,
+  draws=0,
+  losses=1,
+  score=0.5,
+  elo=0.0,
+  elo_ci95=(-1.0, 1.0),
+  score_ci95=(0.4, 0.6),
+  games=2,
+  mean_game_length=5.0,
+  agents={},
+  outcomes=np.zeros(2),
+  a_first=np.array([True, False]),
+  game_lengths=np.array([5, 5]),
+  openings=np.zeros((2, 0)),
+  seconds=0.0,
+  num_devices=1,
+)
 
 
 def test_agent_defaults_are_the_command_defaults():
   agent = Agent()
   defaults = arena_command.DEFAULTS
   assert (agent.policy, agent.evaluator, agent.num_simulations) == (
-      defaults["policy"], defaults["evaluator"], defaults["simulations"])
+    defaults["policy"],
+    defaults["evaluator"],
+    defaults["simulations"],
+  )
   args = arena_command.build_parser().parse_args([])
   assert arena_command._agent(args, "a") == Agent()  # pylint: disable=protected-access
 
@@ -283,6 +354,7 @@ def test_simulations_flag_sets_both_sides():
 def test_openings_are_distinct_and_playable():
   game = arena._game_from_spec("tic_tac_toe")  # pylint: disable=protected-access
   import jax  # pylint: disable=import-outside-toplevel
+
   states = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 60))
   openings = arena.draw_openings(game, states, 2, seed=1)
   assert openings.shape == (60, 2)
@@ -292,17 +364,25 @@ def test_openings_are_distinct_and_playable():
     arena.draw_openings(game, states, 9, seed=1)  # 9 plies fill the board
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--a-parallel", "3", "--games", "2"],
-     "--a-parallel 3 must divide the simulations per move (the default simulations: "
-     "512)"),
-    (["--simulations", "10", "--b-parallel", "4", "--games", "2"],
-     "--b-parallel 4 must divide the simulations per move (--simulations: 10)"),
-    (["--game", "tic_tac_toe", "--openings", "60", "--games", "2", "--simulations", "2"],
-     "--openings 60: openings of 60 random plies end the game before any search (no "
-     "game left to play)"),
+@pytest.mark.parametrize(
+  "argv, message",
+  [
+    (
+      ["--a-parallel", "3", "--games", "2"],
+      "--a-parallel 3 must divide the simulations per move (the default simulations: 512)",
+    ),
+    (
+      ["--simulations", "10", "--b-parallel", "4", "--games", "2"],
+      "--b-parallel 4 must divide the simulations per move (--simulations: 10)",
+    ),
+    (
+      ["--game", "tic_tac_toe", "--openings", "60", "--games", "2", "--simulations", "2"],
+      "--openings 60: openings of 60 random plies end the game before any search (no "
+      "game left to play)",
+    ),
     (["--game", "chesss", "--games", "2"], "did you mean 'chess'"),
-])
+  ],
+)
 def test_cli_errors_name_the_flags(argv, message, capsys):
   assert arena_command.main(argv) == 2
   err = capsys.readouterr().err
@@ -310,11 +390,19 @@ def test_cli_errors_name_the_flags(argv, message, capsys):
   assert "num_parallel" not in err and "num_simulations" not in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["--games", "3"], ["--games", "x"], ["--a-policy", "alphabeta"],
-    ["--openings", "-1"], ["--frobnicate"], ["--game", "no_such_game", "--games", "2"],
+@pytest.mark.parametrize(
+  "argv",
+  [
+    ["--games", "3"],
+    ["--games", "x"],
+    ["--a-policy", "alphabeta"],
+    ["--openings", "-1"],
+    ["--frobnicate"],
+    ["--game", "no_such_game", "--games", "2"],
     ["--a-simulations", "10", "--a-parallel", "4", "--games", "2"],
-    ["--plot", "/no/such/dir/x.png"]])
+    ["--plot", "/no/such/dir/x.png"],
+  ],
+)
 def test_cli_bad_input(argv, capsys):
   assert arena_command.main(argv) == 2
   captured = capsys.readouterr()
@@ -325,8 +413,11 @@ def test_cli_bad_input(argv, capsys):
 
 def test_cli_bad_flag_in_a_subprocess():
   completed = subprocess.run(
-      [sys.executable, "-m", "mcgs_jax.apps.cli", "arena", "--games", "odd"],
-      capture_output=True, text=True, timeout=120)
+    [sys.executable, "-m", "mcgs_jax.apps.cli", "arena", "--games", "odd"],
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
   assert completed.returncode == 2
   assert completed.stdout == ""
   assert len(completed.stderr.strip().splitlines()) == 1

@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from mcgs_jax.apps import cli
-from mcgs_jax.apps import search_command
+from mcgs_jax.apps import cli, search_command
 
 
 def run_search(capsys, *argv):
@@ -30,10 +29,18 @@ def json_reports(capsys, *argv):
 
 
 def test_nim_uct_json(capsys):
-  (report,) = json_reports(capsys, "--game", "nim:3,4,5", "--policy", "uct",
-                           "--simulations", "200")
-  for field in ("action", "root_value", "num_nodes", "transposition_hits", "actions",
-                "game", "moves", "policy", "simulations"):
+  (report,) = json_reports(capsys, "--game", "nim:3,4,5", "--policy", "uct", "--simulations", "200")
+  for field in (
+    "action",
+    "root_value",
+    "num_nodes",
+    "transposition_hits",
+    "actions",
+    "game",
+    "moves",
+    "policy",
+    "simulations",
+  ):
     assert field in report
   assert report["game"] == "nim:3,4,5" and report["moves"] == []
   assert report["policy"] == "uct" and report["simulations"] == 200
@@ -61,6 +68,7 @@ def positions_file(tmp_path):
   return str(path)
 
 
+@pytest.mark.slow
 def test_positions_file_json_and_table(capsys, positions_file):
   reports = json_reports(capsys, *TTT_FLAGS, "--positions", positions_file)
   assert [report["moves"] for report in reports] == [[], [0, 4], [0, 3, 1, 4]]
@@ -74,11 +82,15 @@ def test_positions_file_json_and_table(capsys, positions_file):
   assert status == 0, err
   headers = [line for line in out.splitlines() if line.split()[:1] == ["action"]]
   assert len(headers) == 3
-  assert all(header.split() == ["action", "visits", "Q", "prior", "share", "minimax"]
-             for header in headers)
+  assert all(
+    header.split() == ["action", "visits", "Q", "prior", "share", "minimax"] for header in headers
+  )
   assert "moves 0,3,1,4" in out and "moves (start)" in out
-  assert any(line.split()[0] == "2" and line.rstrip().endswith("+1 *")
-             for line in out.splitlines() if line.strip())
+  assert any(
+    line.split()[0] == "2" and line.rstrip().endswith("+1 *")
+    for line in out.splitlines()
+    if line.strip()
+  )
 
 
 def test_immediate_win_is_chosen(capsys):
@@ -103,23 +115,34 @@ def test_parse_moves():
     search_command.parse_moves("3,x")
 
 
-@pytest.mark.parametrize("argv, message", [
+@pytest.mark.parametrize(
+  "argv, message",
+  [
     (["--game", "no_such_game"], "unknown game"),
     (["--game", "tic_tac_toe", "--moves", "0,0"], "illegal"),
     (["--game", "tic_tac_toe", "--moves", "3,x"], "malformed move list"),
-    (["--game", "tic_tac_toe", "--positions", "/no/such/file.txt"],
-     "--positions: file not found: /no/such/file.txt"),
+    (
+      ["--game", "tic_tac_toe", "--positions", "/no/such/file.txt"],
+      "--positions: file not found: /no/such/file.txt",
+    ),
     (["--game", "nim:a,b"], "heaps must be integers, got 'a'"),
-    (["--game", "connect_four", "--moves", "3,3,3,3,3,3,3"],
-     "move 7 of --moves: action 3 is illegal: column 3 is full"),
-    (["--game", "connect_four", "--moves", "99"],
-     "move 1 of --moves: action 99 is out of range [0, 7)"),
-    (["--game", "tic_tac_toe", "--moves", "4,4"],
-     "move 2 of --moves: action 4 is illegal: cell 4 is already taken"),
+    (
+      ["--game", "connect_four", "--moves", "3,3,3,3,3,3,3"],
+      "move 7 of --moves: action 3 is illegal: column 3 is full",
+    ),
+    (
+      ["--game", "connect_four", "--moves", "99"],
+      "move 1 of --moves: action 99 is out of range [0, 7)",
+    ),
+    (
+      ["--game", "tic_tac_toe", "--moves", "4,4"],
+      "move 2 of --moves: action 4 is illegal: cell 4 is already taken",
+    ),
     (["--game", "chesss"], "did you mean 'chess'?"),
     (["--game", "tic_tac_toe", "--simulations", "0"], "--simulations"),
     (["--game", "tic_tac_toe", "--moves", "0,3,1,4,2"], "game is over"),
-])
+  ],
+)
 def test_bad_input_is_one_line(capsys, argv, message):
   status, out, err = run_search(capsys, *argv)
   assert status != 0
@@ -137,8 +160,9 @@ def test_bad_line_of_a_positions_file_is_named(capsys, tmp_path):
 
 
 def test_default_evaluator_is_rollout_and_table_is_explained(capsys):
-  status, out, err = run_search(capsys, "--game", "tic_tac_toe", "--moves", "0,3,1,4",
-                                "--simulations", "200")
+  status, out, err = run_search(
+    capsys, "--game", "tic_tac_toe", "--moves", "0,3,1,4", "--simulations", "200"
+  )
   assert status == 0, err
   header = out.splitlines()[0]
   assert "evaluator rollout (1 random playout per leaf)" in header
@@ -169,46 +193,67 @@ def test_answer_agrees_with_minimax_or_says_why(capsys):
   assert status == 0
   chosen = int(out.splitlines()[1].split("action ")[1].split()[0])
   if chosen != 1:
-    assert out.splitlines()[-1].startswith(f"note: the chosen action {chosen} is not "
-                                           "minimax-optimal after 400 simulations")
+    assert out.splitlines()[-1].startswith(
+      f"note: the chosen action {chosen} is not minimax-optimal after 400 simulations"
+    )
 
 
 def test_console_script_error(tmp_path):
   script = os.path.join(os.path.dirname(sys.executable), "mcgs-jax")
-  result = subprocess.run([script, "search", "--game", "tic_tac_toe", "--moves", "3,x"],
-                          capture_output=True, text=True, timeout=120, check=False)
+  result = subprocess.run(
+    [script, "search", "--game", "tic_tac_toe", "--moves", "3,x"],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+  )
   assert result.returncode != 0
   assert "Traceback" not in result.stderr
   errors = [line for line in result.stderr.splitlines() if "error" in line]
-  assert errors == ["mcgs-jax search: error: malformed move list '3,x': 'x' is not "
-                    "an integer"]
+  assert errors == ["mcgs-jax search: error: malformed move list '3,x': 'x' is not an integer"]
 
 
+@pytest.mark.slow
 def test_gumbel_policy_finds_the_immediate_win(capsys):
-  (report,) = json_reports(capsys, "--game", "tic_tac_toe", "--policy", "gumbel",
-                           "--evaluator", "rollout", "--rollouts", "4",
-                           "--simulations", "64", "--moves", "0,3,1,4")
+  (report,) = json_reports(
+    capsys,
+    "--game",
+    "tic_tac_toe",
+    "--policy",
+    "gumbel",
+    "--evaluator",
+    "rollout",
+    "--rollouts",
+    "4",
+    "--simulations",
+    "64",
+    "--moves",
+    "0,3,1,4",
+  )
   assert report["policy"] == "gumbel"
   assert sum(row["visits"] for row in report["actions"]) == 64
   assert report["action"] == 2
 
 
 def test_solver_reports_proven_root_actions(capsys):
-  (report,) = json_reports(capsys, "--game", "nim:2,4", "--policy", "uct",
-                           "--simulations", "200", "--solver")
+  (report,) = json_reports(
+    capsys, "--game", "nim:2,4", "--policy", "uct", "--simulations", "200", "--solver"
+  )
   assert report["root_proven"] and report["root_proven_value"] == 1.0
   assert report["action"] in report["optimal_actions"]
   for row in report["actions"]:
     if row["proven"]:
       assert row["proven_value"] == row["minimax"]
   assert sum(row["proven"] for row in report["actions"]) >= 1
-  status, out, _ = run_search(capsys, "--game", "nim:2,4", "--policy", "uct",
-                              "--simulations", "200", "--solver")
+  status, out, _ = run_search(
+    capsys, "--game", "nim:2,4", "--policy", "uct", "--simulations", "200", "--solver"
+  )
   assert status == 0 and "proven" in out.splitlines()[2]
 
 
 def test_names_come_from_the_registry():
   from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
+
   actions = {action.dest: action for action in search_command.build_parser()._actions}  # pylint: disable=protected-access
   assert tuple(actions["policy"].choices) == registry.POLICY_NAMES
   assert tuple(actions["evaluator"].choices) == registry.WEIGHTLESS_EVALUATORS
@@ -222,13 +267,16 @@ def test_names_come_from_the_registry():
 def test_random_legal_actions_pick_legal_moves_only():
   import jax  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
+
   from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
   from mcgs_jax.games import evaluators  # pylint: disable=import-outside-toplevel
+
   assert registry.random_legal_actions is evaluators.random_legal_actions
   mask = np.zeros((64, 7), bool)
   mask[:, [1, 4]] = True
   mask[-1] = False  # nothing legal: action 0
-  actions = np.asarray(registry.random_legal_actions(
-      jax.random.split(jax.random.PRNGKey(0), 64), mask))
+  actions = np.asarray(
+    registry.random_legal_actions(jax.random.split(jax.random.PRNGKey(0), 64), mask)
+  )
   assert actions.dtype == np.int32
   assert set(actions[:-1]) == {1, 4} and actions[-1] == 0

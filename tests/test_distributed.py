@@ -21,13 +21,17 @@ def _free_port() -> int:
 
 def _run(num_processes: int, out_path: str) -> dict:
   address = f"localhost:{_free_port()}"
-  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1",
-             JAX_PLATFORMS="cpu")
-  workers = [subprocess.Popen([sys.executable, WORKER, address, str(index),
-                               str(num_processes), out_path],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
-             for index in range(num_processes)]
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1", JAX_PLATFORMS="cpu")
+  workers = [
+    subprocess.Popen(
+      [sys.executable, WORKER, address, str(index), str(num_processes), out_path],
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      text=True,
+    )
+    for index in range(num_processes)
+  ]
   logs = []
   for worker in workers:
     try:

@@ -6,7 +6,7 @@ pgx step over `[ROWS, steps]` actions, so each game compiles once or twice.
 
 import dataclasses
 import functools
-from typing import Callable, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -18,9 +18,9 @@ from pgx.gardner_chess import Action as GardnerAction
 
 from mcgs_jax.games import keys as game_keys
 
-ROWS = 16       # games played side by side
-RANDOM = -1     # in an action table: a uniformly random legal action
-STOP = -2       # in an action table: leave the state as it is
+ROWS = 16  # games played side by side
+RANDOM = -1  # in an action table: a uniformly random legal action
+STOP = -2  # in an action table: leave the state as it is
 
 
 def _move_labels(to_label, moves: Sequence[str], ranks: int):
@@ -62,95 +62,142 @@ class Spec:
   apart: pairs of move orders whose states must get different keys.
   changes: single-field edits of a state (after `line`) that must change its key.
   """
+
   env_id: str
   steps: int
   position: Callable
   position_is_everything: bool
   line: Sequence[int]
-  meet: Sequence[Tuple[Sequence[int], Sequence[int]]] = ()
-  apart: Sequence[Tuple[Sequence[int], Sequence[int]]] = ()
-  changes: Sequence[Tuple[str, Callable]] = ()
+  meet: Sequence[tuple[Sequence[int], Sequence[int]]] = ()
+  apart: Sequence[tuple[Sequence[int], Sequence[int]]] = ()
+  changes: Sequence[tuple[str, Callable]] = ()
 
 
-SPECS = {spec.env_id: spec for spec in [
-    Spec("tic_tac_toe", 9,
-         position=lambda s: (s._x.board, s._x.color, s.terminated),
-         position_is_everything=True, line=[0, 4, 8],
-         meet=[([0, 4, 8], [8, 4, 0])],
-         changes=[("colour", lambda s: _replace_x(s, color=1 - s._x.color))]),
-    Spec("connect_four", 24,
-         position=lambda s: (s._x.board, s._x.color, s.terminated),
-         position_is_everything=True, line=[0, 1, 2],
-         meet=[([0, 1, 2], [2, 1, 0])],
-         # not a transposition: the second colour's disc is in column 3 or column 2
-         apart=[([3, 3, 2], [2, 3, 3])],
-         changes=[("colour", lambda s: _replace_x(s, color=1 - s._x.color))]),
-    Spec("othello", 30,
-         position=lambda s: (s._x.board, s._x.turn, s._x.passed, s.terminated),
-         position_is_everything=True, line=[19, 18, 26],
-         meet=[([19, 18, 26], [26, 18, 19]), ([37, 45, 44], [44, 45, 37])],
-         changes=[("colour", lambda s: _replace_x(s, turn=1 - s._x.turn)),
-                  ("pass flag", lambda s: _replace_x(s, passed=~s._x.passed))]),
-    Spec("hex", 30,
-         position=lambda s: (jnp.sign(s._x.board), s._x.color, s._x.step_count == 1,
-                             s.terminated),
-         position_is_everything=True, line=[0, 60, 1, 61, 2],
-         # the second pair leaves different group labels in pgx's board
-         meet=[([0, 60, 10], [10, 60, 0]), ([0, 60, 1, 61, 2], [2, 60, 1, 61, 0])],
-         changes=[("colour", lambda s: _replace_x(s, step_count=s._x.step_count + 1))]),
-    Spec("go_9x9", 30,
-         position=lambda s: (jnp.sign(s._x.board), s._x.color),
-         position_is_everything=False, line=[0, 40, 81, 80],
-         # same stones, but different earlier boards for positional superko
-         apart=[([0, 40, 80], [80, 40, 0])],
-         changes=[("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
-                  ("passes", lambda s: _replace_x(
-                      s, consecutive_pass_count=s._x.consecutive_pass_count + 1)),
-                  ("ko point", lambda s: _replace_x(s, ko=jnp.full_like(s._x.ko, 20))),
-                  ("superko flag", lambda s: _replace_x(s, is_psk=~s._x.is_psk)),
-                  ("superko history", lambda s: _replace_x(
-                      s, hash_history=s._x.hash_history.at[:, 0, 0].add(1)))]),
-    Spec("chess", 30,
-         position=lambda s: (s._x.board, s._x.color),
-         position_is_everything=False, line=chess("g1f3", "g8f6", "d2d3", "d7d6"),
-         meet=[(chess("g1f3", "g8f6", "d2d3", "d7d6"), chess("d2d3", "g8f6", "g1f3", "d7d6"))],
-         apart=[
-             # same board; half-move clocks 0 and 1
-             (chess("g1f3", "d7d5", "d2d4"), chess("d2d4", "d7d5", "g1f3")),
-             # same board, clock and step; different positions since the last pawn move
-             (chess("g1f3", "b8c6", "b1c3", "g8f6"), chess("b1c3", "g8f6", "g1f3", "b8c6")),
-         ],
-         changes=[("colour", lambda s: _replace_x(s, color=1 - s._x.color)),
-                  ("castling", lambda s: _replace_x(
-                      s, castling_rights=s._x.castling_rights.at[:, 0, 1].set(False))),
-                  ("en passant", lambda s: _replace_x(
-                      s, en_passant=jnp.full_like(s._x.en_passant, 20))),
-                  ("half-move clock", lambda s: _replace_x(
-                      s, halfmove_count=s._x.halfmove_count + 1)),
-                  ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2))]),
-    Spec("gardner_chess", 30,
-         position=lambda s: (s._board, s._turn),
-         position_is_everything=False, line=gardner("a2a3", "b5c3", "b2b3"),
-         meet=[(gardner("a2a3", "b5c3", "b2b3"), gardner("b2b3", "b5c3", "a2a3"))],
-         apart=[
-             # back to the start by two knight tours: same board, clock and step
-             (gardner("b1a3", "b5c3", "a3b1", "c3b5"), gardner("b1c3", "b5a3", "c3b1", "a3b5")),
-             (gardner("d2d3", "b5a3", "b1d2", "a3b5"), gardner("d2d3", "b5c3", "b1d2", "c3b5")),
-         ],
-         changes=[("colour", lambda s: s.replace(_turn=1 - s._turn)),
-                  ("half-move clock", lambda s: s.replace(_halfmove_count=s._halfmove_count + 1)),
-                  ("step count", lambda s: s.replace(_step_count=s._step_count + 2)),
-                  ("pgx hash", lambda s: s.replace(_zobrist_hash=s._zobrist_hash ^ 1))]),
-    Spec("animal_shogi", 30,
-         position=lambda s: (s._board, s._hand, s._turn),
-         position_is_everything=False, line=[7, 7, 42],
-         # the same position after different first moves
-         apart=[([7, 7, 42], [42, 7, 7])],
-         changes=[("colour", lambda s: s.replace(_turn=1 - s._turn)),
-                  ("hand", lambda s: s.replace(_hand=s._hand.at[:, 1, 0].add(1))),
-                  ("step count", lambda s: s.replace(_step_count=s._step_count + 2)),
-                  ("pgx hash", lambda s: s.replace(_zobrist_hash=s._zobrist_hash ^ 1))]),
-]}
+SPECS = {
+  spec.env_id: spec
+  for spec in [
+    Spec(
+      "tic_tac_toe",
+      9,
+      position=lambda s: (s._x.board, s._x.color, s.terminated),
+      position_is_everything=True,
+      line=[0, 4, 8],
+      meet=[([0, 4, 8], [8, 4, 0])],
+      changes=[("colour", lambda s: _replace_x(s, color=1 - s._x.color))],
+    ),
+    Spec(
+      "connect_four",
+      24,
+      position=lambda s: (s._x.board, s._x.color, s.terminated),
+      position_is_everything=True,
+      line=[0, 1, 2],
+      meet=[([0, 1, 2], [2, 1, 0])],
+      # not a transposition: the second colour's disc is in column 3 or column 2
+      apart=[([3, 3, 2], [2, 3, 3])],
+      changes=[("colour", lambda s: _replace_x(s, color=1 - s._x.color))],
+    ),
+    Spec(
+      "othello",
+      30,
+      position=lambda s: (s._x.board, s._x.turn, s._x.passed, s.terminated),
+      position_is_everything=True,
+      line=[19, 18, 26],
+      meet=[([19, 18, 26], [26, 18, 19]), ([37, 45, 44], [44, 45, 37])],
+      changes=[
+        ("colour", lambda s: _replace_x(s, turn=1 - s._x.turn)),
+        ("pass flag", lambda s: _replace_x(s, passed=~s._x.passed)),
+      ],
+    ),
+    Spec(
+      "hex",
+      30,
+      position=lambda s: (jnp.sign(s._x.board), s._x.color, s._x.step_count == 1, s.terminated),
+      position_is_everything=True,
+      line=[0, 60, 1, 61, 2],
+      # the second pair leaves different group labels in pgx's board
+      meet=[([0, 60, 10], [10, 60, 0]), ([0, 60, 1, 61, 2], [2, 60, 1, 61, 0])],
+      changes=[("colour", lambda s: _replace_x(s, step_count=s._x.step_count + 1))],
+    ),
+    Spec(
+      "go_9x9",
+      30,
+      position=lambda s: (jnp.sign(s._x.board), s._x.color),
+      position_is_everything=False,
+      line=[0, 40, 81, 80],
+      # same stones, but different earlier boards for positional superko
+      apart=[([0, 40, 80], [80, 40, 0])],
+      changes=[
+        ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
+        ("passes", lambda s: _replace_x(s, consecutive_pass_count=s._x.consecutive_pass_count + 1)),
+        ("ko point", lambda s: _replace_x(s, ko=jnp.full_like(s._x.ko, 20))),
+        ("superko flag", lambda s: _replace_x(s, is_psk=~s._x.is_psk)),
+        (
+          "superko history",
+          lambda s: _replace_x(s, hash_history=s._x.hash_history.at[:, 0, 0].add(1)),
+        ),
+      ],
+    ),
+    Spec(
+      "chess",
+      30,
+      position=lambda s: (s._x.board, s._x.color),
+      position_is_everything=False,
+      line=chess("g1f3", "g8f6", "d2d3", "d7d6"),
+      meet=[(chess("g1f3", "g8f6", "d2d3", "d7d6"), chess("d2d3", "g8f6", "g1f3", "d7d6"))],
+      apart=[
+        # same board; half-move clocks 0 and 1
+        (chess("g1f3", "d7d5", "d2d4"), chess("d2d4", "d7d5", "g1f3")),
+        # same board, clock and step; different positions since the last pawn move
+        (chess("g1f3", "b8c6", "b1c3", "g8f6"), chess("b1c3", "g8f6", "g1f3", "b8c6")),
+      ],
+      changes=[
+        ("colour", lambda s: _replace_x(s, color=1 - s._x.color)),
+        (
+          "castling",
+          lambda s: _replace_x(s, castling_rights=s._x.castling_rights.at[:, 0, 1].set(False)),
+        ),
+        ("en passant", lambda s: _replace_x(s, en_passant=jnp.full_like(s._x.en_passant, 20))),
+        ("half-move clock", lambda s: _replace_x(s, halfmove_count=s._x.halfmove_count + 1)),
+        ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
+      ],
+    ),
+    Spec(
+      "gardner_chess",
+      30,
+      position=lambda s: (s._board, s._turn),
+      position_is_everything=False,
+      line=gardner("a2a3", "b5c3", "b2b3"),
+      meet=[(gardner("a2a3", "b5c3", "b2b3"), gardner("b2b3", "b5c3", "a2a3"))],
+      apart=[
+        # back to the start by two knight tours: same board, clock and step
+        (gardner("b1a3", "b5c3", "a3b1", "c3b5"), gardner("b1c3", "b5a3", "c3b1", "a3b5")),
+        (gardner("d2d3", "b5a3", "b1d2", "a3b5"), gardner("d2d3", "b5c3", "b1d2", "c3b5")),
+      ],
+      changes=[
+        ("colour", lambda s: s.replace(_turn=1 - s._turn)),
+        ("half-move clock", lambda s: s.replace(_halfmove_count=s._halfmove_count + 1)),
+        ("step count", lambda s: s.replace(_step_count=s._step_count + 2)),
+        ("pgx hash", lambda s: s.replace(_zobrist_hash=s._zobrist_hash ^ 1)),
+      ],
+    ),
+    Spec(
+      "animal_shogi",
+      30,
+      position=lambda s: (s._board, s._hand, s._turn),
+      position_is_everything=False,
+      line=[7, 7, 42],
+      # the same position after different first moves
+      apart=[([7, 7, 42], [42, 7, 7])],
+      changes=[
+        ("colour", lambda s: s.replace(_turn=1 - s._turn)),
+        ("hand", lambda s: s.replace(_hand=s._hand.at[:, 1, 0].add(1))),
+        ("step count", lambda s: s.replace(_step_count=s._step_count + 2)),
+        ("pgx hash", lambda s: s.replace(_zobrist_hash=s._zobrist_hash ^ 1)),
+      ],
+    ),
+  ]
+}
+
 
 class _Game:
   """One game's env, its jitted player and its jitted key function."""
@@ -178,15 +225,18 @@ class _Game:
         stepped = jax.vmap(env.step)(states, jnp.maximum(chosen, 0))
         moves = step_actions != STOP
         states = jax.tree.map(
-            lambda new, old: jnp.where(moves.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
-            stepped, states)
+          lambda new, old: jnp.where(moves.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
+          stepped,
+          states,
+        )
         return states, (hash_fn(states), spec.position(states))
 
       step_rngs = jax.random.split(play_rng, actions.shape[1])
       final, (keys, positions) = jax.lax.scan(one_step, states, (actions.T, step_rngs))
       keys = jnp.concatenate([hash_fn(states)[None], keys])
-      positions = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]),
-                               spec.position(states), positions)
+      positions = jax.tree.map(
+        lambda first, rest: jnp.concatenate([first[None], rest]), spec.position(states), positions
+      )
       return final, keys, positions
 
     self._play = jax.jit(play)
@@ -196,11 +246,11 @@ class _Game:
     table = np.full((ROWS, self.spec.steps), RANDOM, np.int32)
     for row, line in enumerate(lines):
       table[row] = STOP
-      table[row, :len(line)] = line
+      table[row, : len(line)] = line
     return self._play(jax.random.PRNGKey(seed), jnp.asarray(table))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _game(env_id: str) -> _Game:
   return _Game(SPECS[env_id])
 
@@ -260,7 +310,7 @@ def test_key_ignores_which_player_id_moves_first(env_id):
   assert len(set(first_movers)) == 2, "every row drew the same seats"
   assert not np.asarray(final.terminated).any()
   np.testing.assert_array_equal(keys[len(line)], np.broadcast_to(keys[len(line), 0], (ROWS, 2)))
-  assert len({bytes(k) for k in np.asarray(keys[:len(line) + 1, 0])}) == len(line) + 1
+  assert len({bytes(k) for k in np.asarray(keys[: len(line) + 1, 0])}) == len(line) + 1
 
 
 @pytest.mark.parametrize("env_id", [g for g in GAMES if SPECS[g].meet])
@@ -275,7 +325,7 @@ def test_transposing_move_orders_meet(env_id):
     first, second = 2 * i, 2 * i + 1
     np.testing.assert_array_equal(boards[first], boards[second])
     np.testing.assert_array_equal(keys[first], keys[second])
-  assert not np.asarray(final.terminated)[:len(lines)].any()
+  assert not np.asarray(final.terminated)[: len(lines)].any()
 
 
 def test_hex_key_ignores_pgx_group_labels():
@@ -315,7 +365,8 @@ def test_single_field_changes_change_the_key(env_id):
   final, _, _ = game.play([game.spec.line] * ROWS)
   keys = np.asarray(game.key(final))
   changes = list(game.spec.changes) + [
-      ("terminated", lambda s: s.replace(terminated=~s.terminated))]
+    ("terminated", lambda s: s.replace(terminated=~s.terminated))
+  ]
   for name, change in changes:
     changed = np.asarray(game.key(change(final)))
     assert (changed != keys).any(axis=1).all(), name
@@ -325,7 +376,7 @@ def test_go_key_takes_superko_history_as_a_set():
   """Reordering pgx's board-hash history, or swapping a repeated entry (a pass
   re-records the board) for another entry of the set, keeps the key."""
   game = _game("go_9x9")
-  final, _, _ = game.play([game.spec.line] * ROWS)   # black 0, white 40, pass, white 80
+  final, _, _ = game.play([game.spec.line] * ROWS)  # black 0, white 40, pass, white 80
   history = final._x.hash_history
   assert (np.asarray(history[:, 1]) == np.asarray(history[:, 2])).all()  # the pass
   reordered = history.at[:, :4].set(history[:, jnp.array([3, 1, 0, 2])])
@@ -346,9 +397,14 @@ def test_chess_positions_since_the_last_pawn_move_decide_repetition_draws():
   b_knights = ["b1c3", "b8c6", "c3b1", "c6b8"]
   back_to_after_nf3 = ["g1f3", "g8h6", "f3h4", "h6g8", "h4f3"]
   game = _game("chess")
-  final, _, _ = game.play([chess(*g_knights), chess(*b_knights),
-                           chess(*g_knights, *back_to_after_nf3),
-                           chess(*b_knights, *back_to_after_nf3)])
+  final, _, _ = game.play(
+    [
+      chess(*g_knights),
+      chess(*b_knights),
+      chess(*g_knights, *back_to_after_nf3),
+      chess(*b_knights, *back_to_after_nf3),
+    ]
+  )
   np.testing.assert_array_equal(final._x.board[0], final._x.board[1])
   assert int(final._x.halfmove_count[0]) == int(final._x.halfmove_count[1]) == 4
   keys = np.asarray(game.key(final))

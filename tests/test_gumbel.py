@@ -10,22 +10,21 @@ import mctx
 import numpy as np
 import pytest
 
-from mcgs_jax.testing import check_graph
-from mcgs_jax.games import evaluators
+from mcgs_jax import qtransform_completed_by_mix_value, search
 from mcgs_jax._src import gumbel
-from mcgs_jax.apps.benchmark import random_positions
-from mcgs_jax.games.adapter import make_game
 from mcgs_jax._src.runner import mask_invalid_actions
-from mcgs_jax import qtransform_completed_by_mix_value
-from mcgs_jax import search
-from mcgs_jax.testing import commuting_game
+from mcgs_jax.apps.benchmark import random_positions
+from mcgs_jax.games import evaluators
+from mcgs_jax.games.adapter import make_game
+from mcgs_jax.testing import check_graph, commuting_game
 
 PARITY_BATCH, PARITY_SIMS = 128, 32
 TTT_BATCH, TTT_SIMS = 4, 64
 
 
-def assert_follows_schedule(new_visits, invalid_actions, num_simulations,
-                            max_num_considered_actions):
+def assert_follows_schedule(
+  new_visits, invalid_actions, num_simulations, max_num_considered_actions
+):
   """Root visits made by one search match Sequential Halving's schedule.
 
   Each playout `i` raises one action from `table[k0, i]` visits to one more, so the
@@ -84,7 +83,7 @@ def test_schedule_matches_reference(considered, num_simulations):
     assert tuple(int(v) for v in table[k]) == reference_schedule(k, num_simulations)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def connect_four_setup():
   probe = make_game("connect_four")
   apply_fn, params = evaluators.init_network(probe.env, jax.random.PRNGKey(1), hidden=(32,))
@@ -101,14 +100,20 @@ def test_tree_mode_matches_mctx_on_connect_four(considered, gumbel_scale):
   def both(key):
     root = game.root(params, key, state)
     invalid = game.invalid_actions(state)
-    kwargs = dict(invalid_actions=invalid, max_num_considered_actions=considered,
-                  gumbel_scale=gumbel_scale)
+    kwargs = dict(
+      invalid_actions=invalid, max_num_considered_actions=considered, gumbel_scale=gumbel_scale
+    )
     theirs = mctx.gumbel_muzero_policy(
-        params, key, mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                                       embedding=root.embedding),
-        game.recurrent_fn, PARITY_SIMS, **kwargs)
-    ours = gumbel.gumbel_muzero_policy(params, key, root, game.recurrent_fn, PARITY_SIMS,
-                                       transpositions=False, **kwargs)
+      params,
+      key,
+      mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
+      game.recurrent_fn,
+      PARITY_SIMS,
+      **kwargs,
+    )
+    ours = gumbel.gumbel_muzero_policy(
+      params, key, root, game.recurrent_fn, PARITY_SIMS, transpositions=False, **kwargs
+    )
     return theirs, ours, invalid
 
   theirs, ours, invalid = both(jax.random.PRNGKey(3))
@@ -116,14 +121,17 @@ def test_tree_mode_matches_mctx_on_connect_four(considered, gumbel_scale):
   our_visits = np.asarray(ours.search_graph.summary().visit_counts)
   same = np.all(their_visits == our_visits, axis=-1)
   same_action = np.asarray(ours.action) == np.asarray(theirs.action)
-  print(f"root visit counts identical in {same.sum()}/{PARITY_BATCH} positions, "
-        f"actions in {same_action.sum()}/{PARITY_BATCH}")
+  print(
+    f"root visit counts identical in {same.sum()}/{PARITY_BATCH} positions, "
+    f"actions in {same_action.sum()}/{PARITY_BATCH}"
+  )
   # Every position, as the README says. The completed Q-values are computed in a
   # different order than in mctx, equal up to float rounding; a rounding difference
   # that flipped a near-tie would show here, and must be looked at, not tolerated.
   assert same.sum() == PARITY_BATCH, (
-      f"root visit counts identical in only {same.sum()}/{PARITY_BATCH} positions; "
-      f"differing: {np.flatnonzero(~same).tolist()}")
+    f"root visit counts identical in only {same.sum()}/{PARITY_BATCH} positions; "
+    f"differing: {np.flatnonzero(~same).tolist()}"
+  )
   np.testing.assert_array_equal(ours.action, theirs.action)
   np.testing.assert_allclose(ours.action_weights, theirs.action_weights, atol=1e-5)
   check_graph(ours.search_graph, PARITY_SIMS, tree_mode=True)
@@ -132,7 +140,7 @@ def test_tree_mode_matches_mctx_on_connect_four(considered, gumbel_scale):
   assert_follows_schedule(their_visits, invalid, PARITY_SIMS, considered)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tic_tac_toe_run():
   game = make_game("tic_tac_toe")
   state = game.init(jax.random.PRNGKey(0), TTT_BATCH)
@@ -144,9 +152,16 @@ def tic_tac_toe_run():
   def run(key):
     root = game.root(None, key, state)
     invalid = game.invalid_actions(state)
-    out = gumbel.gumbel_muzero_policy(None, key, root, game.recurrent_fn, TTT_SIMS,
-                                      invalid_actions=invalid, hash_fn=game.hash_fn,
-                                      max_num_considered_actions=4)
+    out = gumbel.gumbel_muzero_policy(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      TTT_SIMS,
+      invalid_actions=invalid,
+      hash_fn=game.hash_fn,
+      max_num_considered_actions=4,
+    )
     return out, invalid
 
   return run
@@ -176,8 +191,9 @@ def test_graph_mode_on_tic_tac_toe():
   for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(again)):
     np.testing.assert_array_equal(a, b)
   other, _ = run(jax.random.PRNGKey(2))
-  assert not np.array_equal(np.asarray(other.search_graph.extra_data.root_gumbel),
-                            np.asarray(graph.extra_data.root_gumbel))
+  assert not np.array_equal(
+    np.asarray(other.search_graph.extra_data.root_gumbel), np.asarray(graph.extra_data.root_gumbel)
+  )
 
 
 ROOT, RECURRENT = commuting_game(num_actions=4, modulus=7, horizon=5)
@@ -186,8 +202,9 @@ ROOT, RECURRENT = commuting_game(num_actions=4, modulus=7, horizon=5)
 def toy_policy(num_simulations=12, **kwargs):
   """The commuting toy game (many transpositions), three games, jitted."""
   root = ROOT(3)
-  return jax.jit(lambda key: gumbel.gumbel_muzero_policy(
-      None, key, root, RECURRENT, num_simulations, **kwargs))(jax.random.PRNGKey(5))
+  return jax.jit(
+    lambda key: gumbel.gumbel_muzero_policy(None, key, root, RECURRENT, num_simulations, **kwargs)
+  )(jax.random.PRNGKey(5))
 
 
 def test_all_invalid_root_row():
@@ -212,25 +229,31 @@ def test_all_invalid_root_row():
 
 def test_traced_gumbel_scale_and_zero_noise():
   root = ROOT(3)
-  run = jax.jit(lambda key, scale: gumbel.gumbel_muzero_policy(
-      None, key, root, RECURRENT, 8, gumbel_scale=scale))
+  run = jax.jit(
+    lambda key, scale: gumbel.gumbel_muzero_policy(
+      None, key, root, RECURRENT, 8, gumbel_scale=scale
+    )
+  )
   noisy = run(jax.random.PRNGKey(0), 1.0)
   assert np.any(np.asarray(noisy.search_graph.extra_data.root_gumbel) != 0)
   # Without noise the search is deterministic: the key does not matter.
   first, second = run(jax.random.PRNGKey(0), 0.0), run(jax.random.PRNGKey(9), 0.0)
-  np.testing.assert_array_equal(first.search_graph.edge_visits,
-                                second.search_graph.edge_visits)
+  np.testing.assert_array_equal(first.search_graph.edge_visits, second.search_graph.edge_visits)
   np.testing.assert_array_equal(first.action, second.action)
 
 
 def test_continue_a_graph():
   root = ROOT(3)
-  policy = jax.jit(lambda key, graph: gumbel.gumbel_muzero_policy(
-      None, key, root, RECURRENT, 10, capacity=64, max_num_considered_actions=4,
-      graph=graph))
-  first = jax.jit(lambda key: gumbel.gumbel_muzero_policy(
-      None, key, root, RECURRENT, 10, capacity=64, max_num_considered_actions=4))(
-          jax.random.PRNGKey(0))
+  policy = jax.jit(
+    lambda key, graph: gumbel.gumbel_muzero_policy(
+      None, key, root, RECURRENT, 10, capacity=64, max_num_considered_actions=4, graph=graph
+    )
+  )
+  first = jax.jit(
+    lambda key: gumbel.gumbel_muzero_policy(
+      None, key, root, RECURRENT, 10, capacity=64, max_num_considered_actions=4
+    )
+  )(jax.random.PRNGKey(0))
   before = first.search_graph
   # Game 1 restarts from an empty graph.
   before = before.replace(num_nodes=before.num_nodes.at[1].set(0))
@@ -246,16 +269,21 @@ def test_continue_a_graph():
   check_graph(games(1), 10, tree_mode=False)
 
 
-@pytest.mark.parametrize("kwargs, message", [
+@pytest.mark.parametrize(
+  "kwargs, message",
+  [
     (dict(max_num_considered_actions=0), "max_num_considered_actions must be >= 1"),
     (dict(max_num_considered_actions=2.0), "max_num_considered_actions must be a Python int"),
     (dict(gumbel_scale=-0.5), "gumbel_scale must be >= 0"),
     (dict(gumbel_scale=float("nan")), "gumbel_scale must be >= 0"),
     (dict(num_simulations=0), "num_simulations must be >= 1"),
-    (dict(invalid_actions=jnp.zeros((3, 5), bool)),
-     r"invalid_actions must have shape \[B, A\] = \(3, 4\)"),
+    (
+      dict(invalid_actions=jnp.zeros((3, 5), bool)),
+      r"invalid_actions must have shape \[B, A\] = \(3, 4\)",
+    ),
     (dict(capacity=1), "capacity must be >= 2"),
-])
+  ],
+)
 def test_bad_arguments(kwargs, message):
   with pytest.raises((ValueError, TypeError), match=message):
     toy_policy(**kwargs)
@@ -264,9 +292,9 @@ def test_bad_arguments(kwargs, message):
 def test_bad_root():
   root = ROOT(3)
   with pytest.raises(ValueError, match=r"root.prior_logits must have shape \[B, A\]"):
-    gumbel.gumbel_muzero_policy(None, jax.random.PRNGKey(0),
-                                root.replace(prior_logits=root.prior_logits[0]),
-                                RECURRENT, 4)
+    gumbel.gumbel_muzero_policy(
+      None, jax.random.PRNGKey(0), root.replace(prior_logits=root.prior_logits[0]), RECURRENT, 4
+    )
 
 
 def test_rules_run_in_a_plain_search_with_mctx_style_extra_data():
@@ -276,20 +304,28 @@ def test_rules_run_in_a_plain_search_with_mctx_style_extra_data():
 
   @jax.jit
   def both(key):
-    policy = gumbel.gumbel_muzero_policy(None, key, root, RECURRENT, 12,
-                                         max_num_considered_actions=3)
+    policy = gumbel.gumbel_muzero_policy(
+      None, key, root, RECURRENT, 12, max_num_considered_actions=3
+    )
     _, search_key = jax.random.split(key)
-    extra = gumbel.GumbelMuZeroExtraData(
-        root_gumbel=policy.search_graph.extra_data.root_gumbel)
+    extra = gumbel.GumbelMuZeroExtraData(root_gumbel=policy.search_graph.extra_data.root_gumbel)
     graph = search(
-        None, search_key, root=root.replace(prior_logits=mask_invalid_actions(
-            root.prior_logits, jnp.zeros((3, 4), bool))),
-        recurrent_fn=RECURRENT,
-        root_action_selection_fn=functools.partial(
-            gumbel.gumbel_muzero_root_action_selection, num_simulations=12,
-            max_num_considered_actions=3, qtransform=qtransform_completed_by_mix_value),
-        interior_action_selection_fn=gumbel.gumbel_muzero_interior_action_selection,
-        num_simulations=12, extra_data=extra)
+      None,
+      search_key,
+      root=root.replace(
+        prior_logits=mask_invalid_actions(root.prior_logits, jnp.zeros((3, 4), bool))
+      ),
+      recurrent_fn=RECURRENT,
+      root_action_selection_fn=functools.partial(
+        gumbel.gumbel_muzero_root_action_selection,
+        num_simulations=12,
+        max_num_considered_actions=3,
+        qtransform=qtransform_completed_by_mix_value,
+      ),
+      interior_action_selection_fn=gumbel.gumbel_muzero_interior_action_selection,
+      num_simulations=12,
+      extra_data=extra,
+    )
     return policy.search_graph, graph
 
   expected, graph = both(jax.random.PRNGKey(4))

@@ -37,32 +37,41 @@ from mcgs_jax.testing import check_graph, commuting_game
 BATCH, SIMS, NUM_ACTIONS = 8, 48, 4
 ROOT_FN, RECURRENT_FN = commuting_game(num_actions=NUM_ACTIONS, modulus=7, horizon=5)
 # Some games may not take some root actions (never all of them).
-INVALID = jnp.array([[False] * 4, [True, False, False, False], [False, False, True, True],
-                     [False] * 4, [False, True, False, True], [False] * 4,
-                     [True, True, True, False], [False] * 4])
+INVALID = jnp.array(
+  [
+    [False] * 4,
+    [True, False, False, False],
+    [False, False, True, True],
+    [False] * 4,
+    [False, True, False, True],
+    [False] * 4,
+    [True, True, True, False],
+    [False] * 4,
+  ]
+)
 ATOL = 1e-5
 
 # mctx's Q-transforms, as its policies call them: on one tree, at one node.
 QTRANSFORMS = {
-    "parent_and_siblings": mctx.qtransform_by_parent_and_siblings,
-    "min_max": functools.partial(mctx.qtransform_by_min_max, min_value=-1.0,
-                                 max_value=1.0),
-    "completed_by_mix_value": mctx.qtransform_completed_by_mix_value,
+  "parent_and_siblings": mctx.qtransform_by_parent_and_siblings,
+  "min_max": functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
+  "completed_by_mix_value": mctx.qtransform_completed_by_mix_value,
 }
 OUR_QTRANSFORMS = {
-    "parent_and_siblings": mg.qtransform_by_parent_and_siblings,
-    "min_max": functools.partial(mg.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
-    "completed_by_mix_value": mg.qtransform_completed_by_mix_value,
+  "parent_and_siblings": mg.qtransform_by_parent_and_siblings,
+  "min_max": functools.partial(mg.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
+  "completed_by_mix_value": mg.qtransform_completed_by_mix_value,
 }
 
 
 def mctx_root():
   root = ROOT_FN(BATCH)
-  return mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                           embedding=root.embedding)
+  return mctx.RootFnOutput(
+    prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+  )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def searched(policy):
   """`(mctx's tree, our graph)` of one search of both libraries, same inputs and key."""
   key = jax.random.PRNGKey(7)
@@ -76,8 +85,7 @@ def searched(policy):
   @jax.jit
   def both():
     theirs = theirs_fn(None, key, mctx_root(), RECURRENT_FN, SIMS, **kwargs)
-    ours = ours_fn(None, key, ROOT_FN(BATCH), RECURRENT_FN, SIMS, transpositions=False,
-                   **kwargs)
+    ours = ours_fn(None, key, ROOT_FN(BATCH), RECURRENT_FN, SIMS, transpositions=False, **kwargs)
     return theirs, ours
 
   theirs, ours = both()
@@ -104,9 +112,11 @@ def matched_nodes(theirs, ours):
   pairs, stack = [], [(game, 0, 0) for game in range(BATCH)]
   while stack:
     game, their_node, our_node = stack.pop()
-    np.testing.assert_array_equal(our_visits[game, our_node],
-                                  their_visits[game, their_node],
-                                  err_msg=f"game {game}, node {our_node}")
+    np.testing.assert_array_equal(
+      our_visits[game, our_node],
+      their_visits[game, their_node],
+      err_msg=f"game {game}, node {our_node}",
+    )
     pairs.append((game, their_node, our_node))
     for action in np.flatnonzero(our_visits[game, our_node]):
       our_child = our_children[game, our_node, action]
@@ -123,9 +133,18 @@ def test_graph_is_mctx_tree_under_its_names():
   assert ours.num_simulations == theirs.num_simulations == SIMS
   assert ours.num_actions == theirs.num_actions == NUM_ACTIONS
   assert ours.infer_batch_size() == BATCH
-  for name in ("children_visits", "children_values", "children_rewards",
-               "children_discounts", "children_prior_logits", "children_index",
-               "node_visits", "raw_values", "node_values", "root_invalid_actions"):
+  for name in (
+    "children_visits",
+    "children_values",
+    "children_rewards",
+    "children_discounts",
+    "children_prior_logits",
+    "children_index",
+    "node_visits",
+    "raw_values",
+    "node_values",
+    "root_invalid_actions",
+  ):
     assert getattr(ours, name).shape == getattr(theirs, name).shape, name
     assert getattr(ours, name).dtype == getattr(theirs, name).dtype, name
   # By design a graph has no single parent per node (see the module docstring).
@@ -144,8 +163,7 @@ def test_summary_and_root_reads_agree(policy):
   np.testing.assert_array_equal(ours.children_visits[:, 0], theirs.children_visits[:, 0])
   np.testing.assert_array_equal(ours.node_visits[:, 0], theirs.node_visits[:, 0])
   # The root's children are not terminal (horizon 5): their values agree too.
-  np.testing.assert_allclose(ours.children_values[:, 0], theirs.children_values[:, 0],
-                             atol=ATOL)
+  np.testing.assert_allclose(ours.children_values[:, 0], theirs.children_values[:, 0], atol=ATOL)
   root = jnp.zeros((BATCH,), jnp.int32)
   np.testing.assert_allclose(ours.qvalues(root), theirs.qvalues(root), atol=ATOL)
   # Unbatched, as mctx's selection rules read it.
@@ -164,8 +182,9 @@ def test_mctx_qtransforms_agree_at_every_shared_node(policy, name):
   our_q = per_node(QTRANSFORMS[name], ours)[game, our_node]
   np.testing.assert_allclose(our_q, their_q, atol=ATOL)
   # mcgs_jax's own transform on its graph reads the same.
-  np.testing.assert_allclose(per_node(OUR_QTRANSFORMS[name], ours)[game, our_node],
-                             their_q, atol=ATOL)
+  np.testing.assert_allclose(
+    per_node(OUR_QTRANSFORMS[name], ours)[game, our_node], their_q, atol=ATOL
+  )
   # The transforms are not constant here, so the comparison can fail.
   assert np.ptp(their_q) > 0.1
 
@@ -174,16 +193,23 @@ def test_mctx_qtransforms_agree_at_every_shared_node(policy, name):
 def test_node_statistics_agree_at_every_shared_node(policy):
   theirs, ours = searched(policy)
   game, their_node, our_node = matched_nodes(theirs, ours).T
-  np.testing.assert_array_equal(np.asarray(ours.node_visits)[game, our_node],
-                                np.asarray(theirs.node_visits)[game, their_node])
+  np.testing.assert_array_equal(
+    np.asarray(ours.node_visits)[game, our_node], np.asarray(theirs.node_visits)[game, their_node]
+  )
   for name in ("raw_values", "node_values"):
-    np.testing.assert_allclose(np.asarray(getattr(ours, name))[game, our_node],
-                               np.asarray(getattr(theirs, name))[game, their_node],
-                               atol=ATOL, err_msg=name)
+    np.testing.assert_allclose(
+      np.asarray(getattr(ours, name))[game, our_node],
+      np.asarray(getattr(theirs, name))[game, their_node],
+      atol=ATOL,
+      err_msg=name,
+    )
   for name in ("children_prior_logits", "children_rewards", "children_discounts"):
-    np.testing.assert_allclose(np.asarray(getattr(ours, name))[game, our_node],
-                               np.asarray(getattr(theirs, name))[game, their_node],
-                               atol=ATOL, err_msg=name)
+    np.testing.assert_allclose(
+      np.asarray(getattr(ours, name))[game, our_node],
+      np.asarray(getattr(theirs, name))[game, their_node],
+      atol=ATOL,
+      err_msg=name,
+    )
   # children_values agree on every edge but those into a terminal state (discount
   # 0: mctx keeps the network's value of that state, mcgs_jax 0; Q is the same).
   our_values = np.asarray(ours.children_values)[game, our_node]
@@ -192,9 +218,10 @@ def test_node_statistics_agree_at_every_shared_node(policy):
   assert (~live).any() and live.any()
   np.testing.assert_allclose(our_values[live], their_values[live], atol=ATOL)
   np.testing.assert_allclose(
-      per_node(lambda tree, node: tree.qvalues(node), ours)[game, our_node],
-      per_node(lambda tree, node: tree.qvalues(node), theirs)[game, their_node],
-      atol=ATOL)
+    per_node(lambda tree, node: tree.qvalues(node), ours)[game, our_node],
+    per_node(lambda tree, node: tree.qvalues(node), theirs)[game, their_node],
+    atol=ATOL,
+  )
 
 
 def test_mctx_selection_rules_run_on_a_graph():
@@ -209,12 +236,14 @@ def test_mctx_selection_rules_run_on_a_graph():
     chosen = np.asarray(rule(keys, ours, root, depths))
     np.testing.assert_array_equal(chosen, rule(keys, theirs, root, depths))
     np.testing.assert_array_equal(
-        chosen, jax.jit(jax.vmap(mg.muzero_action_selection))(keys, ours, root, depths))
+      chosen, jax.jit(jax.vmap(mg.muzero_action_selection))(keys, ours, root, depths)
+    )
     if depth == 0:
       assert not np.asarray(INVALID)[np.arange(BATCH), chosen].any()
   interior = jax.jit(jax.vmap(mctx.gumbel_muzero_interior_action_selection))
-  np.testing.assert_array_equal(interior(keys, ours, root, root),
-                                interior(keys, theirs, root, root))
+  np.testing.assert_array_equal(
+    interior(keys, ours, root, root), interior(keys, theirs, root, root)
+  )
 
 
 def search_both(root_rule, interior_rule, extra_data=None, **options):
@@ -222,31 +251,47 @@ def search_both(root_rule, interior_rule, extra_data=None, **options):
   key = jax.random.PRNGKey(3)
   root = ROOT_FN(BATCH)
   logits = jnp.where(INVALID, jnp.finfo(jnp.float32).min, root.prior_logits)
-  kwargs = dict(root_action_selection_fn=root_rule,
-                interior_action_selection_fn=interior_rule, num_simulations=SIMS,
-                invalid_actions=INVALID, extra_data=extra_data)
+  kwargs = dict(
+    root_action_selection_fn=root_rule,
+    interior_action_selection_fn=interior_rule,
+    num_simulations=SIMS,
+    invalid_actions=INVALID,
+    extra_data=extra_data,
+  )
 
   @jax.jit
   def both():
-    theirs = mctx.search(None, key, root=mctx_root().replace(prior_logits=logits),
-                         recurrent_fn=RECURRENT_FN, **kwargs)
-    ours = mg.search(None, key, root=root.replace(prior_logits=logits),
-                     recurrent_fn=RECURRENT_FN, options=mg.GraphOptions(**options),
-                     **kwargs)
+    theirs = mctx.search(
+      None, key, root=mctx_root().replace(prior_logits=logits), recurrent_fn=RECURRENT_FN, **kwargs
+    )
+    ours = mg.search(
+      None,
+      key,
+      root=root.replace(prior_logits=logits),
+      recurrent_fn=RECURRENT_FN,
+      options=mg.GraphOptions(**options),
+      **kwargs,
+    )
     return theirs, ours
 
   return both()
 
 
 MCTX_RULES = {
-    "muzero": lambda: (functools.partial(mctx.muzero_action_selection, depth=0),
-                       mctx.muzero_action_selection, None),
-    "gumbel": lambda: (
-        functools.partial(mctx.gumbel_muzero_root_action_selection,
-                          num_simulations=SIMS, max_num_considered_actions=3),
-        mctx.gumbel_muzero_interior_action_selection,
-        mctx.GumbelMuZeroExtraData(root_gumbel=jax.random.gumbel(
-            jax.random.PRNGKey(4), (BATCH, NUM_ACTIONS)))),
+  "muzero": lambda: (
+    functools.partial(mctx.muzero_action_selection, depth=0),
+    mctx.muzero_action_selection,
+    None,
+  ),
+  "gumbel": lambda: (
+    functools.partial(
+      mctx.gumbel_muzero_root_action_selection, num_simulations=SIMS, max_num_considered_actions=3
+    ),
+    mctx.gumbel_muzero_interior_action_selection,
+    mctx.GumbelMuZeroExtraData(
+      root_gumbel=jax.random.gumbel(jax.random.PRNGKey(4), (BATCH, NUM_ACTIONS))
+    ),
+  ),
 }
 
 
@@ -256,8 +301,7 @@ def test_mctx_rules_drive_mg_search(rules):
   mctx's tree, in graph mode a sound graph."""
   root_rule, interior_rule, extra = MCTX_RULES[rules]()
   theirs, ours = search_both(root_rule, interior_rule, extra, transpositions=False)
-  np.testing.assert_array_equal(ours.summary().visit_counts,
-                                theirs.summary().visit_counts)
+  np.testing.assert_array_equal(ours.summary().visit_counts, theirs.summary().visit_counts)
   np.testing.assert_allclose(ours.summary().value, theirs.summary().value, atol=ATOL)
   check_graph(ours, SIMS, tree_mode=True)
   _, graph = search_both(root_rule, interior_rule, extra, transpositions=True)

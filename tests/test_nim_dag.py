@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax.games import solvers
-from mcgs_jax.games import dag, nim
+from mcgs_jax.games import dag, nim, solvers
 
 
 def _random_legal_actions(key, legal_action_mask):
@@ -40,7 +39,7 @@ NIM_WORDS = jax.jit(jax.vmap(nim.transposition_words))
 ALL_NIM_HEAPS = list(itertools.product(range(4), range(5), range(6)))  # 120 positions
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _nim_transitions():
   """Every (position, action) pair of Nim 3-4-5 stepped in one batch.
 
@@ -71,7 +70,9 @@ def test_nim_protocol_and_init():
   np.testing.assert_array_equal(mask, [[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]])
   assert NIM.action(1, 2) == 6
   assert [NIM.describe_action(NIM.action(h, t)) for h, t in ((0, 1), (2, 5))] == [
-      "heap 0 take 1", "heap 2 take 5"]
+    "heap 0 take 1",
+    "heap 2 take 5",
+  ]
   assert nim.parse_heaps("3,4,5") == (3, 4, 5)
   for bad_heaps in [(6, 0, 0), (1, 2), (-1, 0, 0)]:
     with pytest.raises(ValueError):
@@ -115,7 +116,8 @@ def test_nim_every_transition_follows_the_rules():
       assert rewards[1 - player] == -rewards[player]
       assert np.all(after.legal_action_mask[row]) or not took_last
       np.testing.assert_array_equal(
-          after.observation[row], np.arange(max_heap + 1)[None, :] == expected[:, None])
+        after.observation[row], np.arange(max_heap + 1)[None, :] == expected[:, None]
+      )
 
 
 def test_nim_env_transitions_give_the_solver_values_and_the_tree_size():
@@ -133,8 +135,9 @@ def test_nim_env_transitions_give_the_solver_values_and_the_tree_size():
       values[p], tree_sizes[p] = -1, 1
       continue
     children = [(a, index[tuple(next_heaps[p, a])]) for a in range(num_actions) if mask[p, a]]
-    values[p] = max(rewards[p, a, movers[p]] if not heaps[c].any() else -values[c]
-                    for a, c in children)
+    values[p] = max(
+      rewards[p, a, movers[p]] if not heaps[c].any() else -values[c] for a, c in children
+    )
     tree_sizes[p] = 1 + sum(tree_sizes[c] for _, c in children)
   for p, h in enumerate(heaps.tolist()):
     assert values[p] == solvers.nim_value(h)
@@ -166,8 +169,7 @@ def test_nim_random_playouts_under_jit_and_vmap():
   winners = np.argmax(total_rewards, axis=1)
   # The winner took the last stone, so made the (step_count)-th move.
   moves = np.asarray(states._step_count)
-  np.testing.assert_array_equal(winners, np.where(moves % 2 == 1, first_player,
-                                                  1 - first_player))
+  np.testing.assert_array_equal(winners, np.where(moves % 2 == 1, first_player, 1 - first_player))
 
 
 def test_nim_transposition_words():
@@ -237,8 +239,10 @@ def test_dag_is_deterministic_per_seed():
   other = dag.DagGame(num_actions=3, depth=5, width=6, seed=12, illegal_fraction=0.25)
   for name in ("next_index", "legal", "terminal_values"):
     np.testing.assert_array_equal(getattr(DAG, name), getattr(same, name))
-  assert not all(np.array_equal(getattr(DAG, name), getattr(other, name))
-                 for name in ("next_index", "legal", "terminal_values"))
+  assert not all(
+    np.array_equal(getattr(DAG, name), getattr(other, name))
+    for name in ("next_index", "legal", "terminal_values")
+  )
   np.testing.assert_array_equal(DAG.exact_values(), same.exact_values())
 
 
@@ -259,9 +263,12 @@ def test_dag_protocol_and_tables():
 
 
 def test_dag_every_transition_follows_the_tables():
-  layers, indices, actions = (a.reshape(-1) for a in np.meshgrid(
-      np.arange(DAG.depth + 1), np.arange(DAG.width), np.arange(DAG.num_actions),
-      indexing="ij"))
+  layers, indices, actions = (
+    a.reshape(-1)
+    for a in np.meshgrid(
+      np.arange(DAG.depth + 1), np.arange(DAG.width), np.arange(DAG.num_actions), indexing="ij"
+    )
+  )
   players = (layers + indices) % 2
   states = DAG_INIT_AT(layers, indices, players)
   after = DAG_STEP(states, jnp.asarray(actions, jnp.int32))
@@ -299,8 +306,7 @@ def test_dag_has_transpositions():
     if legal:
       reached.setdefault(int(index), []).append(actions)
   first, second = next(seqs[:2] for seqs in reached.values() if len(seqs) > 1)
-  states = DAG_INIT_AT(jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32),
-                       jnp.zeros(2, jnp.int32))
+  states = DAG_INIT_AT(jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32))
   for ply in range(num_moves):
     states = DAG_STEP(states, jnp.int32([first[ply], second[ply]]))
   words = jax.vmap(dag.transposition_words)(states)
@@ -331,14 +337,20 @@ def _brute_force_value(game, layer, index):
   """Minimax without memo, straight from the tables."""
   if layer == game.depth:
     return -int(game.terminal_values[index])
-  return max(-_brute_force_value(game, layer + 1, game.next_index[layer, index, a])
-             for a in np.flatnonzero(game.legal[layer, index]))
+  return max(
+    -_brute_force_value(game, layer + 1, game.next_index[layer, index, a])
+    for a in np.flatnonzero(game.legal[layer, index])
+  )
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), num_actions=st.integers(1, 4),
-       depth=st.integers(1, 5), width=st.integers(1, 7),
-       illegal_fraction=st.sampled_from([0.0, 0.3, 0.7]))
+@given(
+  seed=st.integers(0, 2**31 - 1),
+  num_actions=st.integers(1, 4),
+  depth=st.integers(1, 5),
+  width=st.integers(1, 7),
+  illegal_fraction=st.sampled_from([0.0, 0.3, 0.7]),
+)
 def test_dag_exact_values_obey_minimax(seed, num_actions, depth, width, illegal_fraction):
   game = dag.DagGame(num_actions, depth, width, seed, illegal_fraction)
   assert np.all(game.legal.any(axis=2))

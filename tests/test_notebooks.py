@@ -28,8 +28,11 @@ def kernel_name(tmp_path, monkeypatch):
   """A kernel spec for the running interpreter, found first on `JUPYTER_PATH`."""
   spec_dir = tmp_path / "jupyter" / "kernels" / KERNEL_NAME
   spec_dir.mkdir(parents=True)
-  spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-          "display_name": "mcgs_jax test kernel", "language": "python"}
+  spec = {
+    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+    "display_name": "mcgs_jax test kernel",
+    "language": "python",
+  }
   (spec_dir / "kernel.json").write_text(json.dumps(spec))
   monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
   monkeypatch.setenv("MCGS_NOTEBOOK_QUICK", "1")
@@ -41,16 +44,33 @@ def test_notebooks_exist():
   assert {"01_quickstart.ipynb", "02_mcgs_vs_mcts.ipynb"} <= {p.name for p in NOTEBOOKS}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+# The quickstart runs with the suite; the longer notebooks with the slow checks.
+@pytest.mark.parametrize(
+  "path",
+  [
+    pytest.param(path, marks=() if path.name.startswith("01_") else pytest.mark.slow)
+    for path in NOTEBOOKS
+  ],
+  ids=[p.stem for p in NOTEBOOKS],
+)
 def test_notebook_runs(path, kernel_name):
   notebook = nbformat.read(path, as_version=4)
   client = nbclient.NotebookClient(
-      notebook, kernel_name=kernel_name, timeout=600, allow_errors=False,
-      resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
+    notebook,
+    kernel_name=kernel_name,
+    timeout=600,
+    allow_errors=False,
+    resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+  )
   start = time.perf_counter()
   client.execute()  # raises CellExecutionError naming the cell when one fails
   seconds = time.perf_counter() - start
-  errors = [output for cell in notebook.cells if cell.cell_type == "code"
-            for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+  errors = [
+    output
+    for cell in notebook.cells
+    if cell.cell_type == "code"
+    for output in cell.get("outputs", [])
+    if output.get("output_type") == "error"
+  ]
   assert not errors, errors
   print(f"{path.name}: {seconds:.1f} s")

@@ -12,6 +12,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ import mcgs_jax as mg
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
-
 from mcgs_jax.testing import check_graph
 
 # (num_actions, depth, width, seed, illegal_fraction): a few DAGs with transpositions
@@ -28,17 +28,21 @@ DAGS = ((3, 4, 5, 0, 0.0), (2, 5, 4, 1, 0.0), (3, 4, 6, 2, 0.3))
 NUM_SIMULATIONS = 24
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dag_game(config, evaluator_name):
   num_actions, depth, width, seed, illegal_fraction = config
-  env = DagGame(num_actions=num_actions, depth=depth, width=width, seed=seed,
-                illegal_fraction=illegal_fraction)
-  evaluator = (evaluators.rollout_evaluator(env) if evaluator_name == "rollout"
-               else evaluators.uniform_evaluator())
+  env = DagGame(
+    num_actions=num_actions, depth=depth, width=width, seed=seed, illegal_fraction=illegal_fraction
+  )
+  evaluator = (
+    evaluators.rollout_evaluator(env)
+    if evaluator_name == "rollout"
+    else evaluators.uniform_evaluator()
+  )
   return env, make_game(env, evaluator)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def muzero_search(config, evaluator_name, batch_size, capacity, transpositions):
   """Jitted `(key, root_mask [B, A]) -> PolicyOutput` for one static configuration."""
   env, game = dag_game(config, evaluator_name)
@@ -49,9 +53,17 @@ def muzero_search(config, evaluator_name, batch_size, capacity, transpositions):
     state = jax.vmap(env.init)(jax.random.split(init_key, batch_size))
     root = game.root(None, root_key, state)
     invalid = root_mask | game.invalid_actions(state)
-    return mg.muzero_policy(None, search_key, root, game.recurrent_fn, NUM_SIMULATIONS,
-                            invalid_actions=invalid, hash_fn=game.hash_fn,
-                            transpositions=transpositions, capacity=capacity)
+    return mg.muzero_policy(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      NUM_SIMULATIONS,
+      invalid_actions=invalid,
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      capacity=capacity,
+    )
 
   return search
 
@@ -62,31 +74,41 @@ def search_cases(draw):
   batch_size = draw(st.sampled_from([1, 3]))
   num_actions = config[0]
   # One row of every batch of 3 is masked completely (a root with no action left).
-  rows = draw(st.lists(st.lists(st.booleans(), min_size=num_actions,
-                                max_size=num_actions),
-                       min_size=batch_size, max_size=batch_size))
+  rows = draw(
+    st.lists(
+      st.lists(st.booleans(), min_size=num_actions, max_size=num_actions),
+      min_size=batch_size,
+      max_size=batch_size,
+    )
+  )
   if batch_size == 3:
     rows[draw(st.integers(0, 2))] = [True] * num_actions
-  return dict(config=config, batch_size=batch_size,
-              capacity=draw(st.sampled_from([NUM_SIMULATIONS + 1, 8])),
-              transpositions=draw(st.booleans()),
-              evaluator=draw(st.sampled_from(["uniform", "rollout"])),
-              seed=draw(st.integers(0, 2 ** 31 - 1)),
-              mask=np.array(rows, bool))
+  return dict(
+    config=config,
+    batch_size=batch_size,
+    capacity=draw(st.sampled_from([NUM_SIMULATIONS + 1, 8])),
+    transpositions=draw(st.booleans()),
+    evaluator=draw(st.sampled_from(["uniform", "rollout"])),
+    seed=draw(st.integers(0, 2**31 - 1)),
+    mask=np.array(rows, bool),
+  )
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+  max_examples=6,
+  deadline=None,
+  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(search_cases())
 def test_invariants_after_every_search(case):
-  search = muzero_search(case["config"], case["evaluator"], case["batch_size"],
-                         case["capacity"], case["transpositions"])
+  search = muzero_search(
+    case["config"], case["evaluator"], case["batch_size"], case["capacity"], case["transpositions"]
+  )
   out = search(jax.random.PRNGKey(case["seed"]), jnp.asarray(case["mask"]))
   graph = out.search_graph
   tree_mode = not case["transpositions"]
   overflowed = bool(np.any(np.asarray(graph.capacity_overflows) > 0))
-  check_graph(graph, NUM_SIMULATIONS, tree_mode=tree_mode,
-              playouts_stop_early=overflowed)
+  check_graph(graph, NUM_SIMULATIONS, tree_mode=tree_mode, playouts_stop_early=overflowed)
 
   weights = np.asarray(out.action_weights)
   assert not np.isnan(weights).any()
@@ -110,7 +132,7 @@ CONVERGENCE_DAGS = ((3, 4, 5, 3, 0.0), (2, 5, 4, 4, 0.0), (3, 3, 6, 5, 0.0))
 CONVERGENCE_SIMULATIONS = 400
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def uct_graph_search(config):
   env, game = dag_game(config, "rollout")
 
@@ -119,16 +141,23 @@ def uct_graph_search(config):
     root_key, search_key = jax.random.split(key)
     state = jax.vmap(lambda k: env.init_at(0, 0))(jax.random.split(key, 4))
     root = game.root(None, root_key, state)
-    return mg.uct_policy(None, search_key, root, game.recurrent_fn,
-                         CONVERGENCE_SIMULATIONS,
-                         invalid_actions=game.invalid_actions(state),
-                         hash_fn=game.hash_fn, transpositions=True)
+    return mg.uct_policy(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      CONVERGENCE_SIMULATIONS,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      transpositions=True,
+    )
 
   return env, search
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None)
-@given(config=st.sampled_from(CONVERGENCE_DAGS), seed=st.integers(0, 2 ** 31 - 1))
+@given(config=st.sampled_from(CONVERGENCE_DAGS), seed=st.integers(0, 2**31 - 1))
 def test_root_value_approaches_exact_value(config, seed):
   """UCT + random rollouts in graph mode: Q(root) after 400 simulations is close to
   the minimax value. Measured over 4 keys x 4 games on each DAG: mean |error|

@@ -32,10 +32,10 @@ def test_readme_has_the_two_commands_near_the_top():
 def test_every_python_block_runs(tmp_path):
   blocks = python_blocks(README.read_text())
   assert len(blocks) >= 4, "expected the example blocks of the README"
-  script = "\n\n".join(f"# --- README block {index}\n{block}"
-                       for index, block in enumerate(blocks))
+  script = "\n\n".join(f"# --- README block {index}\n{block}" for index, block in enumerate(blocks))
   path = tmp_path / "readme_blocks.py"
   path.write_text("import matplotlib\nmatplotlib.use('Agg')\n" + script)
-  result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          timeout=900, cwd=tmp_path)
+  result = subprocess.run(
+    [sys.executable, str(path)], capture_output=True, text=True, timeout=900, cwd=tmp_path
+  )
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]

@@ -15,26 +15,50 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from mcgs_jax.testing import make_self_play, check_graph, node_formula, to_numpy
 from mcgs_jax._src import hashing
 from mcgs_jax._src.reuse import reachable_nodes, reroot
-from mcgs_jax.testing import commuting_game
+from mcgs_jax.testing import check_graph, commuting_game, make_self_play, node_formula, to_numpy
 
 ROOT, RECURRENT = commuting_game()
 BATCH = 4
 SIMS = 40
 CAPACITY = 80
 MORE_SIMS = 20
-NODE_FIELDS = ("node_visits", "raw_values", "node_values", "node_terminal", "node_proven",
-               "proven_values", "edge_visits", "edge_rewards", "edge_discounts",
-               "node_evaluations", "edge_values", "edge_non_finite")
+NODE_FIELDS = (
+  "node_visits",
+  "raw_values",
+  "node_values",
+  "node_terminal",
+  "node_proven",
+  "proven_values",
+  "edge_visits",
+  "edge_rewards",
+  "edge_discounts",
+  "node_evaluations",
+  "edge_values",
+  "edge_non_finite",
+)
 # Fields reroot rebuilds rather than copies row by row, checked separately below.
-REBUILT_FIELDS = ("node_keys", "path_marks", "children_index", "children_prior_logits",
-                  "embeddings", "hash_slots", "num_nodes", "transposition_hits",
-                  "dropped_inserts", "capacity_overflows", "parallel_collisions",
-                  "folded_evaluations", "non_finite_evaluations", "non_finite_roots",
-                  "playouts_started", "root_invalid_actions", "value_bounds",
-                  "extra_data")
+REBUILT_FIELDS = (
+  "node_keys",
+  "path_marks",
+  "children_index",
+  "children_prior_logits",
+  "embeddings",
+  "hash_slots",
+  "num_nodes",
+  "transposition_hits",
+  "dropped_inserts",
+  "capacity_overflows",
+  "parallel_collisions",
+  "folded_evaluations",
+  "non_finite_evaluations",
+  "non_finite_roots",
+  "playouts_started",
+  "root_invalid_actions",
+  "value_bounds",
+  "extra_data",
+)
 
 
 def test_every_graph_field_is_handled():
@@ -49,27 +73,43 @@ def child_root(root, action):
   output, embedding = RECURRENT(None, None, action, root.embedding)
   finished = output.discount == 0
   invalid = jnp.broadcast_to(finished[:, None], output.prior_logits.shape)
-  return mg.RootFnOutput(prior_logits=output.prior_logits, value=output.value,
-                         embedding=embedding), invalid
+  return mg.RootFnOutput(
+    prior_logits=output.prior_logits, value=output.value, embedding=embedding
+  ), invalid
 
 
 @functools.partial(jax.jit, static_argnames=("transpositions", "num_simulations"))
 def first_search(key, root, invalid, *, transpositions, num_simulations=SIMS):
-  return mg.muzero_policy(None, key, root, RECURRENT, num_simulations,
-                          invalid_actions=invalid, capacity=CAPACITY,
-                          transpositions=transpositions)
+  return mg.muzero_policy(
+    None,
+    key,
+    root,
+    RECURRENT,
+    num_simulations,
+    invalid_actions=invalid,
+    capacity=CAPACITY,
+    transpositions=transpositions,
+  )
 
 
 @functools.partial(jax.jit, static_argnames=("transpositions",))
 def continued_search(key, root, invalid, graph, *, transpositions):
-  return mg.muzero_policy(None, key, root, RECURRENT, MORE_SIMS, invalid_actions=invalid,
-                          transpositions=transpositions, graph=graph)
+  return mg.muzero_policy(
+    None,
+    key,
+    root,
+    RECURRENT,
+    MORE_SIMS,
+    invalid_actions=invalid,
+    transpositions=transpositions,
+    graph=graph,
+  )
 
 
 jitted_reroot = jax.jit(reroot)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def searched_and_rerooted(transpositions):
   """A searched batch of the commuting game, its played actions and the rerooted
   graph."""
@@ -103,8 +143,10 @@ def carried_visits(rerooted):
   """Per game, the visits every node holds beyond the edges into it right after
   `reroot` (graph mode: passes that came through a parent that was freed)."""
   g = to_numpy(rerooted)
-  return [np.maximum(g["node_visits"][game, :int(g["num_nodes"][game])]
-                     - incoming_visits(g, game), 0) for game in range(len(g["num_nodes"]))]
+  return [
+    np.maximum(g["node_visits"][game, : int(g["num_nodes"][game])] - incoming_visits(g, game), 0)
+    for game in range(len(g["num_nodes"]))
+  ]
 
 
 def check_continued(graph, carried, *, tree_mode):
@@ -127,7 +169,7 @@ def check_continued(graph, carried, *, tree_mode):
     assert np.all(children < used) and np.all((edge_visits == 0) | (children >= 0))
     incoming = incoming_visits(g, game)
     extra = np.zeros(used, np.int64)
-    extra[:before.size] = before
+    extra[: before.size] = before
     for node in range(used):
       visits = g["node_visits"][game, node]
       if g["node_terminal"][game, node]:
@@ -189,16 +231,22 @@ def test_graph_mode_keeps_the_reachable_subgraph_by_key():
     assert int(graph.dropped_inserts[game]) == 0
     assert np.sum(slots >= 0) == used
     for n in range(used):
-      found, _ = hashing.probe(graph.hash_slots[game], graph.node_keys[game],
-                               graph.node_keys[game, n], hashing.DEFAULT_PROBE_WINDOW)
+      found, _ = hashing.probe(
+        graph.hash_slots[game],
+        graph.node_keys[game],
+        graph.node_keys[game, n],
+        hashing.DEFAULT_PROBE_WINDOW,
+      )
       assert int(found) == n
   assert np.all(np.asarray(graph.path_marks) == -1)
   np.testing.assert_array_equal(graph.transposition_hits, old_graph.transposition_hits)
   # The new root holds the old child's visits.
   np.testing.assert_array_equal(
-      graph.node_visits[:, 0],
-      old_graph.node_visits[jnp.arange(BATCH),
-                            old_graph.children_index[jnp.arange(BATCH), 0, out.action]])
+    graph.node_visits[:, 0],
+    old_graph.node_visits[
+      jnp.arange(BATCH), old_graph.children_index[jnp.arange(BATCH), 0, out.action]
+    ],
+  )
 
 
 def test_rebuilt_table_with_a_full_window_counts_what_it_leaves_out():
@@ -206,8 +254,9 @@ def test_rebuilt_table_with_a_full_window_counts_what_it_leaves_out():
   narrow = reroot(out.search_graph, out.action, probe_window=1)
   assert np.any(np.asarray(narrow.dropped_inserts) > 0)
   slots = np.asarray(narrow.hash_slots)
-  np.testing.assert_array_equal(np.sum(slots >= 0, axis=1) + narrow.dropped_inserts,
-                                narrow.num_nodes)
+  np.testing.assert_array_equal(
+    np.sum(slots >= 0, axis=1) + narrow.dropped_inserts, narrow.num_nodes
+  )
   num_slots = slots.shape[1]
   for game in range(BATCH):
     held = np.flatnonzero(slots[game] >= 0)
@@ -245,16 +294,19 @@ def test_tree_mode_keeps_the_subtree():
 def test_searching_on_keeps_invariants_and_adds_to_the_child(transpositions):
   root, out, graph = searched_and_rerooted(transpositions)
   new_root, invalid = child_root(root, out.action)
-  more = continued_search(jax.random.PRNGKey(1), new_root, invalid, graph,
-                          transpositions=transpositions).search_graph
+  more = continued_search(
+    jax.random.PRNGKey(1), new_root, invalid, graph, transpositions=transpositions
+  ).search_graph
   check_continued(more, carried_visits(graph), tree_mode=not transpositions)
-  np.testing.assert_array_equal(more.node_visits[:, 0],
-                                np.asarray(graph.node_visits[:, 0]) + MORE_SIMS)
+  np.testing.assert_array_equal(
+    more.node_visits[:, 0], np.asarray(graph.node_visits[:, 0]) + MORE_SIMS
+  )
   # Nothing learned before is lost: every kept node's visits can only grow.
   for game in range(BATCH):
     used = int(graph.num_nodes[game])
-    assert np.all(np.asarray(more.node_visits[game, :used])
-                  >= np.asarray(graph.node_visits[game, :used]))
+    assert np.all(
+      np.asarray(more.node_visits[game, :used]) >= np.asarray(graph.node_visits[game, :used])
+    )
     np.testing.assert_array_equal(more.node_keys[game, :used], graph.node_keys[game, :used])
 
 
@@ -266,15 +318,18 @@ def test_finished_and_unexpanded_games_restart():
   steps = jnp.array([0, 5, 0, 0], jnp.int32)
   root = root.replace(embedding={"total": root.embedding["total"], "steps": steps})
   invalid = jnp.zeros((BATCH, 3), jnp.bool_)
-  out = first_search(jax.random.PRNGKey(3), root, invalid, transpositions=True,
-                     num_simulations=SIMS)
+  out = first_search(
+    jax.random.PRNGKey(3), root, invalid, transpositions=True, num_simulations=SIMS
+  )
   graph = out.search_graph
   graph = graph.replace(num_nodes=graph.num_nodes.at[2].set(0))
   children = np.asarray(graph.children_index[:, 0])
   unexpanded = np.flatnonzero(children[0] < 0)
   if unexpanded.size == 0:  # every root edge expanded: cut one edge off by hand
-    graph = graph.replace(children_index=graph.children_index.at[0, 0, 2].set(-1),
-                          edge_visits=graph.edge_visits.at[0, 0, 2].set(0))
+    graph = graph.replace(
+      children_index=graph.children_index.at[0, 0, 2].set(-1),
+      edge_visits=graph.edge_visits.at[0, 0, 2].set(0),
+    )
     unexpanded = np.array([2])
   action = jnp.array([unexpanded[0], 0, 1, int(out.action[3])], jnp.int32)
   assert bool(graph.node_terminal[1, children[1, 0]])
@@ -297,8 +352,9 @@ def test_finished_and_unexpanded_games_restart():
   assert int(dynamic.num_nodes[3]) == 0
   # Searching on restarts the empty games from their new roots.
   new_root, new_invalid = child_root(root, action)
-  more = continued_search(jax.random.PRNGKey(4), new_root, new_invalid, rerooted,
-                          transpositions=True).search_graph
+  more = continued_search(
+    jax.random.PRNGKey(4), new_root, new_invalid, rerooted, transpositions=True
+  ).search_graph
   carried = carried_visits(rerooted)
   assert carried[3].sum() > 0, "this seed frees a parent of a kept node"
   check_continued(more, carried, tree_mode=False)
@@ -314,21 +370,21 @@ def test_finished_and_unexpanded_games_restart():
 def test_reachable_nodes_follows_cycles_and_skips_inactive_games():
   children = -np.ones((2, 5, 2), np.int32)
   children[0, 0] = [1, 2]
-  children[0, 2] = [3, 0]   # back to the start: a cycle
+  children[0, 2] = [3, 0]  # back to the start: a cycle
   children[0, 4] = [0, -1]  # points in, never reached
   children[1, 0] = [1, -1]
-  reached = reachable_nodes(jnp.asarray(children), jnp.array([2, 0]),
-                            jnp.array([True, False]))
-  np.testing.assert_array_equal(reached, [[True, True, True, True, False],
-                                          [False] * 5])
+  reached = reachable_nodes(jnp.asarray(children), jnp.array([2, 0]), jnp.array([True, False]))
+  np.testing.assert_array_equal(reached, [[True, True, True, True, False], [False] * 5])
 
 
 # --- Self-play with reuse on pgx games ---------------------------------------------
 
+
 def test_tic_tac_toe_self_play_with_reuse():
   batch_size = 8
-  _, init, step = make_self_play("tic_tac_toe", batch_size=batch_size,
-                                 num_simulations=64, capacity=400)
+  _, init, step = make_self_play(
+    "tic_tac_toe", batch_size=batch_size, num_simulations=64, capacity=400
+  )
   key = jax.random.PRNGKey(5)
   key, init_key = jax.random.split(key)
   state, graph = init(init_key)

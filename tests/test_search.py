@@ -11,8 +11,7 @@ import pytest
 import mcgs_jax as mg
 from mcgs_jax._src import search as search_steps
 from mcgs_jax._src import selection
-from mcgs_jax.testing import check_graph, to_numpy
-from mcgs_jax.testing import commuting_game
+from mcgs_jax.testing import check_graph, commuting_game, to_numpy
 
 ROOT, RECURRENT = commuting_game()
 SIMS = 40
@@ -20,8 +19,15 @@ SIMS = 40
 
 @functools.partial(jax.jit, static_argnames=("num_simulations", "batch_size", "options"))
 def run(key, *, num_simulations=SIMS, batch_size=4, options=()):
-  out = mg.muzero_policy(None, key, ROOT(batch_size), RECURRENT, num_simulations,
-                         dirichlet_fraction=0.25, **dict(options))
+  out = mg.muzero_policy(
+    None,
+    key,
+    ROOT(batch_size),
+    RECURRENT,
+    num_simulations,
+    dirichlet_fraction=0.25,
+    **dict(options),
+  )
   return out
 
 
@@ -40,8 +46,12 @@ def test_graph_mode_merges_transpositions():
   # Every state of this game is (total, steps): no two nodes may hold the same one.
   for game in range(4):
     used = int(graph.num_nodes[game])
-    states = set(zip(np.asarray(graph.embeddings["total"][game, :used]).tolist(),
-                     np.asarray(graph.embeddings["steps"][game, :used]).tolist()))
+    states = set(
+      zip(
+        np.asarray(graph.embeddings["total"][game, :used]).tolist(),
+        np.asarray(graph.embeddings["steps"][game, :used]).tolist(),
+      )
+    )
     assert len(states) == used
 
 
@@ -62,8 +72,7 @@ def test_full_probe_window_is_counted_and_sound():
 
 def test_full_capacity_is_counted_and_sound():
   for transpositions in (True, False):
-    out = run(jax.random.PRNGKey(4), options=(("capacity", 6),
-                                              ("transpositions", transpositions)))
+    out = run(jax.random.PRNGKey(4), options=(("capacity", 6), ("transpositions", transpositions)))
     graph = out.search_graph
     assert np.all(graph.num_nodes == 6)
     assert np.all(graph.capacity_overflows > 0)
@@ -87,9 +96,12 @@ def test_game_does_not_depend_on_other_games():
   key = jax.random.PRNGKey(7)
   root = ROOT(4)
   changed = root.replace(
-      embedding={"total": root.embedding["total"].at[1:].set(jnp.array([5, 9, 2])),
-                 "steps": root.embedding["steps"]},
-      value=root.value.at[1:].set(0.9))
+    embedding={
+      "total": root.embedding["total"].at[1:].set(jnp.array([5, 9, 2])),
+      "steps": root.embedding["steps"],
+    },
+    value=root.value.at[1:].set(0.9),
+  )
   search = jax.jit(lambda r: mg.muzero_policy(None, key, r, RECURRENT, SIMS).search_graph)
   a, b = search(root), search(changed)
   np.testing.assert_array_equal(a.edge_visits[0], b.edge_visits[0])
@@ -106,6 +118,7 @@ def test_jit_at_batch_sizes(batch_size):
   check_graph(out.search_graph, 8, tree_mode=False)
 
 
+@pytest.mark.slow
 def test_vmap_over_an_outer_axis_matches_separate_calls():
   keys = jax.random.split(jax.random.PRNGKey(9), 2)
   roots = [ROOT(3, offset=0), ROOT(3, offset=4)]
@@ -121,8 +134,9 @@ def test_vmap_over_an_outer_axis_matches_separate_calls():
 def test_all_invalid_root_is_defined():
   root = ROOT(3)
   invalid = jnp.zeros((3, 3), bool).at[1].set(True)
-  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10,
-                                           invalid_actions=invalid))(jax.random.PRNGKey(0))
+  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10, invalid_actions=invalid))(
+    jax.random.PRNGKey(0)
+  )
   weights = np.asarray(out.action_weights)
   assert not np.any(np.isnan(weights))
   np.testing.assert_array_equal(weights[1], 0.0)
@@ -132,29 +146,42 @@ def test_all_invalid_root_is_defined():
   np.testing.assert_allclose(weights[[0, 2]].sum(-1), 1.0, rtol=1e-6)
   # Invalid actions are never visited at the root.
   partly = invalid.at[0, 1].set(True)
-  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10,
-                                           invalid_actions=partly))(jax.random.PRNGKey(0))
+  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10, invalid_actions=partly))(
+    jax.random.PRNGKey(0)
+  )
   assert float(out.action_weights[0, 1]) == 0.0
   check_graph(out.search_graph, 10, tree_mode=False)
 
 
 def cyclic_game(modulus=5, num_actions=3):
   """States are `total mod modulus` and nothing ever ends: cycles everywhere."""
+
   def recurrent_fn(params, rng_key, action, total):
     total = (total + action + 1) % modulus
     logits = jnp.cos(total[:, None] * (1.0 + jnp.arange(num_actions)))
-    return mg.RecurrentFnOutput(reward=0.1 * jnp.sin(total * 1.0), discount=-jnp.ones_like(total, jnp.float32),
-                                prior_logits=logits, value=jnp.sin(total * 2.0)), total
-  root = mg.RootFnOutput(prior_logits=jnp.zeros((2, num_actions)), value=jnp.zeros(2),
-                         embedding=jnp.array([0, 3], jnp.int32))
+    return mg.RecurrentFnOutput(
+      reward=0.1 * jnp.sin(total * 1.0),
+      discount=-jnp.ones_like(total, jnp.float32),
+      prior_logits=logits,
+      value=jnp.sin(total * 2.0),
+    ), total
+
+  root = mg.RootFnOutput(
+    prior_logits=jnp.zeros((2, num_actions)),
+    value=jnp.zeros(2),
+    embedding=jnp.array([0, 3], jnp.int32),
+  )
   return root, recurrent_fn
 
 
 @pytest.mark.parametrize("stop", [True, False])
 def test_cycles_end_playouts(stop):
   root, recurrent_fn = cyclic_game()
-  out = jax.jit(lambda k: mg.muzero_policy(
-      None, k, root, recurrent_fn, 60, stop_rule="catch_up" if stop else "never"))(jax.random.PRNGKey(0))
+  out = jax.jit(
+    lambda k: mg.muzero_policy(
+      None, k, root, recurrent_fn, 60, stop_rule="catch_up" if stop else "never"
+    )
+  )(jax.random.PRNGKey(0))
   graph = out.search_graph
   assert np.all(np.asarray(graph.num_nodes) <= 5)
   check_graph(graph, 60, tree_mode=False)
@@ -163,6 +190,7 @@ def test_cycles_end_playouts(stop):
 def test_hash_collisions_cannot_hang_or_corrupt():
   def constant_key(embedding):
     return jnp.zeros((jax.tree_util.tree_leaves(embedding)[0].shape[0], 2), jnp.uint32)
+
   out = run(jax.random.PRNGKey(10), options=(("hash_fn", constant_key),))
   graph = out.search_graph
   # Every state collides with the root: one node, every edge a self-loop.
@@ -182,7 +210,8 @@ def test_max_depth_bounds_paths():
 def test_terminal_children_end_playouts_and_count_arrivals():
   _, recurrent_fn = commuting_game(horizon=1)
   out = jax.jit(lambda k: mg.muzero_policy(None, k, ROOT(2), recurrent_fn, 30))(
-      jax.random.PRNGKey(0))
+    jax.random.PRNGKey(0)
+  )
   graph = to_numpy(out.search_graph)
   # Only the root and its terminal children exist; nothing below a terminal node.
   assert np.all(graph["num_nodes"] <= 4)
@@ -198,8 +227,11 @@ def test_summary_matches_graph():
   np.testing.assert_allclose(summary.visit_probs, out.action_weights)
   np.testing.assert_allclose(summary.value, graph.node_values[:, 0])
   children = np.asarray(graph.children_index[:, 0])
-  child_q = np.where(children >= 0, np.take_along_axis(
-      np.asarray(graph.node_values), np.maximum(children, 0), axis=1), 0.0)
+  child_q = np.where(
+    children >= 0,
+    np.take_along_axis(np.asarray(graph.node_values), np.maximum(children, 0), axis=1),
+    0.0,
+  )
   expected = np.asarray(graph.edge_rewards[:, 0]) + np.asarray(graph.edge_discounts[:, 0]) * child_q
   np.testing.assert_allclose(summary.qvalues, expected, atol=1e-6)
   assert out.search_tree is graph
@@ -209,23 +241,39 @@ def test_public_steps_compose_into_search():
   """A hand-written loop of select / expand / backup equals `search`."""
   root = ROOT(2)
   rules = selection.make_muzero_selection(
-      pb_c_init=1.25, pb_c_base=19652.0, qtransform=mg.qtransform_by_parent_and_siblings)
+    pb_c_init=1.25, pb_c_base=19652.0, qtransform=mg.qtransform_by_parent_and_siblings
+  )
   key = jax.random.PRNGKey(13)
-  expected = mg.search(None, key, root=root, recurrent_fn=RECURRENT,
-                       root_action_selection_fn=rules[0],
-                       interior_action_selection_fn=rules[1], num_simulations=5)
-  graph = mg.search(None, key, root=root, recurrent_fn=RECURRENT,
-                    root_action_selection_fn=rules[0],
-                    interior_action_selection_fn=rules[1], num_simulations=1,
-                    options=mg.GraphOptions(capacity=6))
+  expected = mg.search(
+    None,
+    key,
+    root=root,
+    recurrent_fn=RECURRENT,
+    root_action_selection_fn=rules[0],
+    interior_action_selection_fn=rules[1],
+    num_simulations=5,
+  )
+  graph = mg.search(
+    None,
+    key,
+    root=root,
+    recurrent_fn=RECURRENT,
+    root_action_selection_fn=rules[0],
+    interior_action_selection_fn=rules[1],
+    num_simulations=1,
+    options=mg.GraphOptions(capacity=6),
+  )
   loop_key = jax.random.split(key, 3)[0]
   for _ in range(4):
     loop_key, select_key, expand_key = jax.random.split(loop_key, 3)
-    graph, path = search_steps.select(select_key, graph,
-                                      root_action_selection_fn=rules[0],
-                                      interior_action_selection_fn=rules[1], max_depth=5)
-    graph, path = search_steps.expand(None, expand_key, graph, path,
-                                      recurrent_fn=RECURRENT)
+    graph, path = search_steps.select(
+      select_key,
+      graph,
+      root_action_selection_fn=rules[0],
+      interior_action_selection_fn=rules[1],
+      max_depth=5,
+    )
+    graph, path = search_steps.expand(None, expand_key, graph, path, recurrent_fn=RECURRENT)
     graph = search_steps.backup(graph, path)
   np.testing.assert_array_equal(graph.edge_visits, expected.edge_visits)
   np.testing.assert_allclose(graph.node_values, expected.node_values, atol=1e-6)
@@ -255,10 +303,11 @@ def test_search_continues_a_graph():
 
 @pytest.mark.parametrize("num_parallel", [2, 4])
 @pytest.mark.parametrize("transpositions", [True, False])
-def test_parallel_playouts_keep_invariants_and_never_double_count(num_parallel,
-                                                                   transpositions):
-  out = run(jax.random.PRNGKey(15), options=(("num_parallel", num_parallel),
-                                             ("transpositions", transpositions)))
+def test_parallel_playouts_keep_invariants_and_never_double_count(num_parallel, transpositions):
+  out = run(
+    jax.random.PRNGKey(15),
+    options=(("num_parallel", num_parallel), ("transpositions", transpositions)),
+  )
   graph = out.search_graph
   # Collided playouts are dropped and counted; every other one is counted once.
   check_graph(graph, SIMS, tree_mode=not transpositions)
@@ -268,15 +317,22 @@ def test_parallel_playouts_keep_invariants_and_never_double_count(num_parallel,
   if transpositions:
     for game in range(4):
       used = int(graph.num_nodes[game])
-      states = set(zip(np.asarray(graph.embeddings["total"][game, :used]).tolist(),
-                       np.asarray(graph.embeddings["steps"][game, :used]).tolist()))
+      states = set(
+        zip(
+          np.asarray(graph.embeddings["total"][game, :used]).tolist(),
+          np.asarray(graph.embeddings["steps"][game, :used]).tolist(),
+        )
+      )
       assert len(states) == used, "one state held by two nodes"
   assert not np.any(np.isnan(np.asarray(out.action_weights)))
 
 
 def test_num_parallel_must_divide_num_simulations():
-  with pytest.raises(ValueError, match=r"num_simulations \(40\) must be a multiple of "
-                                       r"num_parallel \(3\)"):
+  with pytest.raises(
+    ValueError,
+    match=r"num_simulations \(40\) must be a multiple of "
+    r"num_parallel \(3\)",
+  ):
     run(jax.random.PRNGKey(0), options=(("num_parallel", 3),))
   with pytest.raises(ValueError, match="num_parallel must be >= 1"):
     run(jax.random.PRNGKey(0), options=(("num_parallel", 0),))

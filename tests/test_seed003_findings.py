@@ -16,14 +16,13 @@ import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
-
 from mcgs_jax.testing import check_graph
 
 NUM_SEEDS = 12
 NUM_SIMULATIONS = 400
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nim_search(heaps, transpositions):
   """`(PolicyOutput as numpy, env)` of one fixed-key UCT search, cached per config."""
   env = Nim(heaps)
@@ -32,13 +31,22 @@ def nim_search(heaps, transpositions):
   @jax.jit
   def search(key):
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(heaps)))(
-        jax.random.split(key, NUM_SEEDS))
+      jax.random.split(key, NUM_SEEDS)
+    )
     root_key, search_key = jax.random.split(key)
     root = game.root(None, root_key, state)
-    return mg.uct_policy(None, search_key, root, game.recurrent_fn, NUM_SIMULATIONS,
-                         invalid_actions=game.invalid_actions(state), c=1.41,
-                         hash_fn=game.hash_fn, transpositions=transpositions,
-                         capacity=NUM_SIMULATIONS + 1)
+    return mg.uct_policy(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      NUM_SIMULATIONS,
+      invalid_actions=game.invalid_actions(state),
+      c=1.41,
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      capacity=NUM_SIMULATIONS + 1,
+    )
 
   return jax.block_until_ready(search(jax.random.PRNGKey(0))), env
 

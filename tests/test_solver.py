@@ -13,13 +13,13 @@ import pytest
 
 import mcgs_jax as mg
 from mcgs_jax._src import proofs
-from mcgs_jax.testing import check_graph, to_numpy
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
+from mcgs_jax.testing import check_graph, to_numpy
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nim_search(heaps, num_simulations, transpositions, num_games=12):
   env = Nim(heaps)
   game = make_game(env, evaluators.rollout_evaluator(env))
@@ -29,10 +29,19 @@ def nim_search(heaps, num_simulations, transpositions, num_games=12):
     keys = jax.random.split(key, num_games)
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(heaps)))(keys)
     root = game.root(None, keys[0], state)
-    return mg.muzero_policy(None, keys[1], root, game.recurrent_fn, num_simulations,
-                            invalid_actions=game.invalid_actions(state),
-                            hash_fn=game.hash_fn, transpositions=transpositions,
-                            solver=True, temperature=0.0)
+    return mg.muzero_policy(
+      None,
+      keys[1],
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+      solver=True,
+      temperature=0.0,
+    )
+
   return env, run(jax.random.PRNGKey(0))
 
 
@@ -54,8 +63,9 @@ def assert_proofs_close(graph, exact_value_of_node):
   proven = np.asarray(graph.node_proven)
   for game, node in zip(*np.nonzero(proven)):
     expected = exact_value_of_node(game, node)
-    np.testing.assert_allclose(graph.proven_values[game, node], expected, atol=1e-5,
-                               err_msg=f"game {game} node {node}")
+    np.testing.assert_allclose(
+      graph.proven_values[game, node], expected, atol=1e-5, err_msg=f"game {game} node {node}"
+    )
     if not graph.node_terminal[game, node]:
       np.testing.assert_allclose(graph.node_values[game, node], expected, atol=1e-5)
   return int(proven.sum())
@@ -65,11 +75,19 @@ def nim_exact(graph):
   heaps = np.asarray(graph.embeddings.heaps)
   terminal = np.asarray(graph.node_terminal)
   # A terminal node's own value is 0: its outcome is the reward on the edge into it.
-  return lambda game, node: 0 if terminal[game, node] else solvers.nim_value(
-      tuple(heaps[game, node]))
+  return lambda game, node: (
+    0 if terminal[game, node] else solvers.nim_value(tuple(heaps[game, node]))
+  )
 
 
-@pytest.mark.parametrize("heaps", [(2, 4), (1, 2, 3), (3, 4, 5)])
+@pytest.mark.parametrize(
+  "heaps",
+  [
+    (2, 4),
+    pytest.param((1, 2, 3), marks=pytest.mark.slow),
+    pytest.param((3, 4, 5), marks=pytest.mark.slow),
+  ],
+)
 def test_nim_proofs_are_exact_and_decide_the_root(heaps):
   env, out = nim_search(heaps, 800, True)
   graph = out.search_graph
@@ -83,12 +101,13 @@ def test_nim_proofs_are_exact_and_decide_the_root(heaps):
     assert set(np.asarray(out.action).tolist()) <= set(winning)
 
 
+@pytest.mark.slow
 def test_graph_solver_beats_tree_solver_on_nim_3_4_5():
   """Seed 003's position: rollouts mislead; proofs on the 120-state graph settle it,
   while the tree (about a million nodes) cannot be proven at this budget."""
   _, graph_out = nim_search((3, 4, 5), 800, True)
   _, tree_out = nim_search((3, 4, 5), 800, False)
-  assert np.all(np.asarray(graph_out.action) == 1)          # take 2 from heap 0
+  assert np.all(np.asarray(graph_out.action) == 1)  # take 2 from heap 0
   assert np.all(np.asarray(graph_out.search_graph.node_proven[:, 0]))
   assert not np.any(np.asarray(tree_out.search_graph.node_proven[:, 0]))
   assert np.sum(np.asarray(tree_out.action) == 1) < 12
@@ -105,9 +124,17 @@ def test_tic_tac_toe_end_game_proofs_are_exact():
   @jax.jit
   def run(key):
     root = game.root(None, key, state)
-    return mg.uct_policy(None, key, root, game.recurrent_fn, 300,
-                         invalid_actions=game.invalid_actions(state),
-                         hash_fn=game.hash_fn, solver=True)
+    return mg.uct_policy(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      300,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      solver=True,
+    )
+
   out = run(jax.random.PRNGKey(0))
   graph = out.search_graph
   terminal = np.asarray(graph.node_terminal)
@@ -118,6 +145,7 @@ def test_tic_tac_toe_end_game_proofs_are_exact():
       return 0
     node_state = jax.tree_util.tree_map(lambda x: x[game_index, node], graph.embeddings)
     return solvers.tic_tac_toe_values(node_state)[0]
+
   assert step_counts.shape[0] == 3
   assert assert_proofs_exact(graph, exact) > 3
   for index, m in enumerate(moves):
@@ -127,6 +155,7 @@ def test_tic_tac_toe_end_game_proofs_are_exact():
     assert action_values[int(out.action[index])] == value
 
 
+@pytest.mark.slow
 def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
   """Without the solver, terminal nodes stay unproven; with it, a search that reaches
   no terminal state (tic-tac-toe from the empty board, 30 playouts: no line yet) is
@@ -134,11 +163,19 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
   env = Nim((2, 4))
   game = make_game(env, evaluators.uniform_evaluator())
   state = jax.vmap(lambda k: env.init_from_heaps(jnp.array((2, 4))))(
-      jax.random.split(jax.random.PRNGKey(0), 2))
+    jax.random.split(jax.random.PRNGKey(0), 2)
+  )
   root = game.root(None, jax.random.PRNGKey(0), state)
   plain = mg.muzero_policy(
-      None, jax.random.PRNGKey(1), root, game.recurrent_fn, 30, hash_fn=game.hash_fn,
-      invalid_actions=game.invalid_actions(state), solver=False).search_graph
+    None,
+    jax.random.PRNGKey(1),
+    root,
+    game.recurrent_fn,
+    30,
+    hash_fn=game.hash_fn,
+    invalid_actions=game.invalid_actions(state),
+    solver=False,
+  ).search_graph
   assert np.any(np.asarray(plain.node_terminal))
   assert not np.any(np.asarray(plain.node_proven))
   check_graph(plain, 30, tree_mode=False)
@@ -146,10 +183,19 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
   tic_tac_toe = make_game("tic_tac_toe")
   state = tic_tac_toe.init(jax.random.PRNGKey(2), 2)
   root = tic_tac_toe.root(None, jax.random.PRNGKey(3), state)
-  run = jax.jit(lambda solver: mg.muzero_policy(
-      None, jax.random.PRNGKey(4), root, tic_tac_toe.recurrent_fn, 30,
-      hash_fn=tic_tac_toe.hash_fn, invalid_actions=tic_tac_toe.invalid_actions(state),
-      solver=solver), static_argnums=0)
+  run = jax.jit(
+    lambda solver: mg.muzero_policy(
+      None,
+      jax.random.PRNGKey(4),
+      root,
+      tic_tac_toe.recurrent_fn,
+      30,
+      hash_fn=tic_tac_toe.hash_fn,
+      invalid_actions=tic_tac_toe.invalid_actions(state),
+      solver=solver,
+    ),
+    static_argnums=0,
+  )
   off, on = run(False), run(True)
   assert not np.any(np.asarray(on.search_graph.node_terminal))
   assert not np.any(np.asarray(on.search_graph.node_proven))
@@ -169,9 +215,17 @@ def test_gumbel_policy_with_solver_plays_the_proven_win():
   @jax.jit
   def run(key):
     root = game.root(None, key, state)
-    return mg.gumbel_muzero_policy(None, key, root, game.recurrent_fn, 200,
-                                   invalid_actions=game.invalid_actions(state),
-                                   hash_fn=game.hash_fn, solver=True)
+    return mg.gumbel_muzero_policy(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      200,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      solver=True,
+    )
+
   out = run(jax.random.PRNGKey(4))
   graph = out.search_graph
   assert assert_proofs_exact(graph, nim_exact(graph)) > 0
@@ -185,6 +239,7 @@ def test_gumbel_policy_with_solver_plays_the_proven_win():
 # `rewards [S, A]`, `logits [S, A]` (the prior; -inf: illegal), `estimates [S]` (the
 # evaluator's values);
 # reaching `terminal` ends the episode.
+
 
 def three_step_mdp():
   """Moving 0 at the root ends at once with reward 3; moving 1 twice, then any move,
@@ -255,19 +310,21 @@ def mdp_recurrent_fn(next_state, rewards, logits, estimates, terminal):
     del params, rng_key
     new_state = next_state[state, action]
     output = mg.RecurrentFnOutput(
-        reward=rewards[state, action],
-        discount=jnp.where(new_state == terminal, 0.0, 1.0),
-        prior_logits=logits_of(new_state), value=estimates[new_state])
+      reward=rewards[state, action],
+      discount=jnp.where(new_state == terminal, 0.0, 1.0),
+      prior_logits=logits_of(new_state),
+      value=estimates[new_state],
+    )
     return output, new_state
 
   def root(batch_size):
     state = jnp.zeros((batch_size,), jnp.int32)
-    return mg.RootFnOutput(prior_logits=logits_of(state),
-                           value=estimates[state], embedding=state)
+    return mg.RootFnOutput(prior_logits=logits_of(state), value=estimates[state], embedding=state)
+
   return recurrent_fn, root
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mdp_search(name, num_simulations, value_bounds, num_games=4):
   """`(mdp, muzero_policy output)` on `num_games` copies of the start state, greedy
   (temperature 0) and without Dirichlet noise."""
@@ -276,17 +333,25 @@ def mdp_search(name, num_simulations, value_bounds, num_games=4):
 
   @jax.jit
   def run(key):
-    return mg.muzero_policy(None, key, root(num_games), recurrent_fn, num_simulations,
-                            solver=True, value_bounds=value_bounds, temperature=0.0,
-                            dirichlet_fraction=0.0)
+    return mg.muzero_policy(
+      None,
+      key,
+      root(num_games),
+      recurrent_fn,
+      num_simulations,
+      solver=True,
+      value_bounds=value_bounds,
+      temperature=0.0,
+      dirichlet_fraction=0.0,
+    )
+
   return mdp, run(jax.random.PRNGKey(0))
 
 
 @pytest.mark.parametrize("value_bounds", [(-1.0, 1.0), None])
 @pytest.mark.parametrize("num_simulations", [200, 2000])
 @pytest.mark.parametrize("name", ["three_step", "grid"])
-def test_mdp_with_rewards_is_proven_exactly_and_played_right(name, num_simulations,
-                                                             value_bounds):
+def test_mdp_with_rewards_is_proven_exactly_and_played_right(name, num_simulations, value_bounds):
   """The default bounds (-1, 1) are wrong here (returns up to 10): no edge may prove
   its node early, every proof is by full expansion and exact; `value_bounds=None`
   (no bounds) proves the same way."""
@@ -296,7 +361,8 @@ def test_mdp_with_rewards_is_proven_exactly_and_played_right(name, num_simulatio
   states = np.asarray(graph.embeddings)
   terminal = np.asarray(graph.node_terminal)
   checked = assert_proofs_close(
-      graph, lambda game, node: 0.0 if terminal[game, node] else values[states[game, node]])
+    graph, lambda game, node: 0.0 if terminal[game, node] else values[states[game, node]]
+  )
   assert checked > 0
   best_action = int(np.argmax(qvalues[0]))
   np.testing.assert_array_equal(out.action, best_action)
@@ -330,29 +396,33 @@ def one_node_graph(rewards, children, value_bounds):
   children_index = np.full((num_actions + 2, num_actions), -1, np.int32)
   children_index[1] = children
   return types.SimpleNamespace(
-      children_index=jnp.asarray(children_index),
-      node_proven=jnp.asarray([False, False] + [True] * num_actions),
-      proven_values=jnp.zeros(num_actions + 2, jnp.float32),
-      edge_rewards=jnp.asarray(edge_rewards),
-      edge_discounts=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
-      children_prior_logits=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
-      root_invalid_actions=jnp.zeros(num_actions, bool),
-      value_bounds=jnp.asarray((-jnp.inf, jnp.inf) if value_bounds is None
-                               else value_bounds, jnp.float32))
+    children_index=jnp.asarray(children_index),
+    node_proven=jnp.asarray([False, False] + [True] * num_actions),
+    proven_values=jnp.zeros(num_actions + 2, jnp.float32),
+    edge_rewards=jnp.asarray(edge_rewards),
+    edge_discounts=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
+    children_prior_logits=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
+    root_invalid_actions=jnp.zeros(num_actions, bool),
+    value_bounds=jnp.asarray(
+      (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds, jnp.float32
+    ),
+  )
 
 
-@pytest.mark.parametrize("reward, other, value_bounds, early", [
+@pytest.mark.parametrize(
+  "reward, other, value_bounds, early",
+  [
     (1.0, 0.5, (-1.0, 1.0), True),
-    (np.float32(1.0) - 1e-7, 0.5, (-1.0, 1.0), True),   # a rounding below the bound
-    (1.0 + 1e-6, 0.5, (-1.0, 1.0), False),              # above it: out of bounds
+    (np.float32(1.0) - 1e-7, 0.5, (-1.0, 1.0), True),  # a rounding below the bound
+    (1.0 + 1e-6, 0.5, (-1.0, 1.0), False),  # above it: out of bounds
     (0.999, 0.5, (-1.0, 1.0), False),
-    (1.0, 3.0, (-1.0, 1.0), False),         # another proven edge out of bounds
-    (1.0, 0.5, None, False),                # no bounds: no shortcut
+    (1.0, 3.0, (-1.0, 1.0), False),  # another proven edge out of bounds
+    (1.0, 0.5, None, False),  # no bounds: no shortcut
     (10.0, 3.0, (0.0, 10.0), True),
     (10.0, 3.0, (0.0, 9.99), False),
-])
-def test_a_node_is_proven_early_only_at_the_highest_bound(reward, other, value_bounds,
-                                                          early):
+  ],
+)
+def test_a_node_is_proven_early_only_at_the_highest_bound(reward, other, value_bounds, early):
   """Two proven edges (`reward`, `other`) and one unexpanded edge: the node is proven
   before full expansion only when an exact value equals the highest bound (within
   float tolerance, never above it) and no proven value lies outside the bounds."""
@@ -366,14 +436,18 @@ def test_a_node_is_proven_early_only_at_the_highest_bound(reward, other, value_b
   assert bool(proven) and float(value) == np.float32(max(reward, other))
 
 
-@pytest.mark.parametrize("reward, value_bounds, excluded", [
-    (-1.0, (-1.0, 1.0), True),        # worth the lowest bound: nothing is worse
+@pytest.mark.parametrize(
+  "reward, value_bounds, excluded",
+  [
+    (-1.0, (-1.0, 1.0), True),  # worth the lowest bound: nothing is worse
     (-1.0, None, False),
-    (-1.5, (-1.0, 1.0), False),       # below the bound: the bounds are wrong
+    (-1.5, (-1.0, 1.0), False),  # below the bound: the bounds are wrong
     (-0.5, (-1.0, 1.0), False),
-])
-def test_only_a_proven_loss_at_the_lowest_bound_is_excluded_unbeaten(reward, value_bounds,
-                                                                     excluded):
+  ],
+)
+def test_only_a_proven_loss_at_the_lowest_bound_is_excluded_unbeaten(
+  reward, value_bounds, excluded
+):
   graph = one_node_graph([reward, 0.0, 0.0], [2, -1, -1], value_bounds)
   np.testing.assert_array_equal(proofs.excluded_edges(graph, 1), [excluded, False, False])
   # Beaten by another proven edge, it is excluded whatever the bounds.
@@ -381,8 +455,10 @@ def test_only_a_proven_loss_at_the_lowest_bound_is_excluded_unbeaten(reward, val
   np.testing.assert_array_equal(proofs.excluded_edges(beaten, 1), [True, False, False])
 
 
-@pytest.mark.parametrize("value_bounds, shortcut", [
-    ((0.0, 10.0), True), ((0.0, 9.99), False), ((0.0, 10.01), False), (None, False)])
+@pytest.mark.parametrize(
+  "value_bounds, shortcut",
+  [((0.0, 10.0), True), ((0.0, 9.99), False), ((0.0, 10.01), False), (None, False)],
+)
 def test_three_step_mdp_takes_the_shortcut_only_at_its_bound(value_bounds, shortcut):
   """With the true bounds (0, 10), state 2 is proven by its first edge worth 10 and
   its other edge is never tried; with bounds that 10 is above (out of bounds) or
@@ -392,7 +468,7 @@ def test_three_step_mdp_takes_the_shortcut_only_at_its_bound(value_bounds, short
   graph = out.search_graph
   states = np.asarray(graph.embeddings)
   for game in range(states.shape[0]):
-    node = int(np.flatnonzero(states[game, :int(graph.num_nodes[game])] == 2)[0])
+    node = int(np.flatnonzero(states[game, : int(graph.num_nodes[game])] == 2)[0])
     expanded = int(np.sum(np.asarray(graph.children_index[game, node]) >= 0))
     assert expanded == (1 if shortcut else 2), (game, expanded)
   assert np.all(np.asarray(graph.node_proven[:, 0]))

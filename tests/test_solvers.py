@@ -26,6 +26,7 @@ def _pgx_playouts(env, key, num_games, num_plies):
   `[num_games, num_plies, ...]`, as numpy arrays. Plies after the end leave the state
   unchanged.
   """
+
   def playout(key):
     init_key, moves_key = jax.random.split(key)
 
@@ -35,8 +36,7 @@ def _pgx_playouts(env, key, num_games, num_plies):
       next_state = env.step(state, action)
       return next_state, (state, action, next_state)
 
-    _, trajectory = jax.lax.scan(play, env.init(init_key),
-                                 jax.random.split(moves_key, num_plies))
+    _, trajectory = jax.lax.scan(play, env.init(init_key), jax.random.split(moves_key, num_plies))
     return trajectory
 
   return jax.device_get(jax.jit(jax.vmap(playout))(jax.random.split(key, num_games)))
@@ -58,38 +58,32 @@ def test_tic_tac_toe_empty_board_is_a_draw():
 
 def test_tic_tac_toe_hand_checked_positions():
   # X . X ... X to move completes the top row.
-  value, action_values = solvers.tic_tac_toe_values([X, X, _,
-                                                     O, O, _,
-                                                     _, _, _])
+  value, action_values = solvers.tic_tac_toe_values([X, X, _, O, O, _, _, _, _])
   assert value == 1 and action_values[2] == 1
   # O to move must block the top row; anything else loses. After the block X must
   # block 2-4-6, O must block 0-3-6, X must block 3-4-5, and the game is drawn.
-  value, action_values = solvers.tic_tac_toe_values([X, X, _,
-                                                     _, O, _,
-                                                     _, _, _])
+  value, action_values = solvers.tic_tac_toe_values([X, X, _, _, O, _, _, _, _])
   assert value == 0
   assert action_values == {2: 0, 3: -1, 5: -1, 6: -1, 7: -1, 8: -1}
   # Opposite corners against the centre: O must take an edge; a corner lets X fork.
-  value, action_values = solvers.tic_tac_toe_values(np.array([[X, _, _],
-                                                              [_, O, _],
-                                                              [_, _, X]]))
+  value, action_values = solvers.tic_tac_toe_values(np.array([[X, _, _], [_, O, _], [_, _, X]]))
   assert value == 0
   assert action_values == {1: 0, 2: -1, 3: 0, 5: 0, 6: -1, 7: 0}
   # A finished game: the player to move has lost, and has no moves.
   assert solvers.tic_tac_toe_values([X, X, X, O, O, _, _, _, _]) == (-1, {})
   assert solvers.tic_tac_toe_values_from_actions([0, 3, 1, 4, 2]) == (-1, {})
   assert solvers.tic_tac_toe_values_from_actions([4, 0]) == solvers.tic_tac_toe_values(
-      [O, _, _, _, X, _, _, _, _])
+    [O, _, _, _, X, _, _, _, _]
+  )
   for illegal in ([4, 4], [9], [0, 3, 1, 4, 2, 5]):
     with pytest.raises(ValueError):
       solvers.tic_tac_toe_values_from_actions(illegal)
 
 
-_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8),
-          (2, 4, 6))
+_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_negamax(board):
   """An independent negamax: value for the player to move (colours 0 and 1, -1 empty;
   colour 0 moves first), written without the solver's helpers."""
@@ -99,8 +93,7 @@ def _reference_negamax(board):
   if not empty:
     return 0
   color = (9 - len(empty)) % 2
-  return max(-_reference_negamax(board[:cell] + (color,) + board[cell + 1:])
-             for cell in empty)
+  return max(-_reference_negamax(board[:cell] + (color,) + board[cell + 1 :]) for cell in empty)
 
 
 def test_tic_tac_toe_every_position_agrees_with_a_reference_negamax():
@@ -116,7 +109,7 @@ def test_tic_tac_toe_every_position_agrees_with_a_reference_negamax():
     assert value == _reference_negamax(board), board
     color = sum(cell >= 0 for cell in board) % 2
     for cell, action_value in action_values.items():
-      child = board[:cell] + (color,) + board[cell + 1:]
+      child = board[:cell] + (color,) + board[cell + 1 :]
       assert action_value == -_reference_negamax(child), (board, cell)
       frontier.append(child)
   assert len(seen) == 5478
@@ -150,8 +143,7 @@ def test_tic_tac_toe_agrees_with_pgx():
   # Every legal move of every live state, stepped in pgx in one batch.
   games, plies = np.array(live).T
   states = jax.tree.map(lambda leaf: jnp.repeat(leaf[games, plies], 9, axis=0), before)
-  children = jax.device_get(
-      jax.jit(jax.vmap(env.step))(states, jnp.tile(jnp.arange(9), len(live))))
+  children = jax.device_get(jax.jit(jax.vmap(env.step))(states, jnp.tile(jnp.arange(9), len(live))))
   for row, (game, ply) in enumerate(live):
     state = _unbatch(before, game, ply)
     _, action_values = solvers.tic_tac_toe_values(state)
@@ -194,7 +186,8 @@ def _gives_no_win(position: ConnectFourPosition, column: int) -> bool:
   """Whether playing `column` neither ends the game nor lets the opponent win next."""
   child = position.play(column)
   return not child.is_terminal and not any(
-      child.play(reply).last_move_won for reply in child.legal_columns())
+    child.play(reply).last_move_won for reply in child.legal_columns()
+  )
 
 
 def _random_open_position(rng: random.Random, empty_cells: int, quiet: bool = False):
@@ -224,8 +217,9 @@ def _brute_force(position: ConnectFourPosition, memo: dict) -> int:
     return position.outcome
   key = (position.mover, position.occupied)
   if key not in memo:
-    memo[key] = max(-_brute_force(position.play(column), memo)
-                    for column in position.legal_columns())
+    memo[key] = max(
+      -_brute_force(position.play(column), memo) for column in position.legal_columns()
+    )
   return memo[key]
 
 
@@ -256,8 +250,9 @@ def test_connect_four_wins_and_blocks_in_endgames():
     slowest = max(slowest, time.perf_counter() - start)
     assert value == max(action_values.values())
     wins = [c for c in action_values if position.play(c).last_move_won]
-    opponent_pass = ConnectFourPosition(mover=position.mover ^ position.occupied,
-                                        occupied=position.occupied)
+    opponent_pass = ConnectFourPosition(
+      mover=position.mover ^ position.occupied, occupied=position.occupied
+    )
     threats = [c for c in action_values if opponent_pass.play(c).last_move_won]
     if wins:
       seen["win"] += 1

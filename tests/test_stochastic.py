@@ -13,8 +13,11 @@ import pytest
 
 from mcgs_jax._src import reuse
 from mcgs_jax._src.stochastic import stochastic_muzero_policy
-from mcgs_jax._src.stochastic_types import (ChanceRecurrentFnOutput, DecisionRecurrentFnOutput,
-                                            StochasticGraph)
+from mcgs_jax._src.stochastic_types import (
+  ChanceRecurrentFnOutput,
+  DecisionRecurrentFnOutput,
+  StochasticGraph,
+)
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 from mcgs_jax.testing import check_graph
 
@@ -32,8 +35,7 @@ def toy_root(batch_size):
   total = jnp.arange(batch_size, dtype=jnp.int32) % MODULUS
   steps = jnp.zeros((batch_size,), jnp.int32)
   logits, value = _toy_evaluation(total, steps)
-  return RootFnOutput(prior_logits=logits, value=value,
-                      embedding={"total": total, "steps": steps})
+  return RootFnOutput(prior_logits=logits, value=value, embedding={"total": total, "steps": steps})
 
 
 def _toy_evaluation(total, steps):
@@ -48,8 +50,10 @@ def toy_decision_fn(params, rng_key, action, state, *, move_reward=False):
   angle = total.astype(jnp.float32) + 0.3 * state["steps"].astype(jnp.float32)
   chance_logits = jnp.cos(angle[:, None] * 0.9 + jnp.arange(NUM_OUTCOMES))
   output = DecisionRecurrentFnOutput(
-      chance_logits=chance_logits, afterstate_value=0.3 * jnp.sin(angle),
-      reward=0.1 * action.astype(jnp.float32) if move_reward else None)
+    chance_logits=chance_logits,
+    afterstate_value=0.3 * jnp.sin(angle),
+    reward=0.1 * action.astype(jnp.float32) if move_reward else None,
+  )
   return output, {"total": total, "steps": state["steps"]}
 
 
@@ -60,32 +64,51 @@ def toy_chance_fn(params, rng_key, outcome, afterstate):
   done = steps >= HORIZON
   logits, value = _toy_evaluation(total, steps)
   return ChanceRecurrentFnOutput(
-      action_logits=logits, value=jnp.where(done, 0.0, value),
-      reward=jnp.where(done, jnp.sin(total.astype(jnp.float32)), 0.0),
-      discount=jnp.where(done, 0.0, -1.0)), {"total": total, "steps": steps}
+    action_logits=logits,
+    value=jnp.where(done, 0.0, value),
+    reward=jnp.where(done, jnp.sin(total.astype(jnp.float32)), 0.0),
+    discount=jnp.where(done, 0.0, -1.0),
+  ), {"total": total, "steps": steps}
 
 
 def to_mctx_root(root):
-  return mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                           embedding=root.embedding)
+  return mctx.RootFnOutput(
+    prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+  )
 
 
-@functools.partial(jax.jit, static_argnames=("num_simulations", "transpositions",
-                                             "num_parallel", "capacity"))
-def toy_search(key, root, *, num_simulations, transpositions, num_parallel=1,
-               capacity=None, graph=None):
+@functools.partial(
+  jax.jit, static_argnames=("num_simulations", "transpositions", "num_parallel", "capacity")
+)
+def toy_search(
+  key, root, *, num_simulations, transpositions, num_parallel=1, capacity=None, graph=None
+):
   return stochastic_muzero_policy(
-      None, key, root, toy_decision_fn, toy_chance_fn, num_simulations,
-      transpositions=transpositions, num_parallel=num_parallel, capacity=capacity,
-      graph=graph)
+    None,
+    key,
+    root,
+    toy_decision_fn,
+    toy_chance_fn,
+    num_simulations,
+    transpositions=transpositions,
+    num_parallel=num_parallel,
+    capacity=capacity,
+    graph=graph,
+  )
 
 
-def check_stochastic_graph(graph, num_simulations, *, tree_mode, playouts_stop_early=False,
-                           continued=False):
+def check_stochastic_graph(
+  graph, num_simulations, *, tree_mode, playouts_stop_early=False, continued=False
+):
   """`check_graph`, and: levels alternate, decision nodes use only the `A` action
   columns and chance nodes only the `C` outcome columns."""
-  check_graph(graph, num_simulations, tree_mode=tree_mode,
-              playouts_stop_early=playouts_stop_early, continued=continued)
+  check_graph(
+    graph,
+    num_simulations,
+    tree_mode=tree_mode,
+    playouts_stop_early=playouts_stop_early,
+    continued=continued,
+  )
   children = np.asarray(graph.children_index)
   is_decision = np.asarray(graph.embeddings.is_decision_node)
   used = np.arange(children.shape[1])[None] < np.asarray(graph.num_nodes)[:, None]
@@ -97,60 +120,90 @@ def check_stochastic_graph(graph, num_simulations, *, tree_mode, playouts_stop_e
       width = NUM_ACTIONS if is_decision[game, node] else NUM_OUTCOMES
       assert np.all(expanded < width), "an edge outside its node type's columns"
       assert np.all(is_decision[game, row[expanded]] != is_decision[game, node]), (
-          "a state linked to a state, or an afterstate to an afterstate")
+        "a state linked to a state, or an afterstate to an afterstate"
+      )
 
 
+@pytest.mark.slow
 def test_mctx_bandit_check():
   """mctx's `test_stochastic_muzero_policy`: chance mass on one outcome, so the
   stochastic search with 2 S simulations acts as `muzero_policy` with S; and tree
   mode gives `mctx.stochastic_muzero_policy`'s visit counts with rewards too."""
-  root = RootFnOutput(prior_logits=jnp.array([[-1.0, 0.0, 2.0, 3.0], [0.0, 2.0, 5.0, -4.0]]),
-                      value=jnp.array([1.0, 0.0]), embedding=jnp.zeros([2, 4]))
+  root = RootFnOutput(
+    prior_logits=jnp.array([[-1.0, 0.0, 2.0, 3.0], [0.0, 2.0, 5.0, -4.0]]),
+    value=jnp.array([1.0, 0.0]),
+    embedding=jnp.zeros([2, 4]),
+  )
   invalid_actions = jnp.array([[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0]])
 
   def bandit(rewards, num_outcomes=5):
     def recurrent_fn(params, rng_key, action, embedding):
       reward = rewards[jnp.arange(action.shape[0]), action]
-      return mctx.RecurrentFnOutput(reward=reward, discount=jnp.zeros_like(reward),
-                                    prior_logits=jnp.zeros_like(rewards),
-                                    value=jnp.zeros_like(reward)), embedding
+      return mctx.RecurrentFnOutput(
+        reward=reward,
+        discount=jnp.zeros_like(reward),
+        prior_logits=jnp.zeros_like(rewards),
+        value=jnp.zeros_like(reward),
+      ), embedding
 
     def decision_fn(params, rng_key, action, embedding):
       logits = jnp.full([action.shape[0], num_outcomes], -jnp.inf).at[:, 0].set(1.0)
-      return DecisionRecurrentFnOutput(chance_logits=logits,
-                                       afterstate_value=jnp.zeros(action.shape)), (
-                                           action, embedding)
+      return DecisionRecurrentFnOutput(
+        chance_logits=logits, afterstate_value=jnp.zeros(action.shape)
+      ), (action, embedding)
 
     def chance_fn(params, rng_key, outcome, afterstate):
       action, embedding = afterstate
       reward = rewards[jnp.arange(action.shape[0]), action]
-      return ChanceRecurrentFnOutput(action_logits=jnp.zeros_like(rewards),
-                                     value=jnp.zeros_like(reward),
-                                     discount=jnp.zeros_like(reward), reward=reward), embedding
+      return ChanceRecurrentFnOutput(
+        action_logits=jnp.zeros_like(rewards),
+        value=jnp.zeros_like(reward),
+        discount=jnp.zeros_like(reward),
+        reward=reward,
+      ), embedding
 
     return recurrent_fn, decision_fn, chance_fn
 
   num_simulations = 10
   recurrent_fn, decision_fn, chance_fn = bandit(jnp.zeros((2, 4)))
-  theirs = mctx.muzero_policy((), KEY, to_mctx_root(root), recurrent_fn, num_simulations,
-                              invalid_actions=invalid_actions, dirichlet_fraction=0.0)
+  theirs = mctx.muzero_policy(
+    (),
+    KEY,
+    to_mctx_root(root),
+    recurrent_fn,
+    num_simulations,
+    invalid_actions=invalid_actions,
+    dirichlet_fraction=0.0,
+  )
   for transpositions in (False, True):
-    ours = stochastic_muzero_policy((), KEY, root, decision_fn, chance_fn,
-                                    2 * num_simulations, invalid_actions=invalid_actions,
-                                    dirichlet_fraction=0.0, transpositions=transpositions)
+    ours = stochastic_muzero_policy(
+      (),
+      KEY,
+      root,
+      decision_fn,
+      chance_fn,
+      2 * num_simulations,
+      invalid_actions=invalid_actions,
+      dirichlet_fraction=0.0,
+      transpositions=transpositions,
+    )
     np.testing.assert_array_equal(ours.action, theirs.action)
     np.testing.assert_allclose(ours.action_weights, theirs.action_weights)
 
   rewards = jnp.array([[0.3, 0.5, -0.2, 0.9], [0.1, 0.7, 0.2, -0.5]])
   _, decision_fn, chance_fn = bandit(rewards)
-  theirs = mctx.stochastic_muzero_policy((), KEY, to_mctx_root(root), decision_fn, chance_fn,
-                                         20, invalid_actions=invalid_actions)
-  ours = stochastic_muzero_policy((), KEY, root, decision_fn, chance_fn, 20,
-                                  invalid_actions=invalid_actions, transpositions=False)
-  np.testing.assert_array_equal(ours.search_graph.summary().visit_counts,
-                                theirs.search_tree.summary().visit_counts)
-  np.testing.assert_allclose(ours.search_graph.summary().value,
-                             theirs.search_tree.summary().value, atol=1e-5)
+  theirs = mctx.stochastic_muzero_policy(
+    (), KEY, to_mctx_root(root), decision_fn, chance_fn, 20, invalid_actions=invalid_actions
+  )
+  ours = stochastic_muzero_policy(
+    (), KEY, root, decision_fn, chance_fn, 20, invalid_actions=invalid_actions, transpositions=False
+  )
+  np.testing.assert_array_equal(
+    ours.search_graph.summary().visit_counts, theirs.search_tree.summary().visit_counts
+  )
+  np.testing.assert_allclose(
+    ours.search_graph.summary().value, theirs.search_tree.summary().value, atol=1e-5
+  )
   np.testing.assert_array_equal(ours.action, theirs.action)
 
 
@@ -158,11 +211,15 @@ def test_tree_mode_matches_mctx_on_toy_game():
   batch_size, num_simulations = 14, 48
   root = toy_root(batch_size)
   ours = toy_search(KEY, root, num_simulations=num_simulations, transpositions=False)
-  theirs = jax.jit(lambda key: mctx.stochastic_muzero_policy(
-      None, key, to_mctx_root(root), toy_decision_fn, toy_chance_fn, num_simulations))(KEY)
+  theirs = jax.jit(
+    lambda key: mctx.stochastic_muzero_policy(
+      None, key, to_mctx_root(root), toy_decision_fn, toy_chance_fn, num_simulations
+    )
+  )(KEY)
   our_summary, their_summary = ours.search_graph.summary(), theirs.search_tree.summary()
-  same = np.all(np.asarray(our_summary.visit_counts) == np.asarray(their_summary.visit_counts),
-                axis=-1)
+  same = np.all(
+    np.asarray(our_summary.visit_counts) == np.asarray(their_summary.visit_counts), axis=-1
+  )
   assert same.sum() == batch_size, f"{same.sum()}/{batch_size} roots as mctx's"
   np.testing.assert_allclose(our_summary.value, their_summary.value, atol=1e-5)
   np.testing.assert_array_equal(ours.action, theirs.action)
@@ -174,8 +231,7 @@ def test_tree_mode_matches_mctx_on_toy_game():
 
 def test_graph_shares_afterstates_and_states_but_never_mixes_them():
   batch_size, num_simulations = 7, 64
-  out = toy_search(KEY, toy_root(batch_size), num_simulations=num_simulations,
-                   transpositions=True)
+  out = toy_search(KEY, toy_root(batch_size), num_simulations=num_simulations, transpositions=True)
   graph = out.search_graph
   check_stochastic_graph(graph, num_simulations, tree_mode=False)
   children = np.asarray(graph.children_index)
@@ -201,35 +257,46 @@ def test_move_reward_on_the_decision_edge():
   graph = out.search_graph
   rewards = np.asarray(graph.edge_rewards[:, 0, :NUM_ACTIONS])
   expanded = np.asarray(graph.children_index[:, 0, :NUM_ACTIONS]) >= 0
-  np.testing.assert_allclose(rewards[expanded],
-                             np.broadcast_to(0.1 * np.arange(NUM_ACTIONS), rewards.shape)[expanded])
+  np.testing.assert_allclose(
+    rewards[expanded], np.broadcast_to(0.1 * np.arange(NUM_ACTIONS), rewards.shape)[expanded]
+  )
   np.testing.assert_allclose(np.asarray(graph.edge_discounts[:, 0, :NUM_ACTIONS])[expanded], 1.0)
   check_stochastic_graph(graph, 24, tree_mode=False)
 
 
+@pytest.mark.slow
 def test_reuse_by_action_then_outcome():
   batch_size, num_simulations, capacity = 5, 40, 120
   root = toy_root(batch_size)
-  first = toy_search(KEY, root, num_simulations=num_simulations, transpositions=True,
-                     capacity=capacity)
+  first = toy_search(
+    KEY, root, num_simulations=num_simulations, transpositions=True, capacity=capacity
+  )
   action = jnp.asarray(first.action)
   # The outcome that happened: the most visited expanded outcome of each chance node.
   graph = first.search_graph
   chance_node = graph.children_index[jnp.arange(batch_size), 0, action]
-  outcome = jnp.argmax(graph.edge_visits[jnp.arange(batch_size), chance_node, :NUM_OUTCOMES],
-                       axis=-1).astype(jnp.int32)
-  kept_visits = graph.node_visits[jnp.arange(batch_size),
-                                  graph.children_index[jnp.arange(batch_size), chance_node,
-                                                       outcome]]
+  outcome = jnp.argmax(
+    graph.edge_visits[jnp.arange(batch_size), chance_node, :NUM_OUTCOMES], axis=-1
+  ).astype(jnp.int32)
+  kept_visits = graph.node_visits[
+    jnp.arange(batch_size), graph.children_index[jnp.arange(batch_size), chance_node, outcome]
+  ]
   rerooted = reuse.reroot(reuse.reroot(graph, action), outcome)
   assert isinstance(rerooted, StochasticGraph)
   decision_output, afterstate = toy_decision_fn(None, None, action, root.embedding)
   chance_output, state = toy_chance_fn(None, None, outcome, afterstate)
   del decision_output
-  next_root = RootFnOutput(prior_logits=chance_output.action_logits, value=chance_output.value,
-                           embedding=state)
-  second = toy_search(KEY, next_root, num_simulations=num_simulations, transpositions=True,
-                      capacity=capacity, graph=rerooted)
+  next_root = RootFnOutput(
+    prior_logits=chance_output.action_logits, value=chance_output.value, embedding=state
+  )
+  second = toy_search(
+    KEY,
+    next_root,
+    num_simulations=num_simulations,
+    transpositions=True,
+    capacity=capacity,
+    graph=rerooted,
+  )
   check_stochastic_graph(second.search_graph, None, tree_mode=False, continued=True)
   root_visits = np.asarray(second.search_graph.node_visits[:, 0])
   expected = np.asarray(kept_visits) + num_simulations
@@ -239,31 +306,39 @@ def test_reuse_by_action_then_outcome():
 
   # Rerooted by the action only, the root is a chance node: those games start afresh.
   halfway = reuse.reroot(graph, action)
-  restarted = toy_search(KEY, next_root, num_simulations=num_simulations, transpositions=True,
-                         capacity=capacity, graph=halfway)
+  restarted = toy_search(
+    KEY,
+    next_root,
+    num_simulations=num_simulations,
+    transpositions=True,
+    capacity=capacity,
+    graph=halfway,
+  )
   np.testing.assert_array_equal(restarted.search_graph.node_visits[:, 0], num_simulations + 1)
   check_stochastic_graph(restarted.search_graph, num_simulations, tree_mode=False)
 
 
 def test_parallel_playouts():
   num_simulations = 32
-  out = toy_search(KEY, toy_root(4), num_simulations=num_simulations, transpositions=True,
-                   num_parallel=4)
+  out = toy_search(
+    KEY, toy_root(4), num_simulations=num_simulations, transpositions=True, num_parallel=4
+  )
   check_stochastic_graph(out.search_graph, num_simulations, tree_mode=False)
   np.testing.assert_allclose(np.sum(np.asarray(out.action_weights), axis=-1), 1.0, rtol=1e-6)
 
 
 def test_solver_is_refused():
   with pytest.raises(ValueError, match="solver=True is not supported"):
-    stochastic_muzero_policy(None, KEY, toy_root(2), toy_decision_fn, toy_chance_fn, 4,
-                             solver=True)
+    stochastic_muzero_policy(None, KEY, toy_root(2), toy_decision_fn, toy_chance_fn, 4, solver=True)
 
 
 def _replace_output(fn, **fields):
   def wrapped(params, rng_key, action, embedding):
     output, new_embedding = fn(params, rng_key, action, embedding)
-    return output.replace(**{name: make(getattr(output, name))
-                             for name, make in fields.items()}), new_embedding
+    return output.replace(
+      **{name: make(getattr(output, name)) for name, make in fields.items()}
+    ), new_embedding
+
   return wrapped
 
 
@@ -271,50 +346,130 @@ def _replace_embedding(fn, make):
   def wrapped(params, rng_key, action, embedding):
     output, new_embedding = fn(params, rng_key, action, embedding)
     return output, make(new_embedding)
+
   return wrapped
 
 
-@pytest.mark.parametrize("decision_fn, chance_fn, kwargs, error, message", [
-    (_replace_output(toy_decision_fn, chance_logits=lambda x: x[:, 0]), toy_chance_fn, {},
-     ValueError, r"chance_logits of shape \(2,\); expected \[B, C\]"),
-    (_replace_output(toy_decision_fn, chance_logits=lambda x: x[:, :0]), toy_chance_fn, {},
-     ValueError, "zero chance outcomes"),
-    (_replace_output(toy_decision_fn, chance_logits=lambda x: x.astype(jnp.int32)),
-     toy_chance_fn, {}, TypeError, "chance_logits of dtype int32"),
-    (_replace_output(toy_decision_fn, afterstate_value=lambda x: x[:, None]), toy_chance_fn, {},
-     ValueError, "afterstate_value of shape"),
-    (_replace_output(toy_decision_fn, reward=lambda x: jnp.zeros((2, 2))), toy_chance_fn, {},
-     ValueError, "decision_recurrent_fn returned reward of shape"),
-    (toy_decision_fn, _replace_output(toy_chance_fn, action_logits=lambda x: x[:, :2]), {},
-     ValueError, r"chance_recurrent_fn returned action_logits of shape \(2, 2\)"),
-    (toy_decision_fn, _replace_output(toy_chance_fn, discount=lambda x: x[:1]), {},
-     ValueError, "chance_recurrent_fn returned discount of shape"),
-    (toy_decision_fn, _replace_embedding(toy_chance_fn, lambda e: e["total"]), {},
-     ValueError, "chance_recurrent_fn's state embedding has pytree structure"),
-    (toy_decision_fn, toy_chance_fn,
-     dict(afterstate_hash_fn=lambda after: jnp.zeros((2, 2), jnp.int32)),
-     TypeError, "afterstate_hash_fn must return uint32"),
-    (toy_decision_fn, toy_chance_fn,
-     dict(afterstate_hash_fn=lambda after: jnp.zeros((2,), jnp.uint32)),
-     ValueError, r"afterstate_hash_fn must return uint32 \[B, L\]"),
-    (toy_decision_fn, toy_chance_fn, dict(hash_fn=lambda state: jnp.zeros((2, 2), jnp.float32)),
-     TypeError, "hash_fn must return uint32"),
-    (toy_decision_fn, toy_chance_fn, dict(afterstate_hash_fn=3), TypeError,
-     "afterstate_hash_fn must be callable"),
+@pytest.mark.parametrize(
+  "decision_fn, chance_fn, kwargs, error, message",
+  [
+    (
+      _replace_output(toy_decision_fn, chance_logits=lambda x: x[:, 0]),
+      toy_chance_fn,
+      {},
+      ValueError,
+      r"chance_logits of shape \(2,\); expected \[B, C\]",
+    ),
+    (
+      _replace_output(toy_decision_fn, chance_logits=lambda x: x[:, :0]),
+      toy_chance_fn,
+      {},
+      ValueError,
+      "zero chance outcomes",
+    ),
+    (
+      _replace_output(toy_decision_fn, chance_logits=lambda x: x.astype(jnp.int32)),
+      toy_chance_fn,
+      {},
+      TypeError,
+      "chance_logits of dtype int32",
+    ),
+    (
+      _replace_output(toy_decision_fn, afterstate_value=lambda x: x[:, None]),
+      toy_chance_fn,
+      {},
+      ValueError,
+      "afterstate_value of shape",
+    ),
+    (
+      _replace_output(toy_decision_fn, reward=lambda x: jnp.zeros((2, 2))),
+      toy_chance_fn,
+      {},
+      ValueError,
+      "decision_recurrent_fn returned reward of shape",
+    ),
+    (
+      toy_decision_fn,
+      _replace_output(toy_chance_fn, action_logits=lambda x: x[:, :2]),
+      {},
+      ValueError,
+      r"chance_recurrent_fn returned action_logits of shape \(2, 2\)",
+    ),
+    (
+      toy_decision_fn,
+      _replace_output(toy_chance_fn, discount=lambda x: x[:1]),
+      {},
+      ValueError,
+      "chance_recurrent_fn returned discount of shape",
+    ),
+    (
+      toy_decision_fn,
+      _replace_embedding(toy_chance_fn, lambda e: e["total"]),
+      {},
+      ValueError,
+      "chance_recurrent_fn's state embedding has pytree structure",
+    ),
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(afterstate_hash_fn=lambda after: jnp.zeros((2, 2), jnp.int32)),
+      TypeError,
+      "afterstate_hash_fn must return uint32",
+    ),
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(afterstate_hash_fn=lambda after: jnp.zeros((2,), jnp.uint32)),
+      ValueError,
+      r"afterstate_hash_fn must return uint32 \[B, L\]",
+    ),
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(hash_fn=lambda state: jnp.zeros((2, 2), jnp.float32)),
+      TypeError,
+      "hash_fn must return uint32",
+    ),
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(afterstate_hash_fn=3),
+      TypeError,
+      "afterstate_hash_fn must be callable",
+    ),
     (None, toy_chance_fn, {}, TypeError, "decision_recurrent_fn must be callable"),
-    (toy_decision_fn, toy_chance_fn, dict(transposition=False), TypeError,
-     "unexpected keyword 'transposition'"),
-    (toy_decision_fn, toy_chance_fn, dict(num_simulations=0), ValueError,
-     "num_simulations must be >= 1"),
-    (toy_decision_fn, toy_chance_fn, dict(invalid_actions=jnp.zeros((2, 3), bool)), ValueError,
-     r"invalid_actions must have shape \[B, A\] = \(2, 4\)"),
-])
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(transposition=False),
+      TypeError,
+      "unexpected keyword 'transposition'",
+    ),
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(num_simulations=0),
+      ValueError,
+      "num_simulations must be >= 1",
+    ),
+    (
+      toy_decision_fn,
+      toy_chance_fn,
+      dict(invalid_actions=jnp.zeros((2, 3), bool)),
+      ValueError,
+      r"invalid_actions must have shape \[B, A\] = \(2, 4\)",
+    ),
+  ],
+)
 def test_bad_input_names_the_argument(decision_fn, chance_fn, kwargs, error, message):
   kwargs = dict(kwargs)
   num_simulations = kwargs.pop("num_simulations", 4)
   with pytest.raises(error, match=message):
-    jax.jit(lambda key: stochastic_muzero_policy(
-        None, key, toy_root(2), decision_fn, chance_fn, num_simulations, **kwargs))(KEY)
+    jax.jit(
+      lambda key: stochastic_muzero_policy(
+        None, key, toy_root(2), decision_fn, chance_fn, num_simulations, **kwargs
+      )
+    )(KEY)
 
 
 def test_afterstate_never_merges_with_a_state_of_the_same_bits():
@@ -329,7 +484,7 @@ def test_afterstate_never_merges_with_a_state_of_the_same_bits():
 def test_plain_recurrent_output_is_rejected_as_decision_output():
   def wrong(params, rng_key, action, state):
     logits, value = _toy_evaluation(state["total"], state["steps"])
-    return RecurrentFnOutput(reward=value, discount=value, prior_logits=logits,
-                             value=value), state
+    return RecurrentFnOutput(reward=value, discount=value, prior_logits=logits, value=value), state
+
   with pytest.raises(TypeError, match="DecisionRecurrentFnOutput"):
     stochastic_muzero_policy(None, KEY, toy_root(2), wrong, toy_chance_fn, 4)

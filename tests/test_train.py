@@ -8,14 +8,22 @@ import numpy as np
 import optax
 import pytest
 
-from mcgs_jax.games import evaluators
 from mcgs_jax.apps import train as train_lib
+from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 
 pytest.importorskip("pgx")
 
-TINY = dict(num_games=16, num_simulations=8, hidden=(32, 32), train_steps=20,
-            train_batch_size=64, iterations=2, eval_games=0, progress=False)
+TINY = dict(
+  num_games=16,
+  num_simulations=8,
+  hidden=(32, 32),
+  train_steps=20,
+  train_batch_size=64,
+  iterations=2,
+  eval_games=0,
+  progress=False,
+)
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +31,7 @@ def setup():
   """A tiny tic_tac_toe config, its network and one batch of self-play data."""
   config = train_lib.Config.quick(**TINY)
   base = make_game(config.game)
-  apply_fn, params = evaluators.init_network(base.env, jax.random.PRNGKey(0),
-                                             hidden=config.hidden)
+  apply_fn, params = evaluators.init_network(base.env, jax.random.PRNGKey(0), hidden=config.hidden)
   game = make_game(config.game, evaluators.network_evaluator(apply_fn))
   self_play = train_lib.make_self_play(game, config)
   trajectory = jax.device_get(self_play(params, jax.random.PRNGKey(1)))
@@ -38,7 +45,8 @@ def test_self_play_targets_are_valid(setup, policy):
     config = train_lib.Config.quick(**dict(TINY, policy="gumbel"))
     game = make_game(config.game, evaluators.network_evaluator(apply_fn))
     trajectory = jax.device_get(
-        train_lib.make_self_play(game, config)(params, jax.random.PRNGKey(2)))
+      train_lib.make_self_play(game, config)(params, jax.random.PRNGKey(2))
+    )
   valid = trajectory["valid"]
   assert valid.shape == (9, config.num_games)
   assert valid[0].all()  # every game has a first move
@@ -97,13 +105,11 @@ def test_checkpoint_round_trip(setup, tmp_path):
   opt_state = optimizer.init(params)
   path = train_lib.save_checkpoint(str(tmp_path / "ck.msgpack"), params, opt_state, 7)
   zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-  loaded, loaded_opt, iteration = train_lib.load_checkpoint(
-      path, zeros, optimizer.init(zeros))
+  loaded, loaded_opt, iteration = train_lib.load_checkpoint(path, zeros, optimizer.init(zeros))
   assert iteration == 7
   for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(loaded)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-  assert jax.tree_util.tree_structure(loaded_opt) == jax.tree_util.tree_structure(
-      opt_state)
+  assert jax.tree_util.tree_structure(loaded_opt) == jax.tree_util.tree_structure(opt_state)
 
 
 class _FakeMatch:
@@ -115,31 +121,47 @@ class _FakeMatch:
     self.calls = []
     self.results = []
 
-  def __call__(self, game, agent_a, agent_b, *, num_games, seed, params_a, params_b,
-               opening_moves):
-    self.calls.append(dict(game=game, agent_a=agent_a, agent_b=agent_b,
-                           num_games=num_games, params_a=params_a, params_b=params_b))
+  def __call__(self, game, agent_a, agent_b, *, num_games, seed, params_a, params_b, opening_moves):
+    self.calls.append(
+      dict(
+        game=game,
+        agent_a=agent_a,
+        agent_b=agent_b,
+        num_games=num_games,
+        params_a=params_a,
+        params_b=params_b,
+      )
+    )
     wins = len(self.calls) % (num_games + 1)
-    result = types.SimpleNamespace(wins=wins, draws=0, losses=num_games - wins,
-                                   score=wins / num_games, elo=10.0 * len(self.calls))
+    result = types.SimpleNamespace(
+      wins=wins,
+      draws=0,
+      losses=num_games - wins,
+      score=wins / num_games,
+      elo=10.0 * len(self.calls),
+      first_ply_seconds=0.5,
+    )
     self.results.append(result)
     return result
 
 
 def _same_leaves(first, second):
-  return all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in
-             zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)))
+  return all(
+    np.array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second))
+  )
 
 
 def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+
   fake = _FakeMatch()
   monkeypatch.setattr(arena, "play_match", fake)
-  config = train_lib.Config.quick(**dict(TINY, iterations=3, eval_games=2,
-                                         eval_every=2, checkpoint_dir=str(tmp_path)))
+  config = train_lib.Config.quick(
+    **dict(TINY, iterations=3, eval_games=2, eval_every=2, checkpoint_dir=str(tmp_path))
+  )
   base = make_game(config.game)
-  _, initial = evaluators.init_network(base.env, jax.random.PRNGKey(5),
-                                       hidden=config.hidden)
+  _, initial = evaluators.init_network(base.env, jax.random.PRNGKey(5), hidden=config.hidden)
   history = train_lib.train(config, params=initial)
   assert [entry["iteration"] for entry in history] == [1, 2, 3]
   # Compilation is timed apart, once; the first evaluation says it compiles too.
@@ -147,25 +169,32 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
   assert all("compile_s" not in entry for entry in history[1:])
   assert history[1]["eval_compiles"] and not history[2]["eval_compiles"]
   assert train_lib.format_entry(history[0]).startswith("iter   1  compile ")
-  assert "(incl. compiling the arena)" in train_lib.format_entry(history[1])
+  # Two fake matches of 0.5 s first plies each, reported apart from the arena time.
+  assert history[1]["eval_first_ply_s"] == 1.0
+  assert "(of which 1.0s first plies, compiling the arena)" in train_lib.format_entry(history[1])
   for entry in history:
     for name in ("loss", "policy_loss", "value_loss", "first_loss", "last_loss"):
       assert np.isfinite(entry[name])
     assert entry["positions"] >= 5 * config.num_games  # tic_tac_toe lasts 5+ moves
   # Within an iteration the minibatch loss goes down (robust: averaged over
   # iterations rather than per iteration).
-  assert (np.mean([e["last_loss"] for e in history]) <
-          np.mean([e["first_loss"] for e in history]))
-  assert all(leaf is not None and bool(jnp.all(jnp.isfinite(leaf)))
-             for leaf in jax.tree_util.tree_leaves(history.params))
+  assert np.mean([e["last_loss"] for e in history]) < np.mean([e["first_loss"] for e in history])
+  assert all(
+    leaf is not None and bool(jnp.all(jnp.isfinite(leaf)))
+    for leaf in jax.tree_util.tree_leaves(history.params)
+  )
   # Training moved the weights, from the given ones and between evaluations.
   assert not _same_leaves(history.params, initial)
 
   # Checkpoints every iteration; the last one holds the final params.
   assert sorted(p.name for p in tmp_path.glob("*.msgpack")) == [
-      "iteration_0001.msgpack", "iteration_0002.msgpack", "iteration_0003.msgpack"]
+    "iteration_0001.msgpack",
+    "iteration_0002.msgpack",
+    "iteration_0003.msgpack",
+  ]
   loaded, _, iteration = train_lib.load_checkpoint(
-      str(tmp_path / "iteration_0003.msgpack"), history.params)
+    str(tmp_path / "iteration_0003.msgpack"), history.params
+  )
   assert iteration == 3
   assert _same_leaves(history.params, loaded)
 
@@ -173,12 +202,15 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
   # uniform MCTS baseline, then against the previously evaluated network.
   assert "vs_baseline" not in history[0] and "vs_previous" not in history[0]
   assert len(fake.calls) == 4
-  for entry, (baseline, previous) in zip(history[1:], [fake.results[0:2],
-                                                        fake.results[2:4]]):
+  for entry, (baseline, previous) in zip(history[1:], [fake.results[0:2], fake.results[2:4]]):
     for label, result in (("vs_baseline", baseline), ("vs_previous", previous)):
-      assert entry[label] == dict(wins=result.wins, draws=result.draws,
-                                  losses=result.losses, score=result.score,
-                                  elo=result.elo), label
+      assert entry[label] == dict(
+        wins=result.wins,
+        draws=result.draws,
+        losses=result.losses,
+        score=result.score,
+        elo=result.elo,
+      ), label
   for call in fake.calls:
     assert call["game"] == config.game and call["num_games"] == config.eval_games
     assert call["agent_a"].evaluator == "network"
@@ -198,6 +230,7 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
   figure = train_lib.plot_history(history, str(tmp_path / "curve.png"))
   assert (tmp_path / "curve.png").stat().st_size > 0
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+
   plt.close(figure)
 
 
@@ -205,9 +238,9 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
 def test_evaluate_plays_real_arena_matches():
   config = train_lib.Config.quick(**dict(TINY, eval_games=2))
   base = make_game(config.game)
-  apply_fn, params = evaluators.init_network(base.env, jax.random.PRNGKey(0),
-                                             hidden=config.hidden)
+  apply_fn, params = evaluators.init_network(base.env, jax.random.PRNGKey(0), hidden=config.hidden)
   results = train_lib.evaluate(config, apply_fn, params, params, seed=0)
+  assert results["eval_first_ply_s"] > 0  # the first plies compiled the match steps
   for label in ("vs_baseline", "vs_previous"):
     result = results[label]
     assert result["wins"] + result["draws"] + result["losses"] == 2
@@ -220,12 +253,16 @@ def test_help_shows_every_default(capsys):
     train_lib.main(["--help"])
   out = " ".join(capsys.readouterr().out.split())
   assert "smoke test" in out
-  for flag, default in [("--game", "default: connect_four; with --quick: tic_tac_toe"),
-                        ("--games", "default: 64; with --quick: 32"),
-                        ("--simulations", "default: 32"), ("--policy", "default: muzero"),
-                        ("--hidden", "default: 128,128; with --quick: 64,64"),
-                        ("--learning-rate", "default: 0.001"), ("--seed", "default: 0"),
-                        ("--plot", "default: no plot")]:
+  for flag, default in [
+    ("--game", "default: connect_four; with --quick: tic_tac_toe"),
+    ("--games", "default: 64; with --quick: 32"),
+    ("--simulations", "default: 32"),
+    ("--policy", "default: muzero"),
+    ("--hidden", "default: 128,128; with --quick: 64,64"),
+    ("--learning-rate", "default: 0.001"),
+    ("--seed", "default: 0"),
+    ("--plot", "default: no plot"),
+  ]:
     assert flag in out and default in out, (flag, default)
   assert "None" not in out
 

@@ -6,13 +6,13 @@ import jax
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax.testing import check_graph
 from mcgs_jax.games.adapter import make_game
+from mcgs_jax.testing import check_graph
 
 SIMS = 300
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def searched(transpositions):
   game = make_game("tic_tac_toe")
   state = game.init(jax.random.PRNGKey(0), 2)
@@ -20,9 +20,17 @@ def searched(transpositions):
   @jax.jit
   def run(key):
     root = game.root(None, key, state)
-    return mg.muzero_policy(None, key, root, game.recurrent_fn, SIMS,
-                            invalid_actions=game.invalid_actions(state),
-                            hash_fn=game.hash_fn, transpositions=transpositions)
+    return mg.muzero_policy(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      SIMS,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      transpositions=transpositions,
+    )
+
   return game, run(jax.random.PRNGKey(1)).search_graph
 
 
@@ -48,8 +56,9 @@ def test_move_orders_meet_in_one_node():
       actions = np.array([action for _, action in edges])
       parent_states = jax.tree_util.tree_map(lambda x: x[g, nodes], graph.embeddings)
       moved = step(parent_states, actions)
-      np.testing.assert_array_equal(np.asarray(moved._x.board),
-                                    np.broadcast_to(boards[child], moved._x.board.shape))
+      np.testing.assert_array_equal(
+        np.asarray(moved._x.board), np.broadcast_to(boards[child], moved._x.board.shape)
+      )
     check_graph(graph, SIMS, tree_mode=False)
 
 

@@ -33,9 +33,15 @@ def graph():
   @jax.jit
   def search(key):
     root = game.root(None, key, state)
-    return mg.muzero_policy(None, key, root, game.recurrent_fn, 100,
-                            invalid_actions=game.invalid_actions(state),
-                            hash_fn=game.hash_fn).search_graph
+    return mg.muzero_policy(
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      100,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+    ).search_graph
 
   result = search(jax.random.PRNGKey(1))
   assert int(result.transposition_hits[0]) > 0, "the fixture needs a shared node"
@@ -79,7 +85,7 @@ def test_kept_nodes_are_the_most_visited_frontier(graph):
 
 
 def test_shared_node_is_marked(graph):
-  children = np.asarray(graph.children_index[0])[:int(graph.num_nodes[0])]
+  children = np.asarray(graph.children_index[0])[: int(graph.num_nodes[0])]
   incoming = np.bincount(children[children >= 0], minlength=children.shape[0])
   shared = set(np.flatnonzero(incoming >= 2).tolist())
   assert shared
@@ -119,8 +125,7 @@ def test_action_labels(graph):
 def test_plot_graph_draws_one_marker_per_node(graph, tmp_path, max_nodes, max_depth):
   sub = viz.subgraph(graph, 0, max_nodes=max_nodes, max_depth=max_depth)
   ax = viz.plot_graph(graph, 0, max_nodes=max_nodes, max_depth=max_depth)
-  markers = sum(len(c.get_offsets()) for c in ax.collections
-                if isinstance(c, PathCollection))
+  markers = sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection))
   assert markers == len(sub.nodes)
   path = tmp_path / "graph.png"
   ax.figure.savefig(path, dpi=50)

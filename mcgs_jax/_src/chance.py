@@ -9,14 +9,14 @@ nodes (edge reward: the move's own reward, 0 in mctx; discount 1), a chance node
 children are decision nodes (reward and discount from `chance_recurrent_fn`).
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks, selection
-from mcgs_jax._src import types
+from mcgs_jax._src import checks, selection, types
 from mcgs_jax._src.graph import EDGE_FIELDS, Graph
 from mcgs_jax._src.stochastic_types import StochasticRecurrentState
 
@@ -49,28 +49,42 @@ def check_decision_output(output, batch_size: int, num_chance_outcomes=None) -> 
   """Checks what `decision_recurrent_fn` returned; returns `C`."""
   for name in ("chance_logits", "afterstate_value"):
     if not hasattr(output, name):
-      raise TypeError(f"decision_recurrent_fn must return (DecisionRecurrentFnOutput, "
-                      f"afterstate_embedding); its output has no {name!r}")
+      raise TypeError(
+        f"decision_recurrent_fn must return (DecisionRecurrentFnOutput, "
+        f"afterstate_embedding); its output has no {name!r}"
+      )
   shape = _shape(output.chance_logits)
   if len(shape) != 2 or shape[0] != batch_size:
-    raise ValueError(f"decision_recurrent_fn returned chance_logits of shape {shape}; "
-                     f"expected [B, C] with B = {batch_size}")
+    raise ValueError(
+      f"decision_recurrent_fn returned chance_logits of shape {shape}; "
+      f"expected [B, C] with B = {batch_size}"
+    )
   if shape[1] < 1:
-    raise ValueError(f"decision_recurrent_fn returned chance_logits of shape {shape}: zero "
-                     "chance outcomes; a chance node needs at least one (C >= 1)")
+    raise ValueError(
+      f"decision_recurrent_fn returned chance_logits of shape {shape}: zero "
+      "chance outcomes; a chance node needs at least one (C >= 1)"
+    )
   if num_chance_outcomes is not None and shape[1] != num_chance_outcomes:
-    raise ValueError(f"decision_recurrent_fn returned chance_logits of shape {shape}; "
-                     f"expected [B, C] = ({batch_size}, {num_chance_outcomes}) as at the root")
+    raise ValueError(
+      f"decision_recurrent_fn returned chance_logits of shape {shape}; "
+      f"expected [B, C] = ({batch_size}, {num_chance_outcomes}) as at the root"
+    )
   if not jnp.issubdtype(jnp.result_type(output.chance_logits), jnp.floating):
-    raise TypeError(f"decision_recurrent_fn returned chance_logits of dtype "
-                    f"{jnp.result_type(output.chance_logits)}; expected floating point")
+    raise TypeError(
+      f"decision_recurrent_fn returned chance_logits of dtype "
+      f"{jnp.result_type(output.chance_logits)}; expected floating point"
+    )
   if _shape(output.afterstate_value) != (batch_size,):
-    raise ValueError(f"decision_recurrent_fn returned afterstate_value of shape "
-                     f"{_shape(output.afterstate_value)}; expected [B] = ({batch_size},)")
+    raise ValueError(
+      f"decision_recurrent_fn returned afterstate_value of shape "
+      f"{_shape(output.afterstate_value)}; expected [B] = ({batch_size},)"
+    )
   reward = getattr(output, "reward", None)
   if reward is not None and _shape(reward) != (batch_size,):
-    raise ValueError(f"decision_recurrent_fn returned reward of shape {_shape(reward)}; "
-                     f"expected [B] = ({batch_size},) or None")
+    raise ValueError(
+      f"decision_recurrent_fn returned reward of shape {_shape(reward)}; "
+      f"expected [B] = ({batch_size},) or None"
+    )
   return shape[1]
 
 
@@ -78,43 +92,58 @@ def check_chance_output(output, batch_size: int, num_actions: int):
   """Checks what `chance_recurrent_fn` returned."""
   for name in ("action_logits", "value", "reward", "discount"):
     if not hasattr(output, name):
-      raise TypeError(f"chance_recurrent_fn must return (ChanceRecurrentFnOutput, "
-                      f"state_embedding); its output has no {name!r}")
-  expected = {"action_logits": (batch_size, num_actions), "value": (batch_size,),
-              "reward": (batch_size,), "discount": (batch_size,)}
+      raise TypeError(
+        f"chance_recurrent_fn must return (ChanceRecurrentFnOutput, "
+        f"state_embedding); its output has no {name!r}"
+      )
+  expected = {
+    "action_logits": (batch_size, num_actions),
+    "value": (batch_size,),
+    "reward": (batch_size,),
+    "discount": (batch_size,),
+  }
   for name, shape in expected.items():
     got = _shape(getattr(output, name))
     if got != shape:
       raise ValueError(f"chance_recurrent_fn returned {name} of shape {got}; expected {shape}")
 
 
-def check_same_structure(what: str, new, reference, reference_name: str,
-                         batch_size: int):
+def check_same_structure(what: str, new, reference, reference_name: str, batch_size: int):
   """`new` must have `reference`'s pytree structure and leaf shapes, with a leading
   batch axis of `batch_size` (the reference's may differ: K playouts per game)."""
   # jaxlib ships no type stub for PyTreeDef, so mypy cannot compare two of them.
   structure: Any = jax.tree_util.tree_structure(new)
   expected = jax.tree_util.tree_structure(reference)
   if structure != expected:
-    raise ValueError(f"{what} has pytree structure {structure}; {reference_name} has "
-                     f"{expected}")
-  for (path, leaf), ref in zip(jax.tree_util.tree_leaves_with_path(new),
-                               jax.tree_util.tree_leaves(reference), strict=True):
+    raise ValueError(f"{what} has pytree structure {structure}; {reference_name} has {expected}")
+  for (path, leaf), ref in zip(
+    jax.tree_util.tree_leaves_with_path(new), jax.tree_util.tree_leaves(reference), strict=True
+  ):
     if _shape(leaf)[:1] != (batch_size,) or _shape(leaf)[1:] != _shape(ref)[1:]:
-      raise ValueError(f"{what}{jax.tree_util.keystr(path)} has shape {_shape(leaf)}; "
-                       f"expected [B = {batch_size}] + {_shape(ref)[1:]} as "
-                       f"{reference_name}")
+      raise ValueError(
+        f"{what}{jax.tree_util.keystr(path)} has shape {_shape(leaf)}; "
+        f"expected [B = {batch_size}] + {_shape(ref)[1:]} as "
+        f"{reference_name}"
+      )
 
 
 def _broadcast_where(flag, on_true, on_false):
   """`where(flag [B], x, y)` leaf by leaf over two pytrees of `[B, ...]` leaves."""
+
   def pick(x, y):
     return jnp.where(flag.reshape(flag.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
+
   return jax.tree_util.tree_map(pick, on_true, on_false)
 
 
-def make_recurrent_fn(decision_recurrent_fn, chance_recurrent_fn, *, num_actions: int,
-                      num_chance_outcomes: int, afterstate_template) -> types.RecurrentFn:
+def make_recurrent_fn(
+  decision_recurrent_fn,
+  chance_recurrent_fn,
+  *,
+  num_actions: int,
+  num_chance_outcomes: int,
+  afterstate_template,
+) -> types.RecurrentFn:
   """One `recurrent_fn` over both node types, `W = max(A, C)` logits wide.
 
   Called on a decision node's edge (an action), it returns the chance node of the
@@ -134,30 +163,45 @@ def make_recurrent_fn(decision_recurrent_fn, chance_recurrent_fn, *, num_actions
     move = jnp.where(is_decision, action, 0).astype(jnp.int32)
     outcome = jnp.where(is_decision, 0, action).astype(jnp.int32)
 
-    decision_output, afterstate = decision_recurrent_fn(params, rng_key, move,
-                                                        embedding.state_embedding)
+    decision_output, afterstate = decision_recurrent_fn(
+      params, rng_key, move, embedding.state_embedding
+    )
     check_decision_output(decision_output, batch_size, num_chance_outcomes)
-    check_same_structure("decision_recurrent_fn's afterstate embedding", afterstate,
-                         afterstate_template, "at the root", batch_size)
-    chance_output, state = chance_recurrent_fn(params, rng_key, outcome,
-                                               embedding.afterstate_embedding)
+    check_same_structure(
+      "decision_recurrent_fn's afterstate embedding",
+      afterstate,
+      afterstate_template,
+      "at the root",
+      batch_size,
+    )
+    chance_output, state = chance_recurrent_fn(
+      params, rng_key, outcome, embedding.afterstate_embedding
+    )
     check_chance_output(chance_output, batch_size, num_actions)
-    check_same_structure("chance_recurrent_fn's state embedding", state,
-                         embedding.state_embedding, "root.embedding", batch_size)
+    check_same_structure(
+      "chance_recurrent_fn's state embedding",
+      state,
+      embedding.state_embedding,
+      "root.embedding",
+      batch_size,
+    )
 
     value = jnp.asarray(chance_output.value)
     move_reward = getattr(decision_output, "reward", None)
     move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
     output = types.RecurrentFnOutput(
-        prior_logits=jnp.where(is_decision[:, None],
-                               pad_columns(decision_output.chance_logits, width),
-                               pad_columns(chance_output.action_logits, width)),
-        value=jnp.where(is_decision, decision_output.afterstate_value, value),
-        reward=jnp.where(is_decision, move_reward, chance_output.reward),
-        discount=jnp.where(is_decision, 1.0, chance_output.discount).astype(value.dtype))
+      prior_logits=jnp.where(
+        is_decision[:, None],
+        pad_columns(decision_output.chance_logits, width),
+        pad_columns(chance_output.action_logits, width),
+      ),
+      value=jnp.where(is_decision, decision_output.afterstate_value, value),
+      reward=jnp.where(is_decision, move_reward, chance_output.reward),
+      discount=jnp.where(is_decision, 1.0, chance_output.discount).astype(value.dtype),
+    )
     new_embedding = StochasticRecurrentState(
-        state_embedding=state, afterstate_embedding=afterstate,
-        is_decision_node=~is_decision)
+      state_embedding=state, afterstate_embedding=afterstate, is_decision_node=~is_decision
+    )
     return output, new_embedding
 
   return recurrent_fn
@@ -173,8 +217,9 @@ def make_key_fn(hash_fn: Callable, afterstate_hash_fn: Callable) -> types.HashFn
     is_decision = embedding.is_decision_node
     batch_size = is_decision.shape[0]
     state_key = checks.check_key(hash_fn(embedding.state_embedding), batch_size, "hash_fn")
-    afterstate_key = checks.check_key(afterstate_hash_fn(embedding.afterstate_embedding),
-                                      batch_size, "afterstate_hash_fn")
+    afterstate_key = checks.check_key(
+      afterstate_hash_fn(embedding.afterstate_embedding), batch_size, "afterstate_hash_fn"
+    )
     lanes = max(state_key.shape[1], afterstate_key.shape[1])
     pad = lambda key: jnp.pad(key, ((0, 0), (0, lanes - key.shape[1])))
     key = jnp.where(is_decision[:, None], pad(state_key), pad(afterstate_key))
@@ -189,9 +234,11 @@ def columns(graph: Graph, width: int) -> Graph:
   the prior logits and the root's invalid actions sliced to `[..., :width]`, node
   tables unchanged (mctx's `_mask_tree`)."""
   sliced = {name: getattr(graph, name)[..., :width] for name in EDGE_FIELDS}
-  return graph.replace(**sliced,
-                       children_prior_logits=graph.children_prior_logits[..., :width],
-                       root_invalid_actions=graph.root_invalid_actions[..., :width])
+  return graph.replace(
+    **sliced,
+    children_prior_logits=graph.children_prior_logits[..., :width],
+    root_invalid_actions=graph.root_invalid_actions[..., :width],
+  )
 
 
 def chance_selection(graph: Graph, node_index, depth):
@@ -202,7 +249,8 @@ def chance_selection(graph: Graph, node_index, depth):
   probs = jax.nn.softmax(graph.children_prior_logits[node_index])
   scores = probs / (graph.edge_visits[node_index] + 1)
   return selection.masked_argmax(
-      scores, selection.excluded_actions(graph, node_index, depth, False))
+    scores, selection.excluded_actions(graph, node_index, depth, False)
+  )
 
 
 def make_selection(decision_rule, *, num_actions: int, num_chance_outcomes: int):

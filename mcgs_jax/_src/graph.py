@@ -1,6 +1,6 @@
 """The search graph: fixed-capacity node, edge and hash-slot arrays per game."""
 
-from typing import Any, ClassVar, Dict
+from typing import Any, ClassVar
 
 import chex
 import jax
@@ -14,19 +14,36 @@ UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 # Every table of the graph, declared once with the value of an unused row:
 # `empty_graph` fills with it, `link` writes every node table of a new node,
 # `reroot` moves rows and refills freed ones, and `mcgs_jax.testing` reads them all.
-NODE_FIELDS: Dict[str, Any] = {       # [B, N, ...]: one row per node
-    "node_visits": 0, "node_evaluations": 0, "raw_values": 0.0, "node_values": 0.0,
-    "node_keys": 0, "node_terminal": False, "node_proven": False, "proven_values": 0.0,
-    "path_marks": -1, "children_prior_logits": 0.0, "embeddings": 0,
+NODE_FIELDS: dict[str, Any] = {  # [B, N, ...]: one row per node
+  "node_visits": 0,
+  "node_evaluations": 0,
+  "raw_values": 0.0,
+  "node_values": 0.0,
+  "node_keys": 0,
+  "node_terminal": False,
+  "node_proven": False,
+  "proven_values": 0.0,
+  "path_marks": -1,
+  "children_prior_logits": 0.0,
+  "embeddings": 0,
 }
-EDGE_FIELDS: Dict[str, Any] = {       # [B, N, A]: one row per node, one column per action
-    "children_index": UNEXPANDED, "edge_visits": 0, "edge_rewards": 0.0,
-    "edge_discounts": 0.0, "edge_values": 0.0, "edge_non_finite": False,
+EDGE_FIELDS: dict[str, Any] = {  # [B, N, A]: one row per node, one column per action
+  "children_index": UNEXPANDED,
+  "edge_visits": 0,
+  "edge_rewards": 0.0,
+  "edge_discounts": 0.0,
+  "edge_values": 0.0,
+  "edge_non_finite": False,
 }
-COUNTER_FIELDS = (                    # [B] int32: events counted over the graph's life
-    "transposition_hits", "dropped_inserts", "capacity_overflows",
-    "parallel_collisions", "folded_evaluations", "non_finite_evaluations",
-    "non_finite_roots", "playouts_started",
+COUNTER_FIELDS = (  # [B] int32: events counted over the graph's life
+  "transposition_hits",
+  "dropped_inserts",
+  "capacity_overflows",
+  "parallel_collisions",
+  "folded_evaluations",
+  "non_finite_evaluations",
+  "non_finite_roots",
+  "playouts_started",
 )
 
 
@@ -101,6 +118,7 @@ class Graph:
   `ROOT_INDEX`, `UNVISITED`, `num_simulations`, `qvalues` and `summary()`. A graph
   has no `parents` / `action_from_parent`: a shared node has several parents.
   """
+
   ROOT_INDEX: ClassVar[int] = ROOT_INDEX
   UNVISITED: ClassVar[int] = UNEXPANDED
 
@@ -205,8 +223,9 @@ class Graph:
     # A root with no visited edge (every action invalid) gets all-zero probabilities
     # rather than 0/0.
     visit_probs = visit_counts / jnp.maximum(total, 1)
-    return types.SearchSummary(visit_counts=visit_counts, visit_probs=visit_probs,
-                               value=value, qvalues=self.qvalues(root))
+    return types.SearchSummary(
+      visit_counts=visit_counts, visit_probs=visit_probs, value=value, qvalues=self.qvalues(root)
+    )
 
 
 def _edge_qvalues(graph: Graph, node_index):
@@ -216,9 +235,16 @@ def _edge_qvalues(graph: Graph, node_index):
   return graph.edge_rewards[node_index] + graph.edge_discounts[node_index] * child_values
 
 
-def empty_graph(root: types.RootFnOutput, *, capacity: int,
-                num_slots: int, root_key, root_invalid_actions,
-                value_bounds=None, extra_data=None) -> Graph:
+def empty_graph(
+  root: types.RootFnOutput,
+  *,
+  capacity: int,
+  num_slots: int,
+  root_key,
+  root_invalid_actions,
+  value_bounds=None,
+  extra_data=None,
+) -> Graph:
   """A graph whose only node is the root.
 
   Args:
@@ -235,20 +261,25 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
 
   root_terminal = jnp.all(root_invalid_actions, axis=-1)
   root_rows = {
-      "node_visits": (jnp.ones((batch_size,)), jnp.int32),
-      "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
-      "raw_values": (root.value, value_dtype),
-      "node_values": (root.value, value_dtype),
-      "node_keys": (root_key, jnp.uint32),
-      "node_terminal": (root_terminal, jnp.bool_),
-      "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
-      "proven_values": (jnp.zeros((batch_size,)), value_dtype),
-      "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
-      "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
+    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
+    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
+    "raw_values": (root.value, value_dtype),
+    "node_values": (root.value, value_dtype),
+    "node_keys": (root_key, jnp.uint32),
+    "node_terminal": (root_terminal, jnp.bool_),
+    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
+    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
+    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
+    "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
   }
-  edge_dtypes = {"children_index": jnp.int32, "edge_visits": jnp.int32,
-                 "edge_rewards": value_dtype, "edge_discounts": value_dtype,
-                 "edge_values": value_dtype, "edge_non_finite": jnp.bool_}
+  edge_dtypes = {
+    "children_index": jnp.int32,
+    "edge_visits": jnp.int32,
+    "edge_rewards": value_dtype,
+    "edge_discounts": value_dtype,
+    "edge_values": value_dtype,
+    "edge_non_finite": jnp.bool_,
+  }
   assert set(root_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
   assert set(edge_dtypes) == set(EDGE_FIELDS), "an edge table is not set"
 
@@ -257,11 +288,12 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
     table = jnp.full((batch_size, capacity) + root_entry.shape[1:], fill, dtype)
     return table.at[:, ROOT_INDEX].set(root_entry)
 
-  tables = {name: node_table(entry, NODE_FIELDS[name], dtype)
-            for name, (entry, dtype) in root_rows.items()}
+  tables = {
+    name: node_table(entry, NODE_FIELDS[name], dtype) for name, (entry, dtype) in root_rows.items()
+  }
   tables["embeddings"] = jax.tree_util.tree_map(
-      lambda leaf: node_table(leaf, NODE_FIELDS["embeddings"], leaf.dtype),
-      root.embedding)
+    lambda leaf: node_table(leaf, NODE_FIELDS["embeddings"], leaf.dtype), root.embedding
+  )
   for name, dtype in edge_dtypes.items():
     tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
   for name in COUNTER_FIELDS:
@@ -272,10 +304,10 @@ def empty_graph(root: types.RootFnOutput, *, capacity: int,
     hash_slots = hash_slots.at[jnp.arange(batch_size), start].set(ROOT_INDEX)
   lowest, highest = (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds
   return Graph(
-      **tables,
-      hash_slots=hash_slots,
-      num_nodes=jnp.ones((batch_size,), jnp.int32),
-      root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
-      value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype),
-                                    (batch_size, 2)),
-      extra_data=extra_data)
+    **tables,
+    hash_slots=hash_slots,
+    num_nodes=jnp.ones((batch_size,), jnp.int32),
+    root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
+    value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype), (batch_size, 2)),
+    extra_data=extra_data,
+  )

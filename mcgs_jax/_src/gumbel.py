@@ -62,12 +62,14 @@ class GumbelMuZeroExtraData:
     search began; Sequential Halving counts visits above these. None (as when the
     extra data is built as for mctx, with `root_gumbel` alone) means zeros.
   """
+
   root_gumbel: chex.Array
   root_visits_before: chex.Array | None = None
 
 
-def considered_visit_sequence(max_num_considered_actions: int,
-                              num_simulations: int) -> tuple[int, ...]:
+def considered_visit_sequence(
+  max_num_considered_actions: int, num_simulations: int
+) -> tuple[int, ...]:
   """The Sequential-Halving schedule of one search: `num_simulations` visit counts.
 
   Entry `i` is the visit count an action must have to be chosen by playout `i`
@@ -93,12 +95,14 @@ def considered_visit_sequence(max_num_considered_actions: int,
   return tuple(schedule[:num_simulations])
 
 
-def considered_visit_table(max_num_considered_actions: int,
-                           num_simulations: int) -> tuple[tuple[int, ...], ...]:
+def considered_visit_table(
+  max_num_considered_actions: int, num_simulations: int
+) -> tuple[tuple[int, ...], ...]:
   """`considered_visit_sequence(k, num_simulations)` for `k = 0 ..
   max_num_considered_actions`: shape `[max_num_considered_actions + 1, S]`."""
-  return tuple(considered_visit_sequence(k, num_simulations)
-               for k in range(max_num_considered_actions + 1))
+  return tuple(
+    considered_visit_sequence(k, num_simulations) for k in range(max_num_considered_actions + 1)
+  )
 
 
 def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
@@ -120,10 +124,15 @@ def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
 
 
 def gumbel_muzero_root_action_selection(
-    rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, *, num_simulations: int,
-    max_num_considered_actions: int,
-    qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
-    solver: bool = False) -> chex.Array:
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  node_index: chex.Array,
+  *,
+  num_simulations: int,
+  max_num_considered_actions: int,
+  qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
+  solver: bool = False,
+) -> chex.Array:
   """Sequential Halving with Gumbel at the root of one game's graph.
 
   The schedule step `i` is the number of root edge visits this search has made
@@ -155,21 +164,31 @@ def gumbel_muzero_root_action_selection(
   completed_qvalues = qtransform(graph, node_index)
   num_actions = graph.num_actions
   # Rows past A are never read: k0 <= number of valid actions <= A.
-  table = jnp.asarray(considered_visit_table(
-      min(max_num_considered_actions, num_actions), num_simulations), jnp.int32)
+  table = jnp.asarray(
+    considered_visit_table(min(max_num_considered_actions, num_actions), num_simulations), jnp.int32
+  )
   num_valid = jnp.sum(~graph.root_invalid_actions).astype(jnp.int32)
   num_considered = jnp.minimum(min(max_num_considered_actions, num_actions), num_valid)
   step = jnp.clip(jnp.sum(visits), 0, num_simulations - 1)
-  score = score_considered(table[num_considered, step], graph.extra_data.root_gumbel,
-                           graph.children_prior_logits[node_index], completed_qvalues,
-                           visits)
+  score = score_considered(
+    table[num_considered, step],
+    graph.extra_data.root_gumbel,
+    graph.children_prior_logits[node_index],
+    completed_qvalues,
+    visits,
+  )
   return masked_argmax(score, excluded_actions(graph, node_index, 0, solver))
 
 
 def gumbel_muzero_interior_action_selection(
-    rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, depth: chex.Array, *,
-    qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
-    solver: bool = False) -> chex.Array:
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  node_index: chex.Array,
+  depth: chex.Array,
+  *,
+  qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
+  solver: bool = False,
+) -> chex.Array:
   """The deterministic interior rule of Gumbel MuZero on one game's graph.
 
   Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
@@ -191,8 +210,7 @@ def gumbel_muzero_interior_action_selection(
   """
   del rng_key
   visits = graph.edge_visits[node_index]
-  improved = jax.nn.softmax(graph.children_prior_logits[node_index]
-                            + qtransform(graph, node_index))
+  improved = jax.nn.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
   lag = improved - visits / (1 + jnp.sum(visits))
   if solver:
     return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
@@ -208,16 +226,22 @@ def _check_gumbel_scale(gumbel_scale):
     raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
 
 
-def gumbel_muzero_policy(params: types.Params, rng_key: chex.PRNGKey,
-                         root: types.RootFnOutput, recurrent_fn: types.RecurrentFn,
-                         num_simulations: int, invalid_actions: chex.Array | None = None,
-                         max_depth: int | None = None,
-                         loop_fn: types.LoopFn = jax.lax.fori_loop, *,
-                         qtransform: types.QTransform = (
-                             qtransforms.qtransform_completed_by_mix_value),
-                         max_num_considered_actions: int = 16,
-                         gumbel_scale: float = 1.0, graph: Graph | None = None,
-                         **graph_options: Any) -> types.PolicyOutput:
+def gumbel_muzero_policy(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  recurrent_fn: types.RecurrentFn,
+  num_simulations: int,
+  invalid_actions: chex.Array | None = None,
+  max_depth: int | None = None,
+  loop_fn: types.LoopFn = jax.lax.fori_loop,
+  *,
+  qtransform: types.QTransform = (qtransforms.qtransform_completed_by_mix_value),
+  max_num_considered_actions: int = 16,
+  gumbel_scale: float = 1.0,
+  graph: Graph | None = None,
+  **graph_options: Any,
+) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -268,7 +292,8 @@ def gumbel_muzero_policy(params: types.Params, rng_key: chex.PRNGKey,
   finite, _ = search_lib.finite_root(root, invalid_actions)
   batch_size, num_actions = invalid_actions.shape
   max_num_considered_actions = checks.check_int(
-      "max_num_considered_actions", max_num_considered_actions, minimum=1)
+    "max_num_considered_actions", max_num_considered_actions, minimum=1
+  )
   _check_gumbel_scale(gumbel_scale)
 
   logits = mask_invalid_actions(finite.prior_logits, invalid_actions)
@@ -279,34 +304,44 @@ def gumbel_muzero_policy(params: types.Params, rng_key: chex.PRNGKey,
     visits_before = jnp.zeros((batch_size, num_actions), jnp.int32)
   else:
     # A game whose graph is empty restarts from `root` (see `search`): no visits yet.
-    visits_before = jnp.where((graph.num_nodes == 0)[:, None], 0,
-                              graph.edge_visits[:, ROOT_INDEX])
-  extra_data = GumbelMuZeroExtraData(root_gumbel=gumbel,
-                                     root_visits_before=visits_before.astype(jnp.int32))
+    visits_before = jnp.where((graph.num_nodes == 0)[:, None], 0, graph.edge_visits[:, ROOT_INDEX])
+  extra_data = GumbelMuZeroExtraData(
+    root_gumbel=gumbel, root_visits_before=visits_before.astype(jnp.int32)
+  )
   graph = runner.run_search(
-      params, rng_key, root, recurrent_fn, num_simulations=num_simulations,
-      invalid_actions=invalid_actions, max_depth=max_depth, loop_fn=loop_fn,
-      options=options,
-      root_action_selection_fn=functools.partial(
-          gumbel_muzero_root_action_selection, num_simulations=num_simulations,
-          max_num_considered_actions=max_num_considered_actions,
-          qtransform=qtransform, solver=options.solver),
-      interior_action_selection_fn=functools.partial(
-          gumbel_muzero_interior_action_selection, qtransform=qtransform,
-          solver=options.solver),
-      extra_data=extra_data, graph=graph)
+    params,
+    rng_key,
+    root,
+    recurrent_fn,
+    num_simulations=num_simulations,
+    invalid_actions=invalid_actions,
+    max_depth=max_depth,
+    loop_fn=loop_fn,
+    options=options,
+    root_action_selection_fn=functools.partial(
+      gumbel_muzero_root_action_selection,
+      num_simulations=num_simulations,
+      max_num_considered_actions=max_num_considered_actions,
+      qtransform=qtransform,
+      solver=options.solver,
+    ),
+    interior_action_selection_fn=functools.partial(
+      gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=options.solver
+    ),
+    extra_data=extra_data,
+    graph=graph,
+  )
 
   # The winner of Sequential Halving: the best-scoring of the most visited actions.
   # (Rows with fewer valid actions may end on a different visit count.)
   visits = graph.edge_visits[:, ROOT_INDEX] - visits_before
   completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
-  score = score_considered(jnp.max(visits, axis=-1, keepdims=True), gumbel, logits,
-                           completed_qvalues, visits)
+  score = score_considered(
+    jnp.max(visits, axis=-1, keepdims=True), gumbel, logits, completed_qvalues, visits
+  )
   action = runner.final_action(graph, masked_argmax(score, invalid_actions), options)
 
-  action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues,
-                                                       invalid_actions))
+  action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues, invalid_actions))
   no_valid_action = jnp.all(invalid_actions, axis=-1, keepdims=True)
   action_weights = jnp.where(no_valid_action, 0.0, action_weights)
-  return types.PolicyOutput(action=action, action_weights=action_weights,
-                            search_graph=graph)
+  return types.PolicyOutput(action=action, action_weights=action_weights, search_graph=graph)

@@ -21,8 +21,16 @@ DEFAULT_LANES = 2
 DEFAULT_PROBE_WINDOW = 16
 
 _GOLDEN = np.uint32(0x9E3779B9)
-_LANE_SEEDS = (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344,
-               0xA4093822, 0x299F31D0, 0x082EFA98, 0xEC4E6C89)
+_LANE_SEEDS = (
+  0x243F6A88,
+  0x85A308D3,
+  0x13198A2E,
+  0x03707344,
+  0xA4093822,
+  0x299F31D0,
+  0x082EFA98,
+  0xEC4E6C89,
+)
 
 
 def _fmix32(x):
@@ -59,8 +67,9 @@ def hash_words(words, *, lanes: int = DEFAULT_LANES):
     raise TypeError(f"words must be uint32 [B, W], got {words.dtype}{words.shape}")
   width = words.shape[1]
   positions = np.arange(1, width + 1, dtype=np.uint64) * np.uint64(_GOLDEN)
-  salts = np.stack([_fmix32_np(positions ^ np.uint64(seed))
-                    for seed in _LANE_SEEDS[:lanes]])        # [lanes, W]
+  salts = np.stack(
+    [_fmix32_np(positions ^ np.uint64(seed)) for seed in _LANE_SEEDS[:lanes]]
+  )  # [lanes, W]
   mixed = _fmix32(words[:, None, :] ^ jnp.asarray(salts)[None])  # [B, lanes, W]
   folded = jax.lax.reduce(mixed, jnp.uint32(0), jax.lax.bitwise_xor, (2,))
   return _fmix32(folded ^ jnp.uint32(width))

@@ -8,11 +8,9 @@ it. Checks run when it is built, at trace time, and name the keyword at fault.
 import dataclasses
 import difflib
 import warnings
-from typing import Any, Optional, Tuple
+from typing import Any
 
-from mcgs_jax._src import checks
-from mcgs_jax._src import hashing
-from mcgs_jax._src import types
+from mcgs_jax._src import checks, hashing, types
 
 # What a playout does when it reaches a child that other parents have visited more
 # often than this edge (`N(child) > N(n, a)`), see `GraphOptions.stop_rule`.
@@ -64,15 +62,16 @@ class GraphOptions:
     `Graph.folded_evaluations`. Worth it for stochastic evaluators (rollouts); a
     deterministic network repeats itself. Off: `k(n) = 1` everywhere.
   """
-  hash_fn: Optional[types.HashFn] = None
+
+  hash_fn: types.HashFn | None = None
   transpositions: bool = True
   stop_rule: str = "never"
   stop_leak: float = 0.0
   stop_epsilon: float = 0.01
-  capacity: Optional[int] = None
+  capacity: int | None = None
   probe_window: int = hashing.DEFAULT_PROBE_WINDOW
   solver: bool = False
-  value_bounds: Optional[Tuple[float, float]] = (-1.0, 1.0)
+  value_bounds: tuple[float, float] | None = (-1.0, 1.0)
   num_parallel: int = 1
   fold_evaluations: bool = False
 
@@ -81,8 +80,9 @@ class GraphOptions:
       if not isinstance(getattr(self, name), bool):
         raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
     if self.hash_fn is not None and not callable(self.hash_fn):
-      raise TypeError(f"hash_fn must be callable (embedding -> uint32 [B, L]), got "
-                      f"{self.hash_fn!r}")
+      raise TypeError(
+        f"hash_fn must be callable (embedding -> uint32 [B, L]), got {self.hash_fn!r}"
+      )
     if self.stop_rule not in STOP_RULES:
       raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
     if not 0.0 <= self.stop_leak <= 1.0:
@@ -96,15 +96,16 @@ class GraphOptions:
     if self.value_bounds is not None:
       bounds = tuple(self.value_bounds)
       if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
-        raise ValueError(f"value_bounds must be None or (lowest, highest) with lowest < "
-                         f"highest, got {self.value_bounds!r}")
+        raise ValueError(
+          f"value_bounds must be None or (lowest, highest) with lowest < "
+          f"highest, got {self.value_bounds!r}"
+        )
       object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
 
   @property
   def resolved_hash_fn(self) -> types.HashFn:
     """`hash_fn`, or the default key of every bit of the embedding."""
     return self.hash_fn or hashing.hash_pytree
-
 
 
 GRAPH_KEYWORDS = tuple(field.name for field in dataclasses.fields(GraphOptions))
@@ -121,8 +122,12 @@ def from_keywords(caller: str, keywords: dict[str, Any]) -> GraphOptions:
   keywords = dict(keywords)
   if "stop_at_transposition" in keywords:
     stop = keywords.pop("stop_at_transposition")
-    warnings.warn("stop_at_transposition is deprecated; use stop_rule='catch_up' (True) "
-                  "or stop_rule='never' (False)", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+      "stop_at_transposition is deprecated; use stop_rule='catch_up' (True) "
+      "or stop_rule='never' (False)",
+      DeprecationWarning,
+      stacklevel=3,
+    )
     if "stop_rule" in keywords:
       raise TypeError(f"{caller}: give stop_rule or stop_at_transposition, not both")
     keywords["stop_rule"] = "catch_up" if stop else "never"
@@ -130,6 +135,8 @@ def from_keywords(caller: str, keywords: dict[str, Any]) -> GraphOptions:
   if unknown:
     guess = difflib.get_close_matches(unknown[0], GRAPH_KEYWORDS, n=1)
     hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-    raise TypeError(f"{caller} got an unexpected keyword {unknown[0]!r}{hint}; its graph "
-                    f"keywords are {', '.join(GRAPH_KEYWORDS)}")
+    raise TypeError(
+      f"{caller} got an unexpected keyword {unknown[0]!r}{hint}; its graph "
+      f"keywords are {', '.join(GRAPH_KEYWORDS)}"
+    )
   return GraphOptions(**keywords)

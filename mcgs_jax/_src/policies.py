@@ -12,15 +12,25 @@ from mcgs_jax._src import qtransforms, runner, selection, types
 from mcgs_jax._src.graph import Graph
 
 
-def muzero_policy(params: types.Params, rng_key: chex.PRNGKey, root: types.RootFnOutput,
-                  recurrent_fn: types.RecurrentFn, num_simulations: int,
-                  invalid_actions: chex.Array | None = None, max_depth: int | None = None,
-                  loop_fn: types.LoopFn = jax.lax.fori_loop, *,
-                  qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
-                  dirichlet_fraction: float = 0.25, dirichlet_alpha: float = 0.3,
-                  pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
-                  temperature: float = 1.0, graph: Graph | None = None,
-                  **graph_options: Any) -> types.PolicyOutput:
+def muzero_policy(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  recurrent_fn: types.RecurrentFn,
+  num_simulations: int,
+  invalid_actions: chex.Array | None = None,
+  max_depth: int | None = None,
+  loop_fn: types.LoopFn = jax.lax.fori_loop,
+  *,
+  qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
+  dirichlet_fraction: float = 0.25,
+  dirichlet_alpha: float = 0.3,
+  pb_c_init: float = 1.25,
+  pb_c_base: float = 19652.0,
+  temperature: float = 1.0,
+  graph: Graph | None = None,
+  **graph_options: Any,
+) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph: `mctx.muzero_policy` plus graph keywords.
 
   Dirichlet noise is mixed into the root prior, invalid root actions are masked, PUCT
@@ -57,31 +67,59 @@ def muzero_policy(params: types.Params, rng_key: chex.PRNGKey, root: types.RootF
   root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   prior_probs = jax.nn.softmax(root.prior_logits, axis=-1)
-  root = root.replace(prior_logits=probs_to_logits(add_dirichlet_noise(
-      dirichlet_key, prior_probs, dirichlet_fraction=dirichlet_fraction,
-      dirichlet_alpha=dirichlet_alpha)))
+  root = root.replace(
+    prior_logits=probs_to_logits(
+      add_dirichlet_noise(
+        dirichlet_key,
+        prior_probs,
+        dirichlet_fraction=dirichlet_fraction,
+        dirichlet_alpha=dirichlet_alpha,
+      )
+    )
+  )
   root_fn, interior_fn = selection.make_muzero_selection(
-      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform,
-      solver=options.solver)
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=options.solver
+  )
   graph = runner.run_search(
-      params, search_key, root, recurrent_fn, num_simulations=num_simulations,
-      invalid_actions=invalid_actions, max_depth=max_depth, loop_fn=loop_fn,
-      options=options, root_action_selection_fn=root_fn,
-      interior_action_selection_fn=interior_fn, graph=graph)
+    params,
+    search_key,
+    root,
+    recurrent_fn,
+    num_simulations=num_simulations,
+    invalid_actions=invalid_actions,
+    max_depth=max_depth,
+    loop_fn=loop_fn,
+    options=options,
+    root_action_selection_fn=root_fn,
+    interior_action_selection_fn=interior_fn,
+    graph=graph,
+  )
   action_weights = graph.summary().visit_probs
   choice_weights = runner.playable_weights(graph, action_weights, options)
   action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
   action = jnp.where(jnp.any(choice_weights > 0, axis=-1), action, 0)
-  return types.PolicyOutput(action=runner.final_action(graph, action, options),
-                            action_weights=action_weights, search_graph=graph)
+  return types.PolicyOutput(
+    action=runner.final_action(graph, action, options),
+    action_weights=action_weights,
+    search_graph=graph,
+  )
 
 
-def uct_policy(params: types.Params, rng_key: chex.PRNGKey, root: types.RootFnOutput,
-               recurrent_fn: types.RecurrentFn, num_simulations: int,
-               invalid_actions: chex.Array | None = None, max_depth: int | None = None,
-               loop_fn: types.LoopFn = jax.lax.fori_loop, *, c: float = 1.41,
-               graph: Graph | None = None, **graph_options: Any) -> types.PolicyOutput:
+def uct_policy(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  recurrent_fn: types.RecurrentFn,
+  num_simulations: int,
+  invalid_actions: chex.Array | None = None,
+  max_depth: int | None = None,
+  loop_fn: types.LoopFn = jax.lax.fori_loop,
+  *,
+  c: float = 1.41,
+  graph: Graph | None = None,
+  **graph_options: Any,
+) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits), usually with a rollout evaluator, as in the classic
   UCT with random playouts on Nim.
 
@@ -96,28 +134,41 @@ def uct_policy(params: types.Params, rng_key: chex.PRNGKey, root: types.RootFnOu
     raise ValueError(f"c must be >= 0, got {c}")
   rule = functools.partial(selection.uct_action_selection, c=c, solver=options.solver)
   graph = runner.run_search(
-      params, rng_key, root, recurrent_fn, num_simulations=num_simulations,
-      invalid_actions=invalid_actions, max_depth=max_depth, loop_fn=loop_fn,
-      options=options,
-      root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
-      interior_action_selection_fn=rule, graph=graph)
+    params,
+    rng_key,
+    root,
+    recurrent_fn,
+    num_simulations=num_simulations,
+    invalid_actions=invalid_actions,
+    max_depth=max_depth,
+    loop_fn=loop_fn,
+    options=options,
+    root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
+    interior_action_selection_fn=rule,
+    graph=graph,
+  )
   action_weights = graph.summary().visit_probs
   choice_weights = runner.playable_weights(graph, action_weights, options)
   action = jnp.argmax(choice_weights, axis=-1).astype(jnp.int32)
-  return types.PolicyOutput(action=runner.final_action(graph, action, options),
-                            action_weights=action_weights, search_graph=graph)
+  return types.PolicyOutput(
+    action=runner.final_action(graph, action, options),
+    action_weights=action_weights,
+    search_graph=graph,
+  )
 
 
-def add_dirichlet_noise(rng_key: chex.PRNGKey, probs: chex.Array, *,
-                        dirichlet_fraction: float, dirichlet_alpha: float) -> chex.Array:
+def add_dirichlet_noise(
+  rng_key: chex.PRNGKey, probs: chex.Array, *, dirichlet_fraction: float, dirichlet_alpha: float
+) -> chex.Array:
   """`(1 - fraction) * probs + fraction * Dirichlet(alpha)`, per row of `[B, A]`."""
   if not 0.0 <= dirichlet_fraction <= 1.0:
     raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction}")
   if not dirichlet_alpha > 0:
     raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
   batch_size, num_actions = probs.shape
-  noise = jax.random.dirichlet(rng_key, jnp.full((num_actions,), dirichlet_alpha),
-                               shape=(batch_size,))
+  noise = jax.random.dirichlet(
+    rng_key, jnp.full((num_actions,), dirichlet_alpha), shape=(batch_size,)
+  )
   return (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
 
 

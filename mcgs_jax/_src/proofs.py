@@ -29,7 +29,7 @@ a stale proof is a missing proof, never a wrong one.
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src.graph import Graph, ROOT_INDEX
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
 
 # Relative tolerance within which an exact value counts as equal to a bound: exact
 # values are sums and products of float32 rewards and discounts (e.g. `0 + -1 * -1`),
@@ -45,7 +45,7 @@ def _at_bound(exact, bound, side):
   # Where the bound is infinite the tolerance is 0 (inf * 0 would be NaN, and
   # inf - inf too); `finite` rules those rows out anyway.
   tolerance = jnp.where(finite, BOUND_TOLERANCE * jnp.maximum(1.0, jnp.abs(bound)), 0.0)
-  gap = side * (bound - exact)        # >= 0 inside the bound, < 0 past it
+  gap = side * (bound - exact)  # >= 0 inside the bound, < 0 past it
   return finite & (gap >= 0) & (gap <= tolerance)
 
 
@@ -61,8 +61,9 @@ def proven_edges(graph: Graph, node_index):
   children = graph.children_index[node_index]
   known = jnp.maximum(children, 0)
   proven = (children >= 0) & graph.node_proven[known]
-  exact = (graph.edge_rewards[node_index]
-           + graph.edge_discounts[node_index] * graph.proven_values[known])
+  exact = (
+    graph.edge_rewards[node_index] + graph.edge_discounts[node_index] * graph.proven_values[known]
+  )
   return proven, exact
 
 
@@ -80,8 +81,7 @@ def winning_edges(graph: Graph, proven, exact):
   """`[A]` bool: the proven legal edges (`proven`, `[A]`) that prove their node at
   once: worth exactly the highest bound (`graph.value_bounds[1]` of one game), while
   every proven edge of the node is within the bounds (`in_bounds`)."""
-  return (proven & _at_bound(exact, graph.value_bounds[1], 1.0)
-          & in_bounds(graph, proven, exact))
+  return proven & _at_bound(exact, graph.value_bounds[1], 1.0) & in_bounds(graph, proven, exact)
 
 
 def prove_node(graph: Graph, node_index):
@@ -114,6 +114,7 @@ def excluded_edges(graph: Graph, node_index):
 def best_proven_action(graph: Graph):
   """`([B] bool, [B] int32)`: whether the root is proven or has an edge that proves
   it at once (`winning_edges`), and the best proven root action."""
+
   def one(graph):
     legal = legal_edges(graph, ROOT_INDEX)
     proven, exact = proven_edges(graph, ROOT_INDEX)
@@ -121,6 +122,7 @@ def best_proven_action(graph: Graph):
     scores = jnp.where(proven, exact, -jnp.inf)
     decided = graph.node_proven[ROOT_INDEX] | jnp.any(winning_edges(graph, proven, exact))
     return decided, jnp.argmax(scores).astype(jnp.int32)
+
   return jax.vmap(one)(graph)
 
 

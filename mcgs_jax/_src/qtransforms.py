@@ -12,16 +12,18 @@ import jax.numpy as jnp
 from mcgs_jax._src.graph import Graph
 
 
-def qtransform_by_min_max(graph: Graph, node_index: chex.Array, *, min_value: float,
-                          max_value: float) -> chex.Array:
+def qtransform_by_min_max(
+  graph: Graph, node_index: chex.Array, *, min_value: float, max_value: float
+) -> chex.Array:
   """`(Q - min_value) / (max_value - min_value)`; unvisited actions score 0."""
   qvalues = graph.qvalues(node_index)
   visited = graph.edge_visits[node_index] > 0
   return (jnp.where(visited, qvalues, min_value) - min_value) / (max_value - min_value)
 
 
-def qtransform_by_parent_and_siblings(graph: Graph, node_index: chex.Array, *,
-                                      epsilon: float = 1e-8) -> chex.Array:
+def qtransform_by_parent_and_siblings(
+  graph: Graph, node_index: chex.Array, *, epsilon: float = 1e-8
+) -> chex.Array:
   """Q normalised to [0, 1] by the min and max over `Q(n)` and the visited `Q(n, a)`.
 
   Unvisited actions score 0 (the minimum).
@@ -35,11 +37,16 @@ def qtransform_by_parent_and_siblings(graph: Graph, node_index: chex.Array, *,
   return (jnp.where(visited, qvalues, low) - low) / jnp.maximum(high - low, epsilon)
 
 
-def qtransform_completed_by_mix_value(graph: Graph, node_index: chex.Array, *,
-                                      value_scale: float = 0.1, maxvisit_init: float = 50.0,
-                                      rescale_values: bool = True,
-                                      use_mixed_value: bool = True,
-                                      epsilon: float = 1e-8) -> chex.Array:
+def qtransform_completed_by_mix_value(
+  graph: Graph,
+  node_index: chex.Array,
+  *,
+  value_scale: float = 0.1,
+  maxvisit_init: float = 50.0,
+  rescale_values: bool = True,
+  use_mixed_value: bool = True,
+  epsilon: float = 1e-8,
+) -> chex.Array:
   """Completed Q-values of Gumbel MuZero (Danihelka et al. 2022, appendix D).
 
   Unvisited actions get the mixed value (or `U(n)` when `use_mixed_value=False`);
@@ -56,7 +63,8 @@ def qtransform_completed_by_mix_value(graph: Graph, node_index: chex.Array, *,
     prior_probs = jnp.maximum(prior_probs, jnp.finfo(prior_probs.dtype).tiny)
     visited_mass = jnp.sum(jnp.where(visited, prior_probs, 0.0))
     weighted_q = jnp.sum(jnp.where(visited, prior_probs * qvalues, 0.0)) / jnp.where(
-        jnp.any(visited), visited_mass, 1.0)
+      jnp.any(visited), visited_mass, 1.0
+    )
     total_visits = jnp.sum(visit_counts)
     value = (raw_value + total_visits * weighted_q) / (total_visits + 1)
   else:

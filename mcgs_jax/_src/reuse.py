@@ -70,8 +70,9 @@ def _check_action(graph: Graph, action):
       raise ValueError(f"action must be integer, got dtype {values.dtype}")
     bad = np.flatnonzero((values < 0) | (values >= num_actions))
     if bad.size:
-      raise ValueError(f"action {values[bad[0]]} of game {bad[0]} is out of range "
-                       f"[0, {num_actions})")
+      raise ValueError(
+        f"action {values[bad[0]]} of game {bad[0]} is out of range [0, {num_actions})"
+      )
     return jnp.asarray(values, jnp.int32)
   if action.shape != (batch_size,):
     raise ValueError(f"action must have shape [B] = ({batch_size},), got {action.shape}")
@@ -102,13 +103,11 @@ def reachable_nodes(children_index, start, active):
 
   def grow(carry):
     reached, _ = carry
-    targets = jnp.where(reached[:, :, None] & (children_index >= 0), children_index,
-                        capacity)
+    targets = jnp.where(reached[:, :, None] & (children_index >= 0), children_index, capacity)
     grown = reached.at[batch[:, None, None], targets].set(True, mode="drop")
     return grown, jnp.any(grown != reached)
 
-  reached, _ = jax.lax.while_loop(lambda carry: carry[1], grow,
-                                  (reached, jnp.array(True)))
+  reached, _ = jax.lax.while_loop(lambda carry: carry[1], grow, (reached, jnp.array(True)))
   return reached
 
 
@@ -136,35 +135,45 @@ def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
   nodes = jnp.arange(capacity, dtype=jnp.int32)[None]
   start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
   windows = (start[:, :, None] + jnp.arange(window_size, dtype=jnp.int32)) & (
-      num_slots - 1)                                                     # [B, N, W]
+    num_slots - 1
+  )  # [B, N, W]
   pending = nodes < num_nodes[:, None]
 
   def insert_round(carry):
     slots, pending, dropped = carry
-    free = slots[batch[:, :, None], windows] < 0                         # [B, N, W]
+    free = slots[batch[:, :, None], windows] < 0  # [B, N, W]
     has_free = jnp.any(free, axis=-1)
-    first_free = jnp.take_along_axis(
-        windows, jnp.argmax(free, axis=-1)[:, :, None], axis=-1)[:, :, 0]  # [B, N]
+    first_free = jnp.take_along_axis(windows, jnp.argmax(free, axis=-1)[:, :, None], axis=-1)[
+      :, :, 0
+    ]  # [B, N]
     claiming = pending & has_free
-    claims = jnp.full((batch_size, num_slots), capacity, jnp.int32).at[
-        batch, jnp.where(claiming, first_free, num_slots)].min(
-            jnp.broadcast_to(nodes, pending.shape), mode="drop")
+    claims = (
+      jnp.full((batch_size, num_slots), capacity, jnp.int32)
+      .at[batch, jnp.where(claiming, first_free, num_slots)]
+      .min(jnp.broadcast_to(nodes, pending.shape), mode="drop")
+    )
     won = claiming & (claims[batch, first_free] == nodes)
     slots = slots.at[batch, jnp.where(won, first_free, num_slots)].set(
-        jnp.broadcast_to(nodes, pending.shape), mode="drop")
+      jnp.broadcast_to(nodes, pending.shape), mode="drop"
+    )
     dropped_now = pending & ~has_free
-    return (slots, pending & ~won & ~dropped_now,
-            dropped + jnp.sum(dropped_now, axis=1, dtype=jnp.int32))
+    return (
+      slots,
+      pending & ~won & ~dropped_now,
+      dropped + jnp.sum(dropped_now, axis=1, dtype=jnp.int32),
+    )
 
   slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
   dropped = jnp.zeros((batch_size,), jnp.int32)
-  slots, _, dropped = jax.lax.while_loop(lambda carry: jnp.any(carry[1]), insert_round,
-                                         (slots, pending, dropped))
+  slots, _, dropped = jax.lax.while_loop(
+    lambda carry: jnp.any(carry[1]), insert_round, (slots, pending, dropped)
+  )
   return slots, dropped
 
 
-def reroot(graph: Graph, action: jax.Array, *,
-           probe_window: int = hashing.DEFAULT_PROBE_WINDOW) -> Graph:
+def reroot(
+  graph: Graph, action: jax.Array, *, probe_window: int = hashing.DEFAULT_PROBE_WINDOW
+) -> Graph:
   """The graph below the move played, with that move's child as the new root.
 
   Jittable, for the whole batch at once; see the module docstring for what is kept,
@@ -187,29 +196,35 @@ def reroot(graph: Graph, action: jax.Array, *,
       graph, as a game whose move ended it.
   """
   action = _check_action(graph, action)
-  batch_size, capacity, num_actions = (graph.batch_size, graph.capacity,
-                                       graph.num_actions)
+  batch_size, capacity, num_actions = (graph.batch_size, graph.capacity, graph.num_actions)
   batch = jnp.arange(batch_size)
   in_range = (action >= 0) & (action < num_actions)
   child = graph.children_index[batch, ROOT_INDEX, jnp.clip(action, 0, num_actions - 1)]
   known_child = jnp.maximum(child, 0)
-  keep_game = ((graph.num_nodes > 0) & in_range & (child >= 0)
-               & ~graph.node_terminal[:, ROOT_INDEX]
-               & ~graph.node_terminal[batch, known_child])
-  kept = reachable_nodes(graph.children_index, known_child, keep_game)   # [B, N]
+  keep_game = (
+    (graph.num_nodes > 0)
+    & in_range
+    & (child >= 0)
+    & ~graph.node_terminal[:, ROOT_INDEX]
+    & ~graph.node_terminal[batch, known_child]
+  )
+  kept = reachable_nodes(graph.children_index, known_child, keep_game)  # [B, N]
 
   # New index of every old node (-1 when freed) and old index of every new one.
   rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
   child_rank = rank[batch, known_child][:, None]
   old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
-  new_index = jnp.where(old_index == known_child[:, None], 0,
-                        jnp.where(rank < child_rank, rank + 1, rank))
+  new_index = jnp.where(
+    old_index == known_child[:, None], 0, jnp.where(rank < child_rank, rank + 1, rank)
+  )
   new_index = jnp.where(kept, new_index, -1)
   num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
-  source = jnp.zeros((batch_size, capacity), jnp.int32).at[
-      batch[:, None], jnp.where(kept, new_index, capacity)].set(
-          jnp.broadcast_to(old_index, kept.shape), mode="drop")
-  in_use = old_index < num_kept[:, None]                                 # new rows
+  source = (
+    jnp.zeros((batch_size, capacity), jnp.int32)
+    .at[batch[:, None], jnp.where(kept, new_index, capacity)]
+    .set(jnp.broadcast_to(old_index, kept.shape), mode="drop")
+  )
+  in_use = old_index < num_kept[:, None]  # new rows
 
   def move(table, fill):
     """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""
@@ -219,13 +234,14 @@ def reroot(graph: Graph, action: jax.Array, *,
 
   old_children = move(graph.children_index, UNEXPANDED)
   children_index = jnp.where(
-      old_children >= 0,
-      new_index[batch[:, None, None], jnp.maximum(old_children, 0)], UNEXPANDED)
+    old_children >= 0, new_index[batch[:, None, None], jnp.maximum(old_children, 0)], UNEXPANDED
+  )
   node_keys = move(graph.node_keys, 0)
 
   if graph.hash_slots.shape[1]:
-    hash_slots, dropped = rebuild_hash_slots(node_keys, num_kept,
-                                             graph.hash_slots.shape[1], probe_window)
+    hash_slots, dropped = rebuild_hash_slots(
+      node_keys, num_kept, graph.hash_slots.shape[1], probe_window
+    )
   else:
     hash_slots = graph.hash_slots
     dropped = jnp.zeros((batch_size,), jnp.int32)
@@ -233,18 +249,24 @@ def reroot(graph: Graph, action: jax.Array, *,
   def counter(values):
     return jnp.where(keep_game, values, 0).astype(values.dtype)
 
-  moved = {name: jax.tree_util.tree_map(lambda table, fill=fill: move(table, fill),
-                                        getattr(graph, name))
-           for name, fill in {**NODE_FIELDS, **EDGE_FIELDS}.items()}
-  moved.update(node_keys=node_keys, children_index=children_index,
-               path_marks=jnp.full_like(graph.path_marks, NODE_FIELDS["path_marks"]))
+  moved = {
+    name: jax.tree_util.tree_map(lambda table, fill=fill: move(table, fill), getattr(graph, name))
+    for name, fill in {**NODE_FIELDS, **EDGE_FIELDS}.items()
+  }
+  moved.update(
+    node_keys=node_keys,
+    children_index=children_index,
+    path_marks=jnp.full_like(graph.path_marks, NODE_FIELDS["path_marks"]),
+  )
   counters = {name: counter(getattr(graph, name)) for name in COUNTER_FIELDS}
   counters.update(dropped_inserts=dropped)
   return graph.replace(
-      **moved, **counters,
-      hash_slots=hash_slots,
-      num_nodes=num_kept,
-      root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions))
+    **moved,
+    **counters,
+    hash_slots=hash_slots,
+    num_nodes=num_kept,
+    root_invalid_actions=jnp.zeros_like(graph.root_invalid_actions),
+  )
 
 
 def empty_like(graph: Any) -> Graph:

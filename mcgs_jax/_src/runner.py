@@ -13,8 +13,9 @@ from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import GraphOptions
 
 
-def checked_root(root: types.RootFnOutput, invalid_actions: jax.Array | None,
-                 num_simulations: int) -> tuple[types.RootFnOutput, jax.Array]:
+def checked_root(
+  root: types.RootFnOutput, invalid_actions: jax.Array | None, num_simulations: int
+) -> tuple[types.RootFnOutput, jax.Array]:
   """Checks the root, `invalid_actions` and `num_simulations` at trace time.
 
   Returns `(root, invalid_actions)`: the root with array logits, and
@@ -26,27 +27,43 @@ def checked_root(root: types.RootFnOutput, invalid_actions: jax.Array | None,
   return root.replace(prior_logits=jnp.asarray(root.prior_logits)), invalid_actions
 
 
-def run_search(params: types.Params, rng_key: jax.Array, root: types.RootFnOutput,
-               recurrent_fn: types.RecurrentFn, *, num_simulations: int,
-               invalid_actions: jax.Array, max_depth: int | None, loop_fn: types.LoopFn,
-               options: GraphOptions,
-               root_action_selection_fn: types.RootActionSelectionFn,
-               interior_action_selection_fn: types.InteriorActionSelectionFn,
-               extra_data: Any = None, graph: Graph | None = None) -> Graph:
+def run_search(
+  params: types.Params,
+  rng_key: jax.Array,
+  root: types.RootFnOutput,
+  recurrent_fn: types.RecurrentFn,
+  *,
+  num_simulations: int,
+  invalid_actions: jax.Array,
+  max_depth: int | None,
+  loop_fn: types.LoopFn,
+  options: GraphOptions,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
+  extra_data: Any = None,
+  graph: Graph | None = None,
+) -> Graph:
   """Masks the root's invalid actions (lowest finite logit) and runs the search.
 
   `root` and `invalid_actions` as returned by `checked_root` (a policy may change
   the root's logits in between, e.g. with Dirichlet noise).
   """
-  root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits,
-                                                        invalid_actions))
+  root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions))
   return search_lib.search(
-      params, rng_key, root=root, recurrent_fn=recurrent_fn,
-      root_action_selection_fn=root_action_selection_fn,
-      interior_action_selection_fn=interior_action_selection_fn,
-      num_simulations=num_simulations, max_depth=max_depth,
-      invalid_actions=invalid_actions, options=options, extra_data=extra_data,
-      loop_fn=loop_fn, graph=graph)
+    params,
+    rng_key,
+    root=root,
+    recurrent_fn=recurrent_fn,
+    root_action_selection_fn=root_action_selection_fn,
+    interior_action_selection_fn=interior_action_selection_fn,
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    invalid_actions=invalid_actions,
+    options=options,
+    extra_data=extra_data,
+    loop_fn=loop_fn,
+    graph=graph,
+  )
 
 
 def playable_weights(graph: Graph, weights: jax.Array, options: GraphOptions) -> jax.Array:

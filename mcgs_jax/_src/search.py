@@ -6,17 +6,12 @@ at batch level with a scalar trip condition, so XLA never selects over the graph
 arrays per game, and the cost of one simulation does not grow with capacity.
 """
 
-from typing import Optional
-
 import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks
-from mcgs_jax._src import hashing
-from mcgs_jax._src import proofs
-from mcgs_jax._src import types
-from mcgs_jax._src.graph import NODE_FIELDS, Graph, ROOT_INDEX, empty_graph
+from mcgs_jax._src import checks, hashing, proofs, types
+from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph, empty_graph
 from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.selection import masked_argmax
 
@@ -42,6 +37,7 @@ class Path:
   leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
     more sample of its value (`fold_evaluations`); backup recomputes the leaf.
   """
+
   nodes: chex.Array
   actions: chex.Array
   length: chex.Array
@@ -56,8 +52,7 @@ def _drop_unless(condition, index, out_of_bounds):
   return jnp.where(condition, index, out_of_bounds)
 
 
-def stops_at_transposition(graph: Graph, node, action, child, keys,
-                           options: GraphOptions):
+def stops_at_transposition(graph: Graph, node, action, child, keys, options: GraphOptions):
   """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
   `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
   (visits came through other parents) before it stops, where `N(child)` counts
@@ -87,11 +82,12 @@ def stops_at_transposition(graph: Graph, node, action, child, keys,
   if options.stop_rule == "catch_up":
     if options.stop_leak == 0:
       return caught_up
-    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(
-        key, _LEAK_STREAM)))(keys)
+    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
     return caught_up & ~(coins < options.stop_leak)
-  live = (graph.edge_rewards[batch, node, action]
-          + graph.edge_discounts[batch, node, action] * graph.node_values[batch, child])
+  live = (
+    graph.edge_rewards[batch, node, action]
+    + graph.edge_discounts[batch, node, action] * graph.node_values[batch, child]
+  )
   lag = jnp.abs(graph.edge_values[batch, node, action] - live)
   return caught_up & (lag > options.stop_epsilon)
 
@@ -103,16 +99,22 @@ def _usable_actions(graph: Graph, node, actions, depth):
   mask them (custom rules, Gumbel's interior rule) from spending every playout on a
   state that cannot be evaluated."""
   batch = jnp.arange(graph.batch_size)
-  non_finite = graph.edge_non_finite[batch, node]                       # [B, A]
+  non_finite = graph.edge_non_finite[batch, node]  # [B, A]
   blocked = non_finite | (graph.root_invalid_actions & (depth == 0))
   fallback = masked_argmax(graph.children_prior_logits[batch, node], blocked)
   replace = non_finite[batch, actions] & jnp.any(~blocked, axis=-1)
   return jnp.where(replace, fallback, actions)
 
 
-def select(rng_key, graph: Graph, *, root_action_selection_fn,
-           interior_action_selection_fn, max_depth: int,
-           options: GraphOptions = _DEFAULT_OPTIONS):
+def select(
+  rng_key,
+  graph: Graph,
+  *,
+  root_action_selection_fn,
+  interior_action_selection_fn,
+  max_depth: int,
+  options: GraphOptions = _DEFAULT_OPTIONS,
+):
   """Descends from the root of every game until the playout ends.
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
@@ -156,8 +158,9 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     length = jnp.where(active, depth + 1, length)
     child = graph.children_index[batch, node, actions]
     known_child = jnp.maximum(child, 0)
-    proceed = (active & (child >= 0) & ~graph.node_terminal[batch, known_child]
-               & (depth + 1 < max_depth))
+    proceed = (
+      active & (child >= 0) & ~graph.node_terminal[batch, known_child] & (depth + 1 < max_depth)
+    )
     if options.solver:
       # A child whose proof is only stale (its children settle it) counts as proven:
       # the playout stops there and backup records the proof.
@@ -165,26 +168,30 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
       proceed &= ~(graph.node_proven[batch, known_child] | provable)
     if options.transpositions:
       proceed &= path_marks[batch, known_child] != stamp
-      proceed &= ~stops_at_transposition(graph, node, actions, known_child, keys,
-                                         options)
+      proceed &= ~stops_at_transposition(graph, node, actions, known_child, keys, options)
     # One write per game, rows in order: declaring it lets XLA update the marks in
     # place; without it the table was copied at every step (measured: the per-
     # simulation cost doubled from capacity 65 to 1025). The same flags on the other
     # scatters measured slower, so they are left off there.
     path_marks = path_marks.at[batch, _drop_unless(proceed, known_child, capacity)].set(
-        stamp, mode="drop", unique_indices=True,
-        indices_are_sorted=True)
+      stamp, mode="drop", unique_indices=True, indices_are_sorted=True
+    )
     node = jnp.where(proceed, child, node)
     return (depth + 1, node, proceed, keys, nodes, path_actions, length, path_marks)
 
   keys, selection_keys = split_keys(jax.random.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
-  root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(
-      selection_keys, graph, root)
-  carry = (jnp.int32(0), root, ~root_terminal, keys,
-           jnp.zeros((batch_size, buffer_depth), jnp.int32),
-           jnp.zeros((batch_size, buffer_depth), jnp.int32),
-           jnp.zeros((batch_size,), jnp.int32), path_marks)
+  root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
+  carry = (
+    jnp.int32(0),
+    root,
+    ~root_terminal,
+    keys,
+    jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    jnp.zeros((batch_size,), jnp.int32),
+    path_marks,
+  )
   carry = advance(carry, root_actions)
 
   def keep_going(carry):
@@ -195,23 +202,35 @@ def select(rng_key, graph: Graph, *, root_action_selection_fn,
     depth, node, active, keys = carry[:4]
     keys, selection_keys = split_keys(keys)
     actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
-        selection_keys, graph, node, depth)
+      selection_keys, graph, node, depth
+    )
     return advance((depth, node, active, keys) + carry[4:], actions)
 
   carry = jax.lax.while_loop(keep_going, interior_step, carry)
   _, _, _, _, nodes, path_actions, length, path_marks = carry
-  path = Path(nodes=nodes, actions=path_actions, length=length,
-              leaf=jnp.where(length == 0, ROOT_INDEX, -1).astype(jnp.int32),
-              leaf_is_new=jnp.zeros((batch_size,), jnp.bool_), expands=length > 0,
-              leaf_folded=jnp.zeros((batch_size,), jnp.bool_))
+  path = Path(
+    nodes=nodes,
+    actions=path_actions,
+    length=length,
+    leaf=jnp.where(length == 0, ROOT_INDEX, -1).astype(jnp.int32),
+    leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
+    expands=length > 0,
+    leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
+  )
   parent, action = last_edge(path)
   path = path.replace(expands=(length > 0) & (graph.children_index[batch, parent, action] < 0))
-  return graph.replace(path_marks=path_marks,
-                       playouts_started=graph.playouts_started + 1), path
+  return graph.replace(path_marks=path_marks, playouts_started=graph.playouts_started + 1), path
 
 
-def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
-           options: GraphOptions = _DEFAULT_OPTIONS):
+def expand(
+  params,
+  rng_key,
+  graph: Graph,
+  path: Path,
+  *,
+  recurrent_fn,
+  options: GraphOptions = _DEFAULT_OPTIONS,
+):
   """Evaluates the last edge of every path and links it to its child.
 
   One batched `recurrent_fn` call for all games. Where the last edge is unexpanded,
@@ -227,10 +246,12 @@ def expand(params, rng_key, graph: Graph, path: Path, *, recurrent_fn,
   """
   parent, action = last_edge(path)
   parent_embedding = jax.tree_util.tree_map(
-      lambda x: x[jnp.arange(graph.batch_size), parent], graph.embeddings)
+    lambda x: x[jnp.arange(graph.batch_size), parent], graph.embeddings
+  )
   output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
-  checks.check_recurrent_output(output, embedding, parent_embedding, graph.batch_size,
-                                graph.num_actions)
+  checks.check_recurrent_output(
+    output, embedding, parent_embedding, graph.batch_size, graph.num_actions
+  )
   return link(graph, path, output, embedding, options=options)
 
 
@@ -251,13 +272,22 @@ def finite_outputs(output: types.RecurrentFnOutput):
   logits = jnp.asarray(output.prior_logits)
   step = jnp.isfinite(reward) & jnp.isfinite(discount)
   # `logits < inf` is False for NaN too.
-  evaluation = (jnp.isfinite(jnp.asarray(output.value))
-                & jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
+  evaluation = (
+    jnp.isfinite(jnp.asarray(output.value))
+    & jnp.all(logits < jnp.inf, axis=-1)
+    & jnp.any(jnp.isfinite(logits), axis=-1)
+  )
   return step & ((discount == 0) | evaluation)
 
 
-def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *,
-         options: GraphOptions = _DEFAULT_OPTIONS):
+def link(
+  graph: Graph,
+  path: Path,
+  output: types.RecurrentFnOutput,
+  embedding,
+  *,
+  options: GraphOptions = _DEFAULT_OPTIONS,
+):
   """The second half of `expand`: links the last edge of every path to its child,
   given what `recurrent_fn` returned for that edge (`[B]` output, `[B, ...]`
   embedding). Reads the graph afresh, so paths linked one after another see each
@@ -292,8 +322,7 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
   # no NaN or infinite logit either (a terminal node is never expanded).
   value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
   prior_logits = jnp.asarray(output.prior_logits, graph.children_prior_logits.dtype)
-  prior_logits = jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0,
-                           prior_logits)
+  prior_logits = jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0, prior_logits)
   transpositions, solver = options.transpositions, options.solver
   # The table may be smaller than the window asked for (a small capacity).
   probe_window = min(options.probe_window, graph.hash_slots.shape[1])
@@ -301,10 +330,12 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
   if transpositions:
     key = checks.check_key(options.resolved_hash_fn(embedding), batch_size)
     if key.shape[1] != graph.node_keys.shape[2]:
-      raise ValueError(f"hash_fn returned {key.shape[1]} lanes; the root key has "
-                       f"{graph.node_keys.shape[2]}")
+      raise ValueError(
+        f"hash_fn returned {key.shape[1]} lanes; the root key has {graph.node_keys.shape[2]}"
+      )
     found, free_slot = jax.vmap(hashing.probe, in_axes=(0, 0, 0, None))(
-        graph.hash_slots, graph.node_keys, key, probe_window)
+      graph.hash_slots, graph.node_keys, key, probe_window
+    )
     linked = needs_node & (found >= 0)
   else:
     key = graph.node_keys[:, 0]
@@ -328,44 +359,56 @@ def link(graph: Graph, path: Path, output: types.RecurrentFnOutput, embedding, *
   if transpositions:
     insert = create & (free_slot >= 0)
     dropped = create & (free_slot < 0)
-    hash_slots = hash_slots.at[
-        batch, _drop_unless(insert, free_slot, hash_slots.shape[1])].set(
-            graph.num_nodes, mode="drop")
+    hash_slots = hash_slots.at[batch, _drop_unless(insert, free_slot, hash_slots.shape[1])].set(
+      graph.num_nodes, mode="drop"
+    )
 
   new_rows = {
-      "node_visits": 1, "raw_values": value, "node_values": value, "node_keys": key,
-      "node_terminal": terminal, "node_proven": terminal & solver,
-      "proven_values": 0.0, "path_marks": NODE_FIELDS["path_marks"],
-      "node_evaluations": 1, "children_prior_logits": prior_logits,
+    "node_visits": 1,
+    "raw_values": value,
+    "node_values": value,
+    "node_keys": key,
+    "node_terminal": terminal,
+    "node_proven": terminal & solver,
+    "proven_values": 0.0,
+    "path_marks": NODE_FIELDS["path_marks"],
+    "node_evaluations": 1,
+    "children_prior_logits": prior_logits,
   }
   assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
   graph = graph.replace(
-      **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
-      embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
-      children_index=set_edge(graph.children_index, new_child),
-      edge_rewards=set_edge(graph.edge_rewards,
-                            jnp.asarray(output.reward, graph.edge_rewards.dtype)),
-      edge_discounts=set_edge(graph.edge_discounts, discount),
-      edge_non_finite=set_edge(graph.edge_non_finite, False).at[
-          batch, _drop_unless(non_finite & (child < 0), parent, capacity), action].set(
-              True, mode="drop"),
-      hash_slots=hash_slots,
-      num_nodes=graph.num_nodes + create,
-      transposition_hits=graph.transposition_hits + linked,
-      dropped_inserts=graph.dropped_inserts + dropped,
-      capacity_overflows=graph.capacity_overflows + overflow,
-      parallel_collisions=graph.parallel_collisions + collided,
-      non_finite_evaluations=graph.non_finite_evaluations + non_finite)
+    **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
+    embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
+    children_index=set_edge(graph.children_index, new_child),
+    edge_rewards=set_edge(graph.edge_rewards, jnp.asarray(output.reward, graph.edge_rewards.dtype)),
+    edge_discounts=set_edge(graph.edge_discounts, discount),
+    edge_non_finite=set_edge(graph.edge_non_finite, False)
+    .at[batch, _drop_unless(non_finite & (child < 0), parent, capacity), action]
+    .set(True, mode="drop"),
+    hash_slots=hash_slots,
+    num_nodes=graph.num_nodes + create,
+    transposition_hits=graph.transposition_hits + linked,
+    dropped_inserts=graph.dropped_inserts + dropped,
+    capacity_overflows=graph.capacity_overflows + overflow,
+    parallel_collisions=graph.parallel_collisions + collided,
+    non_finite_evaluations=graph.non_finite_evaluations + non_finite,
+  )
   dropped_playout = collided | non_finite
-  leaf = jnp.where(path.length == 0, jnp.where(dropped_playout, -1, ROOT_INDEX),
-                   jnp.where(needs_node, jnp.where(overflow, -1, new_child), child))
+  leaf = jnp.where(
+    path.length == 0,
+    jnp.where(dropped_playout, -1, ROOT_INDEX),
+    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child),
+  )
   folded = jnp.zeros((batch_size,), jnp.bool_)
   if options.fold_evaluations:
-    graph, folded = _fold_evaluation(graph, jnp.where(linked, found, child),
-                                     (path.length > 0) & (linked | (child >= 0)),
-                                     terminal, value)
-  return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create,
-                             leaf_folded=folded)
+    graph, folded = _fold_evaluation(
+      graph,
+      jnp.where(linked, found, child),
+      (path.length > 0) & (linked | (child >= 0)),
+      terminal,
+      value,
+    )
+  return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create, leaf_folded=folded)
 
 
 def _fold_evaluation(graph: Graph, node, evaluated, terminal, value):
@@ -375,17 +418,23 @@ def _fold_evaluation(graph: Graph, node, evaluated, terminal, value):
   moves to the mean of the `k(n)` evaluations. Returns `(graph, folded [B])`."""
   batch = jnp.arange(graph.batch_size)
   known = jnp.maximum(node, 0)
-  folded = (evaluated & (node >= 0) & ~terminal & ~graph.node_terminal[batch, known]
-            & ~graph.node_proven[batch, known])
+  folded = (
+    evaluated
+    & (node >= 0)
+    & ~terminal
+    & ~graph.node_terminal[batch, known]
+    & ~graph.node_proven[batch, known]
+  )
   count = graph.node_evaluations[batch, known] + 1
   old_mean = graph.raw_values[batch, known]
   # Running mean; every operand is finite (non-finite evaluations never get here).
   mean = old_mean + (value - old_mean) / count.astype(old_mean.dtype)
   target = _drop_unless(folded, known, graph.capacity)
   return graph.replace(
-      node_evaluations=graph.node_evaluations.at[batch, target].set(count, mode="drop"),
-      raw_values=graph.raw_values.at[batch, target].set(mean, mode="drop"),
-      folded_evaluations=graph.folded_evaluations + folded), folded
+    node_evaluations=graph.node_evaluations.at[batch, target].set(count, mode="drop"),
+    raw_values=graph.raw_values.at[batch, target].set(mean, mode="drop"),
+    folded_evaluations=graph.folded_evaluations + folded,
+  ), folded
 
 
 def recompute_node(graph: Graph, node_index):
@@ -409,8 +458,11 @@ def recompute_node_and_edges(graph: Graph, node_index):
   # max(., 1): an unused row (k = 0, read for a game off the path and then dropped)
   # would divide 0 by 0.
   value = (own + jnp.sum(weighted)) / jnp.maximum(visits, 1)
-  return (visits.astype(jnp.int32), value.astype(graph.node_values.dtype),
-          qvalues.astype(graph.edge_values.dtype))
+  return (
+    visits.astype(jnp.int32),
+    value.astype(graph.node_values.dtype),
+    qvalues.astype(graph.edge_values.dtype),
+  )
 
 
 def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
@@ -420,16 +472,15 @@ def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
   leaf = jnp.maximum(path.leaf, 0)
   existing = (path.leaf >= 0) & ~path.leaf_is_new & ~graph.node_terminal[batch, leaf]
   proven, proven_value = jax.vmap(proofs.prove_node)(graph, leaf)
-  target = _drop_unless(existing & proven & ~graph.node_proven[batch, leaf], leaf,
-                        graph.capacity)
+  target = _drop_unless(existing & proven & ~graph.node_proven[batch, leaf], leaf, graph.capacity)
   return graph.replace(
-      node_proven=graph.node_proven.at[batch, target].set(True, mode="drop"),
-      proven_values=graph.proven_values.at[batch, target].set(proven_value, mode="drop"),
-      node_values=graph.node_values.at[batch, target].set(proven_value, mode="drop"))
+    node_proven=graph.node_proven.at[batch, target].set(True, mode="drop"),
+    proven_values=graph.proven_values.at[batch, target].set(proven_value, mode="drop"),
+    node_values=graph.node_values.at[batch, target].set(proven_value, mode="drop"),
+  )
 
 
-def backup(graph: Graph, path: Path, *,
-           options: GraphOptions = _DEFAULT_OPTIONS) -> Graph:
+def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS) -> Graph:
   """Counts the playout on its edges and recomputes every node on the path.
 
   Walks the path from its end to the root: `N(n, a) += 1` on each edge (the last one
@@ -443,15 +494,19 @@ def backup(graph: Graph, path: Path, *,
   batch = jnp.arange(batch_size)
   leaf = jnp.maximum(path.leaf, 0)
   arrived = (path.leaf >= 0) & graph.node_terminal[batch, leaf] & ~path.leaf_is_new
-  graph = graph.replace(node_visits=graph.node_visits.at[
-      batch, _drop_unless(arrived, leaf, capacity)].add(1, mode="drop"))
+  graph = graph.replace(
+    node_visits=graph.node_visits.at[batch, _drop_unless(arrived, leaf, capacity)].add(
+      1, mode="drop"
+    )
+  )
   if options.fold_evaluations:
     visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, leaf)
     folded = _drop_unless(path.leaf_folded, leaf, capacity)
     graph = graph.replace(
-        node_visits=graph.node_visits.at[batch, folded].set(visits, mode="drop"),
-        node_values=graph.node_values.at[batch, folded].set(value, mode="drop"),
-        edge_values=graph.edge_values.at[batch, folded].set(edge_values, mode="drop"))
+      node_visits=graph.node_visits.at[batch, folded].set(visits, mode="drop"),
+      node_values=graph.node_values.at[batch, folded].set(value, mode="drop"),
+      edge_values=graph.edge_values.at[batch, folded].set(edge_values, mode="drop"),
+    )
   solver = options.solver
   if solver:
     graph = _record_leaf_proof(graph, path)
@@ -463,8 +518,8 @@ def backup(graph: Graph, path: Path, *,
     node = path.nodes[:, depth]
     count_edge = on_path & ((depth < path.length - 1) | (path.leaf >= 0))
     edge_visits = graph.edge_visits.at[
-        batch, _drop_unless(count_edge, node, capacity), path.actions[:, depth]].add(
-            1, mode="drop")
+      batch, _drop_unless(count_edge, node, capacity), path.actions[:, depth]
+    ].add(1, mode="drop")
     graph = graph.replace(edge_visits=edge_visits)
     visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, node)
     target = _drop_unless(on_path, node, capacity)
@@ -472,13 +527,14 @@ def backup(graph: Graph, path: Path, *,
       proven, proven_value = jax.vmap(proofs.prove_node)(graph, node)
       value = jnp.where(proven, proven_value, value)
       graph = graph.replace(
-          node_proven=graph.node_proven.at[batch, target].set(proven, mode="drop"),
-          proven_values=graph.proven_values.at[batch, target].set(proven_value,
-                                                                  mode="drop"))
+        node_proven=graph.node_proven.at[batch, target].set(proven, mode="drop"),
+        proven_values=graph.proven_values.at[batch, target].set(proven_value, mode="drop"),
+      )
     return graph.replace(
-        node_visits=graph.node_visits.at[batch, target].set(visits, mode="drop"),
-        node_values=graph.node_values.at[batch, target].set(value, mode="drop"),
-        edge_values=graph.edge_values.at[batch, target].set(edge_values, mode="drop"))
+      node_visits=graph.node_visits.at[batch, target].set(visits, mode="drop"),
+      node_values=graph.node_values.at[batch, target].set(value, mode="drop"),
+      edge_values=graph.edge_values.at[batch, target].set(edge_values, mode="drop"),
+    )
 
   return jax.lax.fori_loop(0, longest, update, graph)
 
@@ -492,9 +548,9 @@ def add_path_visits(graph: Graph, path: Path, delta) -> Graph:
   def add(depth, graph):
     node = _drop_unless(depth < path.length, path.nodes[:, depth], graph.capacity)
     return graph.replace(
-        edge_visits=graph.edge_visits.at[batch, node, path.actions[:, depth]].add(
-            delta, mode="drop"),
-        node_visits=graph.node_visits.at[batch, node].add(delta, mode="drop"))
+      edge_visits=graph.edge_visits.at[batch, node, path.actions[:, depth]].add(delta, mode="drop"),
+      node_visits=graph.node_visits.at[batch, node].add(delta, mode="drop"),
+    )
 
   return jax.lax.fori_loop(0, jnp.max(path.length), add, graph)
 
@@ -516,44 +572,58 @@ def add_path_losses(graph: Graph, path: Path) -> Graph:
     visits = graph.node_visits[batch, node]
     value = (visits * graph.node_values[batch, node] + loss) / (visits + 1)
     target = _drop_unless((depth < path.length) & (discount != 0), node, graph.capacity)
-    return graph.replace(node_values=graph.node_values.at[batch, target].set(
-        value.astype(graph.node_values.dtype), mode="drop"))
+    return graph.replace(
+      node_values=graph.node_values.at[batch, target].set(
+        value.astype(graph.node_values.dtype), mode="drop"
+      )
+    )
 
   return jax.lax.fori_loop(1, jnp.max(path.length), add, graph)
 
 
-def _check_continued_graph(graph: Graph, capacity, batch_size: int, num_actions: int,
-                           transpositions: bool) -> int:
+def _check_continued_graph(
+  graph: Graph, capacity, batch_size: int, num_actions: int, transpositions: bool
+) -> int:
   """Checks that `graph` can be continued with these arguments; returns its capacity."""
   if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
-    raise ValueError(f"graph holds B = {graph.batch_size} games of A = {graph.num_actions} "
-                     f"actions; root has B = {batch_size}, A = {num_actions}")
+    raise ValueError(
+      f"graph holds B = {graph.batch_size} games of A = {graph.num_actions} "
+      f"actions; root has B = {batch_size}, A = {num_actions}"
+    )
   if capacity is not None and capacity != graph.capacity:
-    raise ValueError(f"capacity = {capacity} differs from the capacity of graph "
-                     f"({graph.capacity}); a continued search keeps the graph's")
+    raise ValueError(
+      f"capacity = {capacity} differs from the capacity of graph "
+      f"({graph.capacity}); a continued search keeps the graph's"
+    )
   if transpositions != (graph.hash_slots.shape[1] > 0):
-    raise ValueError(f"transpositions = {transpositions}, but graph was built with "
-                     f"transpositions = {not transpositions}")
+    raise ValueError(
+      f"transpositions = {transpositions}, but graph was built with "
+      f"transpositions = {not transpositions}"
+    )
   return graph.capacity
 
 
-def _continue(graph: Graph, fresh: Graph, root: types.RootFnOutput, invalid_actions,
-              extra_data) -> Graph:
+def _continue(
+  graph: Graph, fresh: Graph, root: types.RootFnOutput, invalid_actions, extra_data
+) -> Graph:
   """`graph` with the new root evaluation's prior and masks; `fresh` where empty."""
   empty = graph.num_nodes == 0
   graph = jax.tree_util.tree_map(
-      lambda new, old: jnp.where(empty.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
-      fresh.replace(extra_data=None), graph.replace(extra_data=None))
+    lambda new, old: jnp.where(empty.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+    fresh.replace(extra_data=None),
+    graph.replace(extra_data=None),
+  )
   return graph.replace(
-      children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
-          fresh.children_prior_logits[:, ROOT_INDEX]),
-      root_invalid_actions=fresh.root_invalid_actions,
-      node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(
-          fresh.node_terminal[:, ROOT_INDEX]),
-      # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
-      # that a graph edited by hand (or from an older version) starts clean.
-      path_marks=jnp.full_like(graph.path_marks, -1),
-      extra_data=extra_data)
+    children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
+      fresh.children_prior_logits[:, ROOT_INDEX]
+    ),
+    root_invalid_actions=fresh.root_invalid_actions,
+    node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(fresh.node_terminal[:, ROOT_INDEX]),
+    # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
+    # that a graph edited by hand (or from an older version) starts clean.
+    path_marks=jnp.full_like(graph.path_marks, -1),
+    extra_data=extra_data,
+  )
 
 
 def finite_root(root: types.RootFnOutput, invalid_actions):
@@ -565,17 +635,31 @@ def finite_root(root: types.RootFnOutput, invalid_actions):
   # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
   bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
   uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
-  return (root.replace(value=jnp.where(bad_value, 0.0, value).astype(value.dtype),
-                       prior_logits=jnp.where(bad_logits[:, None], uniform, logits)),
-          bad_value | bad_logits)
+  return (
+    root.replace(
+      value=jnp.where(bad_value, 0.0, value).astype(value.dtype),
+      prior_logits=jnp.where(bad_logits[:, None], uniform, logits),
+    ),
+    bad_value | bad_logits,
+  )
 
 
-def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
-           root_action_selection_fn, interior_action_selection_fn,
-           num_simulations: int, max_depth: Optional[int] = None,
-           invalid_actions=None, options: GraphOptions = _DEFAULT_OPTIONS,
-           extra_data=None, loop_fn=jax.lax.fori_loop,
-           graph: Optional[Graph] = None) -> Graph:
+def search(
+  params,
+  rng_key,
+  *,
+  root: types.RootFnOutput,
+  recurrent_fn,
+  root_action_selection_fn,
+  interior_action_selection_fn,
+  num_simulations: int,
+  max_depth: int | None = None,
+  invalid_actions=None,
+  options: GraphOptions = _DEFAULT_OPTIONS,
+  extra_data=None,
+  loop_fn=jax.lax.fori_loop,
+  graph: Graph | None = None,
+) -> Graph:
   """Runs `num_simulations` playouts in every game and returns the graph.
 
   Args:
@@ -623,15 +707,17 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
   num_parallel, transpositions = options.num_parallel, options.transpositions
   capacity = options.capacity
   if num_simulations % num_parallel:
-    raise ValueError(f"num_simulations ({num_simulations}) must be a multiple of "
-                     f"num_parallel ({num_parallel})")
-  max_depth = checks.check_int("max_depth", num_simulations if max_depth is None
-                               else max_depth, minimum=1)
+    raise ValueError(
+      f"num_simulations ({num_simulations}) must be a multiple of num_parallel ({num_parallel})"
+    )
+  max_depth = checks.check_int(
+    "max_depth", num_simulations if max_depth is None else max_depth, minimum=1
+  )
   if graph is not None:
-    capacity = _check_continued_graph(graph, capacity, batch_size, num_actions,
-                                      transpositions)
-  capacity = checks.check_int("capacity", num_simulations + 1 if capacity is None
-                              else capacity, minimum=2)
+    capacity = _check_continued_graph(graph, capacity, batch_size, num_actions, transpositions)
+  capacity = checks.check_int(
+    "capacity", num_simulations + 1 if capacity is None else capacity, minimum=2
+  )
   invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
   root, root_non_finite = finite_root(root, invalid_actions)
   if transpositions:
@@ -640,22 +726,32 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
   else:
     root_key = jnp.zeros((batch_size, 0), jnp.uint32)
     num_slots = 0
-  fresh = empty_graph(root, capacity=capacity, num_slots=num_slots, root_key=root_key,
-                      root_invalid_actions=invalid_actions,
-                      value_bounds=options.value_bounds, extra_data=extra_data)
-  graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions,
-                                                extra_data)
+  fresh = empty_graph(
+    root,
+    capacity=capacity,
+    num_slots=num_slots,
+    root_key=root_key,
+    root_invalid_actions=invalid_actions,
+    value_bounds=options.value_bounds,
+    extra_data=extra_data,
+  )
+  graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions, extra_data)
   graph = graph.replace(non_finite_roots=graph.non_finite_roots + root_non_finite)
 
   def simulate(unused_index, carry):
     rng_key, graph = carry
     rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
-    graph, path = select(select_key, graph,
-                         root_action_selection_fn=root_action_selection_fn,
-                         interior_action_selection_fn=interior_action_selection_fn,
-                         max_depth=max_depth, options=options)
-    graph, path = expand(params, expand_key, graph, path, recurrent_fn=recurrent_fn,
-                         options=options)
+    graph, path = select(
+      select_key,
+      graph,
+      root_action_selection_fn=root_action_selection_fn,
+      interior_action_selection_fn=interior_action_selection_fn,
+      max_depth=max_depth,
+      options=options,
+    )
+    graph, path = expand(
+      params, expand_key, graph, path, recurrent_fn=recurrent_fn, options=options
+    )
     return rng_key, backup(graph, path, options=options)
 
   def simulate_in_parallel(unused_index, carry):
@@ -663,26 +759,34 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
     rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
 
     def select_one(graph, key):
-      graph, path = select(key, graph,
-                           root_action_selection_fn=root_action_selection_fn,
-                           interior_action_selection_fn=interior_action_selection_fn,
-                           max_depth=max_depth, options=options)
+      graph, path = select(
+        key,
+        graph,
+        root_action_selection_fn=root_action_selection_fn,
+        interior_action_selection_fn=interior_action_selection_fn,
+        max_depth=max_depth,
+        options=options,
+      )
       return add_path_visits(add_path_losses(graph, path), path, 1), path
 
     node_values = graph.node_values
-    graph, paths = jax.lax.scan(select_one, graph,
-                                jax.random.split(select_key, num_parallel))
-    graph, _ = jax.lax.scan(lambda g, path: (add_path_visits(g, path, -1), None),
-                            graph.replace(node_values=node_values), paths)
-    parents, actions = jax.vmap(last_edge)(paths)                       # [K, B]
+    graph, paths = jax.lax.scan(select_one, graph, jax.random.split(select_key, num_parallel))
+    graph, _ = jax.lax.scan(
+      lambda g, path: (add_path_visits(g, path, -1), None),
+      graph.replace(node_values=node_values),
+      paths,
+    )
+    parents, actions = jax.vmap(last_edge)(paths)  # [K, B]
     batch = jnp.arange(batch_size)
     flat = lambda x: x.reshape((num_parallel * batch_size,) + x.shape[2:])
     unflat = lambda x: x.reshape((num_parallel, batch_size) + x.shape[1:])
-    parent_embedding = jax.tree_util.tree_map(lambda x: flat(x[batch[None], parents]),
-                                              graph.embeddings)
+    parent_embedding = jax.tree_util.tree_map(
+      lambda x: flat(x[batch[None], parents]), graph.embeddings
+    )
     output, embedding = recurrent_fn(params, expand_key, flat(actions), parent_embedding)
-    checks.check_recurrent_output(output, embedding, parent_embedding,
-                                  num_parallel * batch_size, num_actions)
+    checks.check_recurrent_output(
+      output, embedding, parent_embedding, num_parallel * batch_size, num_actions
+    )
     output, embedding = jax.tree_util.tree_map(unflat, (output, embedding))
 
     def link_and_backup(graph, inputs):
@@ -696,6 +800,5 @@ def search(params, rng_key, *, root: types.RootFnOutput, recurrent_fn,
   if num_parallel == 1:
     _, graph = loop_fn(0, num_simulations, simulate, (rng_key, graph))
   else:
-    _, graph = loop_fn(0, num_simulations // num_parallel, simulate_in_parallel,
-                       (rng_key, graph))
+    _, graph = loop_fn(0, num_simulations // num_parallel, simulate_in_parallel, (rng_key, graph))
   return graph

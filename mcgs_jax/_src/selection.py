@@ -11,8 +11,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import qtransforms
-from mcgs_jax._src import proofs
+from mcgs_jax._src import proofs, qtransforms
 from mcgs_jax._src.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
@@ -38,10 +37,17 @@ def excluded_actions(graph: Graph, node_index, depth, solver: bool):
   return excluded
 
 
-def muzero_action_selection(rng_key, graph: Graph, node_index, depth, *,
-                            pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
-                            qtransform=qtransforms.qtransform_by_parent_and_siblings,
-                            solver: bool = False):
+def muzero_action_selection(
+  rng_key,
+  graph: Graph,
+  node_index,
+  depth,
+  *,
+  pb_c_init: float = 1.25,
+  pb_c_base: float = 19652.0,
+  qtransform=qtransforms.qtransform_by_parent_and_siblings,
+  solver: bool = False,
+):
   """PUCT on edge visits:
   `argmax_a  qtransform(Q)(n, a) + c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`
   with `c(n) = pb_c_init + log((N(n) + pb_c_base + 1) / pb_c_base)`.
@@ -57,8 +63,9 @@ def muzero_action_selection(rng_key, graph: Graph, node_index, depth, *,
   policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
   value_score = qtransform(graph, node_index)
   tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
-  return masked_argmax(value_score + policy_score + tie_break,
-                       excluded_actions(graph, node_index, depth, solver))
+  return masked_argmax(
+    value_score + policy_score + tie_break, excluded_actions(graph, node_index, depth, solver)
+  )
 
 
 def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
@@ -66,18 +73,28 @@ def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
   return muzero_action_selection(rng_key, graph, node_index, 0, **kwargs)
 
 
-def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform,
-                          solver: bool = False):
+def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform, solver: bool = False):
   """The (root, interior) pair of PUCT rules with these hyperparameters."""
-  interior = functools.partial(muzero_action_selection, pb_c_init=pb_c_init,
-                               pb_c_base=pb_c_base, qtransform=qtransform, solver=solver)
-  root = functools.partial(muzero_root_action_selection, pb_c_init=pb_c_init,
-                           pb_c_base=pb_c_base, qtransform=qtransform, solver=solver)
+  interior = functools.partial(
+    muzero_action_selection,
+    pb_c_init=pb_c_init,
+    pb_c_base=pb_c_base,
+    qtransform=qtransform,
+    solver=solver,
+  )
+  root = functools.partial(
+    muzero_root_action_selection,
+    pb_c_init=pb_c_init,
+    pb_c_base=pb_c_base,
+    qtransform=qtransform,
+    solver=solver,
+  )
   return root, interior
 
 
-def uct_action_selection(rng_key, graph: Graph, node_index, depth, *, c: float = 1.41,
-                         solver: bool = False):
+def uct_action_selection(
+  rng_key, graph: Graph, node_index, depth, *, c: float = 1.41, solver: bool = False
+):
   """UCB1 on edges (seed 003): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
 
   `w = (Q(n, a) + 1) / 2` is the win rate of a value in [-1, 1] for the player at n,
@@ -93,5 +110,7 @@ def uct_action_selection(rng_key, graph: Graph, node_index, depth, *, c: float =
   scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
   tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
   illegal = jax.nn.softmax(graph.children_prior_logits[node_index]) == 0
-  return masked_argmax(scores + tie_break * jnp.maximum(scores, 1.0),
-                       illegal | excluded_actions(graph, node_index, depth, solver))
+  return masked_argmax(
+    scores + tie_break * jnp.maximum(scores, 1.0),
+    illegal | excluded_actions(graph, node_index, depth, solver),
+  )

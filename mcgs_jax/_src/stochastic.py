@@ -21,37 +21,45 @@ expectation over its outcomes, as in mctx; the chance rule
 """
 
 import dataclasses
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import chance
-from mcgs_jax._src import hashing
+from mcgs_jax._src import chance, hashing, policies, qtransforms, runner, selection, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src import policies
-from mcgs_jax._src import qtransforms
-from mcgs_jax._src import runner
-from mcgs_jax._src import selection
-from mcgs_jax._src import types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.stochastic_types import (ChanceData, ChanceRecurrentFn,
-                                            DecisionRecurrentFn, StochasticGraph,
-                                            StochasticRecurrentState)
+from mcgs_jax._src.stochastic_types import (
+  ChanceData,
+  ChanceRecurrentFn,
+  DecisionRecurrentFn,
+  StochasticGraph,
+  StochasticRecurrentState,
+)
 
 CALLER = "stochastic_muzero_policy"
 
 
 def stochastic_muzero_policy(
-    params, rng_key, root: types.RootFnOutput,
-    decision_recurrent_fn: DecisionRecurrentFn, chance_recurrent_fn: ChanceRecurrentFn,
-    num_simulations: int, invalid_actions=None, max_depth: Optional[int] = None,
-    loop_fn=jax.lax.fori_loop, *,
-    qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
-    dirichlet_fraction: float = 0.25, dirichlet_alpha: float = 0.3,
-    pb_c_init: float = 1.25, pb_c_base: float = 19652.0, temperature: float = 1.0,
-    afterstate_hash_fn: Optional[types.HashFn] = None,
-    graph: Optional[Graph] = None, **graph_options) -> types.PolicyOutput:
+  params,
+  rng_key,
+  root: types.RootFnOutput,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
+  num_simulations: int,
+  invalid_actions=None,
+  max_depth: int | None = None,
+  loop_fn=jax.lax.fori_loop,
+  *,
+  qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
+  dirichlet_fraction: float = 0.25,
+  dirichlet_alpha: float = 0.3,
+  pb_c_init: float = 1.25,
+  pb_c_base: float = 19652.0,
+  temperature: float = 1.0,
+  afterstate_hash_fn: types.HashFn | None = None,
+  graph: Graph | None = None,
+  **graph_options,
+) -> types.PolicyOutput:
   """Stochastic MuZero search with chance nodes on a graph.
 
   Same arguments and defaults as `mctx.stochastic_muzero_policy`, plus the keys
@@ -104,82 +112,116 @@ def stochastic_muzero_policy(
   """
   options = options_lib.from_keywords(CALLER, graph_options)
   if options.solver:
-    raise ValueError(f"{CALLER}: solver=True is not supported with chance nodes (a "
-                     "chance node's value is an expectation over outcomes, which the "
-                     "MCTS-solver's proof rules do not compute); use solver=False")
-  for name, fn in (("decision_recurrent_fn", decision_recurrent_fn),
-                   ("chance_recurrent_fn", chance_recurrent_fn)):
+    raise ValueError(
+      f"{CALLER}: solver=True is not supported with chance nodes (a "
+      "chance node's value is an expectation over outcomes, which the "
+      "MCTS-solver's proof rules do not compute); use solver=False"
+    )
+  for name, fn in (
+    ("decision_recurrent_fn", decision_recurrent_fn),
+    ("chance_recurrent_fn", chance_recurrent_fn),
+  ):
     if not callable(fn):
       raise TypeError(f"{CALLER}: {name} must be callable, got {fn!r}")
   if afterstate_hash_fn is not None and not callable(afterstate_hash_fn):
-    raise TypeError(f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
-                    f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}")
+    raise TypeError(
+      f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
+      f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}"
+    )
   root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
   batch_size, num_actions = root.prior_logits.shape
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
 
   num_chance_outcomes, afterstate_template = _probe_functions(
-      params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn)
+    params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn
+  )
   width = max(num_actions, num_chance_outcomes)
 
   prior_probs = jax.nn.softmax(root.prior_logits, axis=-1)
-  noisy_logits = policies.probs_to_logits(policies.add_dirichlet_noise(
-      dirichlet_key, prior_probs, dirichlet_fraction=dirichlet_fraction,
-      dirichlet_alpha=dirichlet_alpha))
-  wide_invalid = jnp.pad(invalid_actions, ((0, 0), (0, width - num_actions)),
-                         constant_values=True)
+  noisy_logits = policies.probs_to_logits(
+    policies.add_dirichlet_noise(
+      dirichlet_key,
+      prior_probs,
+      dirichlet_fraction=dirichlet_fraction,
+      dirichlet_alpha=dirichlet_alpha,
+    )
+  )
+  wide_invalid = jnp.pad(invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True)
   root = types.RootFnOutput(
-      prior_logits=chance.pad_columns(noisy_logits, width), value=root.value,
-      embedding=StochasticRecurrentState(
-          state_embedding=root.embedding,
-          afterstate_embedding=jax.tree_util.tree_map(
-              lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), afterstate_template),
-          is_decision_node=jnp.ones((batch_size,), jnp.bool_)))
+    prior_logits=chance.pad_columns(noisy_logits, width),
+    value=root.value,
+    embedding=StochasticRecurrentState(
+      state_embedding=root.embedding,
+      afterstate_embedding=jax.tree_util.tree_map(
+        lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), afterstate_template
+      ),
+      is_decision_node=jnp.ones((batch_size,), jnp.bool_),
+    ),
+  )
 
   if options.transpositions:
-    options = dataclasses.replace(options, hash_fn=chance.make_key_fn(
-        options.hash_fn or hashing.hash_pytree, afterstate_hash_fn or hashing.hash_pytree))
+    options = dataclasses.replace(
+      options,
+      hash_fn=chance.make_key_fn(
+        options.hash_fn or hashing.hash_pytree, afterstate_hash_fn or hashing.hash_pytree
+      ),
+    )
   decision_rule = selection.make_muzero_selection(
-      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform)[1]
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
+  )[1]
   root_fn, interior_fn = chance.make_selection(
-      decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes)
+    decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes
+  )
   recurrent_fn = chance.make_recurrent_fn(
-      decision_recurrent_fn, chance_recurrent_fn, num_actions=num_actions,
-      num_chance_outcomes=num_chance_outcomes, afterstate_template=afterstate_template)
+    decision_recurrent_fn,
+    chance_recurrent_fn,
+    num_actions=num_actions,
+    num_chance_outcomes=num_chance_outcomes,
+    afterstate_template=afterstate_template,
+  )
 
   searched = runner.run_search(
-      params, search_key, root, recurrent_fn, num_simulations=num_simulations,
-      invalid_actions=wide_invalid, max_depth=max_depth, loop_fn=loop_fn,
-      options=options, root_action_selection_fn=root_fn,
-      interior_action_selection_fn=interior_fn,
-      extra_data=ChanceData(root_invalid_actions=invalid_actions),
-      graph=None if graph is None else _continuable(graph, width))
-  searched = StochasticGraph(**{field.name: getattr(searched, field.name)
-                                for field in dataclasses.fields(Graph)})
+    params,
+    search_key,
+    root,
+    recurrent_fn,
+    num_simulations=num_simulations,
+    invalid_actions=wide_invalid,
+    max_depth=max_depth,
+    loop_fn=loop_fn,
+    options=options,
+    root_action_selection_fn=root_fn,
+    interior_action_selection_fn=interior_fn,
+    extra_data=ChanceData(root_invalid_actions=invalid_actions),
+    graph=None if graph is None else _continuable(graph, width),
+  )
+  searched = StochasticGraph(
+    **{field.name: getattr(searched, field.name) for field in dataclasses.fields(Graph)}
+  )
   summary = searched.summary()
   action_weights = summary.visit_probs
-  action_logits = policies.apply_temperature(policies.probs_to_logits(action_weights),
-                                             temperature)
+  action_logits = policies.apply_temperature(policies.probs_to_logits(action_weights), temperature)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
   action = jnp.where(jnp.any(action_weights > 0, axis=-1), action, 0)
-  return types.PolicyOutput(action=action, action_weights=action_weights,
-                            search_graph=searched)
+  return types.PolicyOutput(action=action, action_weights=action_weights, search_graph=searched)
 
 
-def _probe_functions(params, rng_key, root: types.RootFnOutput, decision_recurrent_fn,
-                     chance_recurrent_fn):
+def _probe_functions(
+  params, rng_key, root: types.RootFnOutput, decision_recurrent_fn, chance_recurrent_fn
+):
   """Traces both functions once on the root's shapes (no computation, unlike mctx's
   dummy call) and checks what they return. Returns `(C, afterstate shapes)`."""
   batch_size, num_actions = root.prior_logits.shape
   zeros = jnp.zeros((batch_size,), jnp.int32)
-  decision_output, afterstate = jax.eval_shape(decision_recurrent_fn, params, rng_key,
-                                               zeros, root.embedding)
+  decision_output, afterstate = jax.eval_shape(
+    decision_recurrent_fn, params, rng_key, zeros, root.embedding
+  )
   num_chance_outcomes = chance.check_decision_output(decision_output, batch_size)
-  chance_output, state = jax.eval_shape(chance_recurrent_fn, params, rng_key, zeros,
-                                        afterstate)
+  chance_output, state = jax.eval_shape(chance_recurrent_fn, params, rng_key, zeros, afterstate)
   chance.check_chance_output(chance_output, batch_size, num_actions)
-  chance.check_same_structure("chance_recurrent_fn's state embedding", state,
-                              root.embedding, "root.embedding", batch_size)
+  chance.check_same_structure(
+    "chance_recurrent_fn's state embedding", state, root.embedding, "root.embedding", batch_size
+  )
   return num_chance_outcomes, afterstate
 
 
@@ -187,13 +229,13 @@ def _continuable(graph: Graph, width: int) -> Graph:
   """A graph to continue as the plain `Graph` the search takes; games whose root is
   a chance node (rerooted by an action only) are emptied, so they start afresh."""
   if graph.num_actions != width:
-    raise ValueError(f"graph has {graph.num_actions} columns; this search needs "
-                     f"max(A, C) = {width}")
+    raise ValueError(
+      f"graph has {graph.num_actions} columns; this search needs max(A, C) = {width}"
+    )
   if not isinstance(graph.embeddings, StochasticRecurrentState):
-    raise TypeError("graph must come from stochastic_muzero_policy (its embeddings "
-                    "are StochasticRecurrentState)")
+    raise TypeError(
+      "graph must come from stochastic_muzero_policy (its embeddings are StochasticRecurrentState)"
+    )
   decision_root = graph.embeddings.is_decision_node[:, ROOT_INDEX]
-  plain = Graph(**{field.name: getattr(graph, field.name)
-                   for field in dataclasses.fields(Graph)})
-  return plain.replace(num_nodes=jnp.where(decision_root, plain.num_nodes, 0),
-                       extra_data=None)
+  plain = Graph(**{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)})
+  return plain.replace(num_nodes=jnp.where(decision_root, plain.num_nodes, 0), extra_data=None)

@@ -8,7 +8,8 @@ A move splits in two: `decision_recurrent_fn` maps (state, action) to an
 the new tile lands). Decision nodes hold states, chance nodes hold afterstates.
 """
 
-from typing import Any, Callable, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import chex
 
@@ -30,9 +31,10 @@ class DecisionRecurrentFnOutput:
     hold it, and moves from different states that reach the same afterstate with
     different rewards still share one chance node.
   """
+
   chance_logits: chex.Array
   afterstate_value: chex.Array
-  reward: Optional[chex.Array] = None
+  reward: chex.Array | None = None
 
 
 @chex.dataclass(frozen=True)
@@ -45,6 +47,7 @@ class ChanceRecurrentFnOutput:
   discount: `[B]` float, multiplies the next state's value: 1 in a one-player
     game, -1 when the other player moves next, 0 when the next state is terminal.
   """
+
   action_logits: chex.Array
   value: chex.Array
   reward: chex.Array
@@ -61,6 +64,7 @@ class StochasticRecurrentState:
   is_decision_node: `[B]` bool, True for a decision node (a state), False for a
     chance node (an afterstate).
   """
+
   state_embedding: Any
   afterstate_embedding: Any
   is_decision_node: chex.Array
@@ -74,6 +78,7 @@ class ChanceData:
     decision actions (the graph's own field spans all `W` columns). Its width tells
     decision columns (`[0, A)`) from the rest.
   """
+
   root_invalid_actions: chex.Array
 
 
@@ -100,13 +105,19 @@ class StochasticGraph(Graph):
     actions = self.num_decision_actions
     # The root is a decision node: its columns past A are never visited, so the
     # visit probabilities over A columns sum to what they summed to over W.
-    return full.replace(visit_counts=full.visit_counts[:, :actions],
-                        visit_probs=full.visit_probs[:, :actions],
-                        qvalues=full.qvalues[:, :actions])
+    return full.replace(
+      visit_counts=full.visit_counts[:, :actions],
+      visit_probs=full.visit_probs[:, :actions],
+      qvalues=full.qvalues[:, :actions],
+    )
 
 
 # What the two functions look like, as mctx's DecisionRecurrentFn / ChanceRecurrentFn.
-DecisionRecurrentFn = Callable[[types.Params, chex.PRNGKey, chex.Array, types.Embedding],
-                               Tuple[DecisionRecurrentFnOutput, types.Embedding]]
-ChanceRecurrentFn = Callable[[types.Params, chex.PRNGKey, chex.Array, types.Embedding],
-                             Tuple[ChanceRecurrentFnOutput, types.Embedding]]
+DecisionRecurrentFn = Callable[
+  [types.Params, chex.PRNGKey, chex.Array, types.Embedding],
+  tuple[DecisionRecurrentFnOutput, types.Embedding],
+]
+ChanceRecurrentFn = Callable[
+  [types.Params, chex.PRNGKey, chex.Array, types.Embedding],
+  tuple[ChanceRecurrentFnOutput, types.Embedding],
+]

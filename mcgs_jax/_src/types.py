@@ -21,6 +21,7 @@ class RootFnOutput:
   value: `[B]` float, value of the root state for the player to move.
   embedding: pytree of `[B, ...]` arrays, the state handed to `recurrent_fn`.
   """
+
   prior_logits: chex.Array
   value: chex.Array
   embedding: Embedding
@@ -37,6 +38,7 @@ class RecurrentFnOutput:
   prior_logits: `[B, A]` float, policy logits at the next state.
   value: `[B]` float, value of the next state for its player to move.
   """
+
   reward: chex.Array
   discount: chex.Array
   prior_logits: chex.Array
@@ -45,14 +47,14 @@ class RecurrentFnOutput:
 
 # The callables a search takes, named as in mctx. Selection rules and q-transforms
 # see one game's graph (unbatched, under `jax.vmap`).
-RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
-                       tuple[RecurrentFnOutput, Embedding]]
+RecurrentFn = Callable[
+  [Params, chex.PRNGKey, chex.Array, Embedding], tuple[RecurrentFnOutput, Embedding]
+]
 HashFn = Callable[[Embedding], chex.Array]
 RootActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array], chex.Array]
-InteriorActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array, chex.Array],
-                                     chex.Array]
+InteriorActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array, chex.Array], chex.Array]
 QTransform = Callable[..., chex.Array]  # (graph, node_index, **hyperparameters) -> [A]
-LoopFn = Callable[..., Any]             # jax.lax.fori_loop's signature
+LoopFn = Callable[..., Any]  # jax.lax.fori_loop's signature
 
 
 @chex.dataclass(frozen=True)
@@ -66,6 +68,7 @@ class SearchSummary:
   qvalues: `[B, A]` float, `r(root, a) + discount(root, a) * Q(child)`; 0 for an
     unexpanded action.
   """
+
   visit_counts: chex.Array
   visit_probs: chex.Array
   value: chex.Array
@@ -82,6 +85,7 @@ class PolicyOutput:
   search_graph: the `Graph` the search built; `search_tree` is an alias of it so that
     code written for mctx keeps working.
   """
+
   action: chex.Array
   action_weights: chex.Array
   search_graph: "Graph"

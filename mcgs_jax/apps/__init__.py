@@ -8,9 +8,9 @@ modules themselves (`arena`, `train`, `viz`, `benchmark`, `cli`) import as usual
 import importlib
 
 _EXPORTS = {
-    "Agent": "mcgs_jax.apps.arena",
-    "MatchResult": "mcgs_jax.apps.arena",
-    "play_match": "mcgs_jax.apps.arena",
+  "Agent": "mcgs_jax.apps.arena",
+  "MatchResult": "mcgs_jax.apps.arena",
+  "play_match": "mcgs_jax.apps.arena",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -82,6 +82,7 @@ class Agent:
       graph's `capacity_overflows`, never corrupts it).
     name: a label for reports; `describe()` is used when empty.
   """
+
   policy: str = "uct"
   evaluator: str = "rollout"
   num_simulations: int = 512
@@ -105,15 +106,19 @@ class Agent:
     if self.capacity is not None and int(self.capacity) < 2:
       raise ValueError(f"capacity must be at least 2, got {self.capacity}")
     if self.num_simulations % self.num_parallel:
-      raise ValueError(f"num_simulations ({self.num_simulations}) must be a multiple of "
-                       f"num_parallel ({self.num_parallel})")
+      raise ValueError(
+        f"num_simulations ({self.num_simulations}) must be a multiple of "
+        f"num_parallel ({self.num_parallel})"
+      )
 
   def describe(self) -> str:
     """`name`, or e.g. `"muzero/rollout/64 graph"`."""
     if self.name:
       return self.name
-    text = (f"{self.policy}/{self.evaluator}/{self.num_simulations} "
-            f"{'graph' if self.transpositions else 'tree'}")
+    text = (
+      f"{self.policy}/{self.evaluator}/{self.num_simulations} "
+      f"{'graph' if self.transpositions else 'tree'}"
+    )
     if self.solver:
       text += " solver"
     if self.reuse:
@@ -145,7 +150,10 @@ class MatchResult:
     openings: `[games, opening_moves]` int, the random opening of each game.
     seconds: wall-clock time of the match, compilation included.
     num_devices: devices the games were spread over.
+    first_ply_seconds: wall-clock time of the first ply, which includes compiling
+      the match step when this configuration was not compiled before in the process.
   """
+
   wins: int
   draws: int
   losses: int
@@ -162,11 +170,13 @@ class MatchResult:
   openings: np.ndarray
   seconds: float
   num_devices: int
+  first_ply_seconds: float = 0.0
 
   def to_dict(self) -> dict[str, Any]:
     """A JSON-ready dict: arrays and tuples as lists, `nan` as None."""
-    return {field.name: _json_ready(getattr(self, field.name))
-            for field in dataclasses.fields(self)}
+    return {
+      field.name: _json_ready(getattr(self, field.name)) for field in dataclasses.fields(self)
+    }
 
 
 def _json_ready(value):
@@ -196,8 +206,9 @@ def elo_from_score(score: float) -> float:
   return -400.0 * math.log10(1.0 / score - 1.0)
 
 
-def elo_interval(points: np.ndarray) -> tuple[float, float, tuple[float, float],
-                                               tuple[float, float]]:
+def elo_interval(
+  points: np.ndarray,
+) -> tuple[float, float, tuple[float, float], tuple[float, float]]:
   """Score, Elo and their 95% intervals from per-game points (1, 0.5 or 0).
 
   The interval is the normal approximation on the mean score, `score +- 1.96
@@ -239,9 +250,9 @@ def _game_from_spec(spec: str) -> adapter.Game:
 
 def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   """`game` with the agent's evaluator."""
-  evaluator = registry.make_evaluator(agent.evaluator, game.env,
-                                      num_rollouts=agent.num_rollouts,
-                                      apply_fn=agent.apply_fn)
+  evaluator = registry.make_evaluator(
+    agent.evaluator, game.env, num_rollouts=agent.num_rollouts, apply_fn=agent.apply_fn
+  )
   return dataclasses.replace(game, evaluator=evaluator)
 
 
@@ -253,23 +264,40 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   graph) and the search continues it; otherwise it is None and returned as None.
   """
   game = _agent_game(game, agent)
-  capacity = agent.capacity or (4 * agent.num_simulations + 1 if agent.reuse
-                                else agent.num_simulations + 1)
+  capacity = agent.capacity or (
+    4 * agent.num_simulations + 1 if agent.reuse else agent.num_simulations + 1
+  )
   # No root noise, most visited move: play, not explore.
   policy = registry.playing_policy(
-      agent.policy, hash_fn=game.hash_fn, transpositions=agent.transpositions,
-      solver=agent.solver, num_parallel=agent.num_parallel, capacity=capacity)
+    agent.policy,
+    hash_fn=game.hash_fn,
+    transpositions=agent.transpositions,
+    solver=agent.solver,
+    num_parallel=agent.num_parallel,
+    capacity=capacity,
+  )
 
   def search(params, key, state, graph):
     root_key, search_key = jax.random.split(key)
     finished = evaluators.is_finished(state)
     invalid = game.invalid_actions(state) | finished[:, None]
     root = game.root(params, root_key, state)
-    out = policy(params, search_key, root, game.recurrent_fn, agent.num_simulations,
-                 invalid_actions=invalid, graph=graph)
+    out = policy(
+      params,
+      search_key,
+      root,
+      game.recurrent_fn,
+      agent.num_simulations,
+      invalid_actions=invalid,
+      graph=graph,
+    )
     searched = out.search_graph
-    return (out.action, searched.num_nodes, searched.transposition_hits,
-            searched if agent.reuse else None)
+    return (
+      out.action,
+      searched.num_nodes,
+      searched.transposition_hits,
+      searched if agent.reuse else None,
+    )
 
   return search
 
@@ -278,8 +306,7 @@ def _initial_graph(search: Callable, params, state, agent: Agent):
   """An all-empty graph of the shapes `search` produces (None without reuse)."""
   if not agent.reuse:
     return None
-  shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3],
-                          params, state)
+  shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3], params, state)
   return mg.empty_like(shapes)
 
 
@@ -293,8 +320,9 @@ def _tree_where(mask, new, old):
 
 
 @functools.lru_cache(maxsize=16)
-def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
-               opening_moves: int) -> tuple[Callable, Callable, Callable]:
+def _make_step(
+  game: adapter.Game, agent_a: Agent, agent_b: Agent, opening_moves: int
+) -> tuple[Callable, Callable, Callable]:
   """The jitted per-ply step of a match (cached per configuration).
 
   `step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs)`
@@ -313,14 +341,17 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
     action_a, nodes_a, hits_a, graph_a = search_a(params_a, key_a, state, graphs[0])
     action_b, nodes_b, hits_b, graph_b = search_b(params_b, key_b, state, graphs[1])
     action = jnp.where(a_to_move, action_a, action_b)
-    return (action, jnp.where(a_to_move, nodes_a, nodes_b),
-            jnp.where(a_to_move, hits_a, hits_b), (graph_a, graph_b))
+    return (
+      action,
+      jnp.where(a_to_move, nodes_a, nodes_b),
+      jnp.where(a_to_move, hits_a, hits_b),
+      (graph_a, graph_b),
+    )
 
   def random_actions(state, opening_actions, ply, graphs):
     del state
     column = jnp.minimum(ply, opening_actions.shape[1] - 1)
-    action = jax.lax.dynamic_index_in_dim(opening_actions, column, axis=1,
-                                          keepdims=False)
+    action = jax.lax.dynamic_index_in_dim(opening_actions, column, axis=1, keepdims=False)
     zeros = jnp.zeros(action.shape, jnp.int32)
     return action, zeros, zeros, graphs
 
@@ -331,18 +362,19 @@ def _make_step(game: adapter.Game, agent_a: Agent, agent_b: Agent,
     in_opening = ply < opening_moves
     if opening_moves > 0:
       action, nodes, hits, searched_graphs = jax.lax.cond(
-          in_opening,
-          lambda: random_actions(state, opening_actions, ply, graphs),
-          lambda: searched_actions(params_a, params_b, key, state, a_to_move, graphs))
+        in_opening,
+        lambda: random_actions(state, opening_actions, ply, graphs),
+        lambda: searched_actions(params_a, params_b, key, state, a_to_move, graphs),
+      )
     else:
       action, nodes, hits, searched_graphs = searched_actions(
-          params_a, params_b, key, state, a_to_move, graphs)
+        params_a, params_b, key, state, a_to_move, graphs
+      )
     action = jnp.where(finished, 0, action).astype(jnp.int32)
     new_state = _tree_where(finished, state, game.step(state, action))
     searched = ~finished & ~in_opening
     # Rerooting an empty graph (opening plies) gives an empty graph again.
-    graphs = tuple(None if graph is None else mg.reroot(graph, action)
-                   for graph in searched_graphs)
+    graphs = tuple(None if graph is None else mg.reroot(graph, action) for graph in searched_graphs)
     return new_state, action, a_to_move, searched, nodes, hits, graphs
 
   return step, search_a, search_b
@@ -367,8 +399,8 @@ def _fetch(arrays):
   (untested), else copied from the local devices."""
   if jax.process_count() > 1:
     from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
-    return jax.tree_util.tree_map(np.asarray,
-                                  multihost_utils.process_allgather(arrays, tiled=True))
+
+    return jax.tree_util.tree_map(np.asarray, multihost_utils.process_allgather(arrays, tiled=True))
   return jax.device_get(arrays)
 
 
@@ -380,8 +412,7 @@ def _batched_env_step(env):
   return jax.jit(jax.vmap(env.step))
 
 
-def draw_openings(game: adapter.Game, states, opening_moves: int,
-                  seed: int) -> np.ndarray:
+def draw_openings(game: adapter.Game, states, opening_moves: int, seed: int) -> np.ndarray:
   """`[N, max(opening_moves, 1)]` int: a random opening for each of the `N` initial
   `states` (batched), each of `opening_moves` uniformly random legal plies.
 
@@ -427,8 +458,9 @@ def draw_openings(game: adapter.Game, states, opening_moves: int,
     redraw[index] = False
   if redraw.any():
     raise ValueError(
-        f"openings of {opening_moves} random plies end the game before any search "
-        f"(no game left to play); use fewer opening plies")
+      f"openings of {opening_moves} random plies end the game before any search "
+      f"(no game left to play); use fewer opening plies"
+    )
   return openings
 
 
@@ -444,10 +476,18 @@ def _max_game_length(game: adapter.Game) -> int | None:
   return None
 
 
-def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
-               agent_b: Agent, *, num_games: int, seed: int = 0, params_a=None,
-               params_b=None, opening_moves: int = 0,
-               progress: bool = False) -> MatchResult:
+def play_match(
+  game_spec_or_game: str | adapter.Game,
+  agent_a: Agent,
+  agent_b: Agent,
+  *,
+  num_games: int,
+  seed: int = 0,
+  params_a=None,
+  params_b=None,
+  opening_moves: int = 0,
+  progress: bool = False,
+) -> MatchResult:
   """Plays `num_games` games between `agent_a` and `agent_b`; see the module doc.
 
   Args:
@@ -491,29 +531,38 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
   # Game i and game i + N/2 share their initial state and opening keys.
   pair_init_keys = jax.random.split(init_key, half)
   state = jax.vmap(game.env.init)(jnp.concatenate([pair_init_keys, pair_init_keys]))
-  pair_openings = draw_openings(game, jax.vmap(game.env.init)(pair_init_keys),
-                                opening_moves,
-                                int(jax.random.randint(opening_key, (), 0, 2**31 - 1)))
-  opening_actions = jnp.asarray(np.concatenate([pair_openings, pair_openings]).reshape(
-      num_games, max(opening_moves, 1)), jnp.int32)
+  pair_openings = draw_openings(
+    game,
+    jax.vmap(game.env.init)(pair_init_keys),
+    opening_moves,
+    int(jax.random.randint(opening_key, (), 0, 2**31 - 1)),
+  )
+  opening_actions = jnp.asarray(
+    np.concatenate([pair_openings, pair_openings]).reshape(num_games, max(opening_moves, 1)),
+    jnp.int32,
+  )
   a_first = np.arange(num_games) < half
   first_player = np.asarray(state.current_player)
   a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
 
-  graphs = (_initial_graph(search_a, params_a, state, agent_a),
-            _initial_graph(search_b, params_b, state, agent_b))
+  graphs = (
+    _initial_graph(search_a, params_a, state, agent_a),
+    _initial_graph(search_b, params_b, state, agent_b),
+  )
   sharding = _mesh_sharding(num_games)
   if sharding is not None:
     state, a_player, opening_actions, graphs = jax.device_put(
-        (state, a_player, opening_actions, graphs), sharding)
+      (state, a_player, opening_actions, graphs), sharding
+    )
 
   outcomes = np.zeros(num_games, np.float64)
   lengths = np.zeros(num_games, np.int64)
   openings = np.zeros((num_games, opening_moves), np.int64)
   totals: dict[str, dict[str, Any]] = {
-      side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []}
-      for side in ("a", "b")}
+    side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []} for side in ("a", "b")
+  }
   bar = None
+  first_ply_seconds = 0.0
   limit = _max_game_length(game)
   try:
     finished = np.asarray(_fetch(evaluators.is_finished(state)))
@@ -521,16 +570,29 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
     while not finished.all():
       if ply >= _MAX_PLIES:
         raise RuntimeError(f"games still running after {_MAX_PLIES} plies")
-      if progress and ply == 0:
-        print(f"compiling the match step ({agent_a.describe()} vs "
-              f"{agent_b.describe()}) ...", file=sys.stderr, flush=True)
+      if ply == 0:
+        if progress:
+          print(
+            f"compiling the match step ({agent_a.describe()} vs {agent_b.describe()}) ...",
+            file=sys.stderr,
+            flush=True,
+          )
         compile_started = time.perf_counter()
       key = jax.random.fold_in(search_key, ply)
       state, action, a_moved, searched, nodes, hits, graphs = step(
-          params_a, params_b, key, jnp.int32(ply), state, a_player, opening_actions, graphs)
-      action, a_moved, searched, nodes, hits, now_finished, rewards = _fetch((
-          action, a_moved, searched, nodes, hits, evaluators.is_finished(state),
-          evaluators.rewards_of(state, a_player)))
+        params_a, params_b, key, jnp.int32(ply), state, a_player, opening_actions, graphs
+      )
+      action, a_moved, searched, nodes, hits, now_finished, rewards = _fetch(
+        (
+          action,
+          a_moved,
+          searched,
+          nodes,
+          hits,
+          evaluators.is_finished(state),
+          evaluators.rewards_of(state, a_player),
+        )
+      )
       active = ~finished
       outcomes += np.where(active, rewards, 0.0)
       lengths += active
@@ -541,18 +603,22 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
         totals[side]["searches"] += count
         totals[side]["nodes"] += float(nodes[mask].sum())
         totals[side]["hits"] += float(hits[mask].sum())
-        totals[side]["nodes_per_ply"].append(
-            float(nodes[mask].mean()) if count else float("nan"))
+        totals[side]["nodes_per_ply"].append(float(nodes[mask].mean()) if count else float("nan"))
       finished = np.asarray(now_finished)
       ply += 1
+      if ply == 1:
+        first_ply_seconds = time.perf_counter() - compile_started
       if progress and ply == 1:
-        print(f"compiled and played the first ply in "
-              f"{time.perf_counter() - compile_started:.1f} s; now one ply at a time "
-              f"for all {num_games} games" + (f" (at most {limit} plies)" if limit else ""),
-              file=sys.stderr, flush=True)
+        print(
+          f"compiled and played the first ply in "
+          f"{first_ply_seconds:.1f} s; now one ply at a time "
+          f"for all {num_games} games" + (f" (at most {limit} plies)" if limit else ""),
+          file=sys.stderr,
+          flush=True,
+        )
         from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
-        bar = tqdm(total=limit, initial=1, unit="ply", file=sys.stderr, leave=False,
-                   desc="plies")
+
+        bar = tqdm(total=limit, initial=1, unit="ply", file=sys.stderr, leave=False, desc="plies")
       elif bar is not None:
         bar.update(1)
       if bar is not None:
@@ -570,15 +636,28 @@ def play_match(game_spec_or_game: str | adapter.Game, agent_a: Agent,
   for side, agent in (("a", agent_a), ("b", agent_b)):
     searches = totals[side]["searches"]
     agents[side] = {
-        "name": agent.describe(),
-        "searches": searches,
-        "mean_nodes": totals[side]["nodes"] / searches if searches else 0.0,
-        "mean_transposition_hits": totals[side]["hits"] / searches if searches else 0.0,
-        "nodes_per_ply": totals[side]["nodes_per_ply"],
+      "name": agent.describe(),
+      "searches": searches,
+      "mean_nodes": totals[side]["nodes"] / searches if searches else 0.0,
+      "mean_transposition_hits": totals[side]["hits"] / searches if searches else 0.0,
+      "nodes_per_ply": totals[side]["nodes_per_ply"],
     }
   return MatchResult(
-      wins=wins, draws=draws, losses=losses, score=score, elo=elo, elo_ci95=elo_ci,
-      score_ci95=score_ci, games=num_games, mean_game_length=float(lengths.mean()),
-      agents=agents, outcomes=outcomes, a_first=a_first, game_lengths=lengths,
-      openings=openings, seconds=time.perf_counter() - started,
-      num_devices=1 if sharding is None else len(jax.devices()))
+    wins=wins,
+    draws=draws,
+    losses=losses,
+    score=score,
+    elo=elo,
+    elo_ci95=elo_ci,
+    score_ci95=score_ci,
+    games=num_games,
+    mean_game_length=float(lengths.mean()),
+    agents=agents,
+    outcomes=outcomes,
+    a_first=a_first,
+    game_lengths=lengths,
+    openings=openings,
+    seconds=time.perf_counter() - started,
+    num_devices=1 if sharding is None else len(jax.devices()),
+    first_ply_seconds=first_ply_seconds,
+  )

@@ -16,7 +16,17 @@ a change of load on a shared machine hits all of them alike; the median of
     one simulation against capacity alone, depth fixed (tree and graph mode);
   * probe window (`--probe-windows`, graph mode at `--probe-batch-size` and
     `--probe-simulations`): time, transposition hits and dropped inserts per
-    window size, as an A/B.
+    window size, as an A/B;
+  * memory (`--memory GAMES`): bytes per node and per game of a graph search of
+    each game, stored observation or not (`make_game(store_observation=...)`), from
+    the compiled program's own memory analysis, and the largest B x capacity that
+    fits in `--memory-budget-gb`.
+
+Every timed row of ours also says how far the playouts went: `edge_steps` (mean edges
+counted per playout, `sum N(n, a) / (B S)`), `deepest` (mean over games of the
+deepest node's distance from the root) and `ns_per_edge_step` (run time per counted
+edge step, all games together), so that cost growth from longer paths is told
+apart from cost growth per step.
 
 `--markdown FILE` writes the tables as in benchmarks/RESULTS.md (ratios first).
 Needs the `bench` extra (mctx, pgx, flax).
@@ -30,6 +40,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +53,7 @@ def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   """`batch_size` positions after 0..`max_opening_moves` random legal moves (a game
   that would end stays at the position before its last move)."""
   from mcgs_jax.games.evaluators import random_legal_actions  # pylint: disable=import-outside-toplevel
+
   init_key, moves_key, length_key = jax.random.split(rng_key, 3)
   state = game.init(init_key, batch_size)
   lengths = jax.random.randint(length_key, (batch_size,), 0, max_opening_moves + 1)
@@ -49,13 +61,14 @@ def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   def play(step, carry):
     state, key = carry
     key, move_key = jax.random.split(key)
-    action = random_legal_actions(jax.random.split(move_key, batch_size),
-                                  state.legal_action_mask)
+    action = random_legal_actions(jax.random.split(move_key, batch_size), state.legal_action_mask)
     moved = game.step(state, action)
     keep = (step < lengths) & ~moved.terminated
     state = jax.tree_util.tree_map(
-        lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
-        moved, state)
+      lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
+      moved,
+      state,
+    )
     return state, key
 
   state, _ = jax.lax.fori_loop(0, max_opening_moves, play, (state, moves_key))
@@ -74,9 +87,16 @@ def make_policy(game, impl: str, num_simulations: int, **graph_options) -> Calla
 
     def theirs(params, key, state):
       root = game.root(params, key, state)
-      return mctx.muzero_policy(params, key, mctx.RootFnOutput(
-          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
-          game.recurrent_fn, num_simulations, invalid_actions=game.invalid_actions(state))
+      return mctx.muzero_policy(
+        params,
+        key,
+        mctx.RootFnOutput(
+          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+        ),
+        game.recurrent_fn,
+        num_simulations,
+        invalid_actions=game.invalid_actions(state),
+      )
 
     return jax.jit(theirs)
   if impl not in ("tree", "graph"):
@@ -85,10 +105,17 @@ def make_policy(game, impl: str, num_simulations: int, **graph_options) -> Calla
 
   def ours(params, key, state):
     root = game.root(params, key, state)
-    return POLICIES["muzero"](params, key, root, game.recurrent_fn, num_simulations,
-                              invalid_actions=game.invalid_actions(state),
-                              hash_fn=game.hash_fn, transpositions=impl == "graph",
-                              **graph_options)
+    return POLICIES["muzero"](
+      params,
+      key,
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      transpositions=impl == "graph",
+      **graph_options,
+    )
 
   return jax.jit(ours)
 
@@ -134,24 +161,71 @@ def time_group(policies: dict, params, key, state, repeats: int) -> dict:
       start = time.perf_counter()
       outputs[name] = jax.block_until_ready(compiled[name](params, run_key, state))
       runs[name].append(time.perf_counter() - start)
-  return {name: (compile_seconds[name], statistics.median(runs[name]), outputs[name])
-          for name in policies}
+  return {
+    name: (compile_seconds[name], statistics.median(runs[name]), outputs[name]) for name in policies
+  }
+
+
+def deepest_nodes(children_index) -> np.ndarray:
+  """`[B]`: per game, the largest distance (in edges, along shortest paths) from the
+  root to a node reachable through `children_index` `[B, N, A]`."""
+  children_index = np.asarray(children_index)
+  result = np.zeros(children_index.shape[0], np.int64)
+  for game, children in enumerate(children_index):
+    seen = np.zeros(children.shape[0], bool)
+    seen[0] = True
+    frontier, depth = np.array([0]), 0
+    while True:
+      nodes = np.unique(children[frontier].ravel())
+      nodes = nodes[nodes >= 0]
+      nodes = nodes[~seen[nodes]]
+      if not nodes.size:
+        break
+      seen[nodes] = True
+      frontier, depth = nodes, depth + 1
+    result[game] = depth
+  return result
+
+
+def path_statistics(output, run_seconds: float) -> dict:
+  """How far the playouts of one search went (see the module doc)."""
+  graph = output.search_graph
+  steps = float(np.sum(np.asarray(graph.edge_visits), dtype=np.int64))
+  playouts = float(np.sum(np.asarray(graph.playouts_started), dtype=np.int64))
+  return dict(
+    edge_steps=round(steps / max(playouts, 1), 2),
+    deepest=round(float(np.mean(deepest_nodes(graph.children_index))), 1),
+    ns_per_edge_step=round(run_seconds * 1e9 / max(steps, 1), 1),
+  )
 
 
 def _graph_counters(output) -> dict:
   graph = output.search_graph
-  return dict(mean_nodes=round(float(np.mean(graph.num_nodes)), 1),
-              mean_transposition_hits=round(float(np.mean(graph.transposition_hits)), 2),
-              mean_dropped_inserts=round(float(np.mean(graph.dropped_inserts)), 3),
-              mean_capacity_overflows=round(float(np.mean(graph.capacity_overflows)), 3))
+  return dict(
+    mean_nodes=round(float(np.mean(graph.num_nodes)), 1),
+    mean_transposition_hits=round(float(np.mean(graph.transposition_hits)), 2),
+    mean_dropped_inserts=round(float(np.mean(graph.dropped_inserts)), 3),
+    mean_capacity_overflows=round(float(np.mean(graph.capacity_overflows)), 3),
+  )
 
 
-def run(*, game_id: str = "connect_four", batch_sizes=(1024,), simulations=(64,),
-        scaling_batch_size: int = 64, scaling_simulations=(64, 1024),
-        capacities: Sequence[int] = (), capacity_simulations: int = 64,
-        capacity_batch_size: int = 64, probe_windows: Sequence[int] = (),
-        probe_batch_size: int = 1024, probe_simulations: int = 64, repeats: int = 3,
-        seed: int = 0, progress=print):
+def run(
+  *,
+  game_id: str = "connect_four",
+  batch_sizes=(1024,),
+  simulations=(64,),
+  scaling_batch_size: int = 64,
+  scaling_simulations=(64, 1024),
+  capacities: Sequence[int] = (),
+  capacity_simulations: int = 64,
+  capacity_batch_size: int = 64,
+  probe_windows: Sequence[int] = (),
+  probe_batch_size: int = 1024,
+  probe_simulations: int = 64,
+  repeats: int = 3,
+  seed: int = 0,
+  progress=print,
+):
   """Measures every part (see the module doc); returns a list of result rows.
 
   Each row has `kind` (`throughput`, `scaling`, `capacity` or `probe_window`),
@@ -190,13 +264,21 @@ def run(*, game_id: str = "connect_four", batch_sizes=(1024,), simulations=(64,)
     group = []
     for label, (impl, num_simulations, capacity, probe_window) in configs.items():
       compile_seconds, seconds, output = timings[label]
-      row = dict(kind=kind, impl=impl, batch_size=batch_size,
-                 num_simulations=num_simulations,
-                 capacity=capacity if capacity is not None else (
-                     None if impl == "mctx" else num_simulations + 1),
-                 probe_window=probe_window, compile_s=round(compile_seconds, 2),
-                 run_s=round(seconds, 4),
-                 sims_per_s=round(batch_size * num_simulations / seconds, 1))
+      row = dict(
+        kind=kind,
+        impl=impl,
+        batch_size=batch_size,
+        num_simulations=num_simulations,
+        capacity=capacity
+        if capacity is not None
+        else (None if impl == "mctx" else num_simulations + 1),
+        probe_window=probe_window,
+        compile_s=round(compile_seconds, 2),
+        run_s=round(seconds, 4),
+        sims_per_s=round(batch_size * num_simulations / seconds, 1),
+      )
+      if impl != "mctx":
+        row.update(path_statistics(output, seconds))
       if impl == "graph":
         row.update(_graph_counters(output))
       group.append(row)
@@ -209,39 +291,106 @@ def run(*, game_id: str = "connect_four", batch_sizes=(1024,), simulations=(64,)
 
   for batch_size in batch_sizes:
     for num_simulations in simulations:
-      group = record("throughput", {impl: (impl, num_simulations, None, None)
-                                    for impl in IMPLEMENTATIONS}, batch_size)
+      group = record(
+        "throughput",
+        {impl: (impl, num_simulations, None, None) for impl in IMPLEMENTATIONS},
+        batch_size,
+      )
       mctx_seconds = group[0]["run_s"]
       for row in group:
         row["speedup_vs_mctx"] = round(mctx_seconds / row["run_s"], 2)
       finish(group)
   if scaling_simulations:
-    group = record("scaling", {(impl, s): (impl, s, None, None)
-                               for s in scaling_simulations for impl in IMPLEMENTATIONS},
-                   scaling_batch_size)
+    group = record(
+      "scaling",
+      {(impl, s): (impl, s, None, None) for s in scaling_simulations for impl in IMPLEMENTATIONS},
+      scaling_batch_size,
+    )
     for row in group:
-      mctx_row = next(r for r in group if r["impl"] == "mctx"
-                      and r["num_simulations"] == row["num_simulations"])
+      mctx_row = next(
+        r for r in group if r["impl"] == "mctx" and r["num_simulations"] == row["num_simulations"]
+      )
       row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
     finish(group)
   if capacities:
     for capacity in capacities:
       if capacity < capacity_simulations + 1:
         raise ValueError(f"capacity {capacity} is below S + 1 = {capacity_simulations + 1}")
-    group = record("capacity", {(impl, c): (impl, capacity_simulations, c, None)
-                                for c in capacities for impl in ("tree", "graph")},
-                   capacity_batch_size)
+    group = record(
+      "capacity",
+      {
+        (impl, c): (impl, capacity_simulations, c, None)
+        for c in capacities
+        for impl in ("tree", "graph")
+      },
+      capacity_batch_size,
+    )
     for row in group:
-      smallest = min((r for r in group if r["impl"] == row["impl"]),
-                     key=lambda r: r["capacity"])
+      smallest = min((r for r in group if r["impl"] == row["impl"]), key=lambda r: r["capacity"])
       row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
     finish(group)
   if probe_windows:
-    group = record("probe_window", {w: ("graph", probe_simulations, None, w)
-                                    for w in probe_windows}, probe_batch_size)
+    group = record(
+      "probe_window",
+      {w: ("graph", probe_simulations, None, w) for w in probe_windows},
+      probe_batch_size,
+    )
     for row in group:
       row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
     finish(group)
+  return rows
+
+
+def memory_rows(
+  game_ids: Sequence[str],
+  *,
+  budget_bytes: float,
+  batch_size: int = 8,
+  capacities=(129, 513),
+  num_simulations: int = 16,
+  progress=print,
+):
+  """Memory of a graph-mode search per game, with and without stored observations.
+
+  For each game and `store_observation` in (True, False), compiles the search at
+  two capacities and reads the program's memory analysis (output, the graph, plus
+  temporaries; arguments aside): `bytes_per_node` is the growth per node of one game,
+  `bytes_per_game` what a game costs besides its nodes, `state_bytes` the stored
+  embedding of one node (part of `bytes_per_node`), and `max_nodes` the most
+  `B x capacity` whose graphs fit in `budget_bytes`.
+  """
+  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+
+  rows = []
+  low, high = capacities
+  for game_id in game_ids:
+    for store_observation in (True, False):
+      game = make_game(game_id, store_observation=store_observation)
+      state = game.init(jax.random.PRNGKey(0), batch_size)
+      totals = {}
+      for capacity in capacities:
+        policy: Any = make_policy(game, "graph", num_simulations, capacity=capacity)
+        analysis = policy.lower(None, jax.random.PRNGKey(0), state).compile().memory_analysis()
+        totals[capacity] = analysis.output_size_in_bytes + analysis.temp_size_in_bytes
+      per_node = (totals[high] - totals[low]) / (batch_size * (high - low))
+      per_game = totals[low] / batch_size - low * per_node
+      stored = jax.eval_shape(game.stored, game.init(jax.random.PRNGKey(0), 1))
+      state_bytes = sum(
+        leaf.size * leaf.dtype.itemsize for leaf in jax.tree_util.tree_leaves(stored)
+      )
+      row = dict(
+        kind="memory",
+        game=game_id,
+        store_observation=store_observation,
+        num_actions=game.num_actions,
+        bytes_per_node=round(per_node),
+        state_bytes=state_bytes,
+        bytes_per_game=round(per_game),
+        max_nodes=int(budget_bytes // per_node),
+        budget_gb=budget_bytes / 1e9,
+      )
+      rows.append(row)
+      progress(row)
   return rows
 
 
@@ -250,8 +399,11 @@ def scaling_table(rows, scaling_simulations):
   low, high = min(scaling_simulations), max(scaling_simulations)
   result = {}
   for name in IMPLEMENTATIONS:
-    per_sim = {r["num_simulations"]: r["run_s"] / r["num_simulations"] for r in rows
-               if r["kind"] == "scaling" and r["impl"] == name}
+    per_sim = {
+      r["num_simulations"]: r["run_s"] / r["num_simulations"]
+      for r in rows
+      if r["kind"] == "scaling" and r["impl"] == name
+    }
     if low in per_sim and high in per_sim:
       result[name] = round(per_sim[high] / per_sim[low], 2)
   return result
@@ -266,9 +418,13 @@ def environment() -> dict[str, str]:
     except (ImportError, AttributeError):
       versions[module] = "?"
   device = jax.devices()[0]
-  return dict(platform=device.platform, device=getattr(device, "device_kind", ""),
-              cpu=platform.processor() or platform.machine(),
-              cpu_count=str(os.cpu_count()), **versions)
+  return dict(
+    platform=device.platform,
+    device=getattr(device, "device_kind", ""),
+    cpu=platform.processor() or platform.machine(),
+    cpu_count=str(os.cpu_count()),
+    **versions,
+  )
 
 
 def markdown(rows, scaling, header: str) -> str:
@@ -276,87 +432,186 @@ def markdown(rows, scaling, header: str) -> str:
   lines = [header]
   throughput = [r for r in rows if r["kind"] == "throughput"]
   if throughput:
-    lines += ["", "| impl | B | S | compile s | run s | sims/s | speed vs mctx |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
-              f"{r['compile_s']} | {r['run_s']} | {r['sims_per_s']:.0f} | "
-              f"{r['speedup_vs_mctx']}x |" for r in throughput]
+    lines += [
+      "",
+      "| impl | B | S | compile s | run s | sims/s | speed vs mctx |",
+      "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+      f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
+      f"{r['compile_s']} | {r['run_s']} | {r['sims_per_s']:.0f} | "
+      f"{r['speedup_vs_mctx']}x |"
+      for r in throughput
+    ]
   scaling_rows = [r for r in rows if r["kind"] == "scaling"]
   if scaling_rows and scaling:
     sims = sorted({r["num_simulations"] for r in scaling_rows})
     low, high = sims[0], sims[-1]
     batch = scaling_rows[0]["batch_size"]
-    lines += ["", f"Per-simulation cost at S={high} relative to S={low} (B={batch}, "
-              "capacity S + 1):", "",
-              f"| impl | run s, S={low} | run s, S={high} | cost ratio |",
-              "|---|---|---|---|"]
+    lines += [
+      "",
+      f"Per-simulation cost at S={high} relative to S={low} (B={batch}, capacity S + 1):",
+      "",
+      f"| impl | run s, S={low} | run s, S={high} | cost ratio per simulation | "
+      "cost ratio per edge step |",
+      "|---|---|---|---|---|",
+    ]
     for name, ratio in scaling.items():
-      run_s = {r["num_simulations"]: r["run_s"] for r in scaling_rows if r["impl"] == name}
-      lines.append(f"| {name} | {run_s[low]} | {run_s[high]} | {ratio}x |")
+      by_s = {r["num_simulations"]: r for r in scaling_rows if r["impl"] == name}
+      per_step = (
+        "-"
+        if "ns_per_edge_step" not in by_s[low]
+        else f"{by_s[high]['ns_per_edge_step'] / by_s[low]['ns_per_edge_step']:.2f}x"
+      )
+      lines.append(
+        f"| {name} | {by_s[low]['run_s']} | {by_s[high]['run_s']} | {ratio}x | {per_step} |"
+      )
   capacity_rows = [r for r in rows if r["kind"] == "capacity"]
   if capacity_rows:
     first = capacity_rows[0]
     smallest = min(r["capacity"] for r in capacity_rows)
-    lines += ["", f"Capacity alone (S={first['num_simulations']} fixed, "
-              f"B={first['batch_size']}): per-simulation cost relative to capacity "
-              f"{smallest}:", "",
-              "| impl | capacity | run s | cost vs capacity "
-              f"{smallest} | nodes used (mean) |", "|---|---|---|---|---|"]
+    lines += [
+      "",
+      f"Capacity alone (S={first['num_simulations']} fixed, "
+      f"B={first['batch_size']}): per-simulation cost relative to capacity "
+      f"{smallest}:",
+      "",
+      f"| impl | capacity | run s | cost vs capacity {smallest} | nodes used (mean) |",
+      "|---|---|---|---|---|",
+    ]
     for impl in ("tree", "graph"):
-      for r in sorted((r for r in capacity_rows if r["impl"] == impl),
-                      key=lambda r: r["capacity"]):
+      for r in sorted((r for r in capacity_rows if r["impl"] == impl), key=lambda r: r["capacity"]):
         nodes = r.get("mean_nodes", "-")
-        lines.append(f"| {impl} | {r['capacity']} | {r['run_s']} | "
-                     f"{r['cost_vs_smallest']}x | {nodes} |")
+        lines.append(
+          f"| {impl} | {r['capacity']} | {r['run_s']} | {r['cost_vs_smallest']}x | {nodes} |"
+        )
+  path_rows = [r for r in rows if "edge_steps" in r]
+  if path_rows:
+    lines += [
+      "",
+      "How far the playouts went (ours; `edge steps`: mean edges counted per "
+      "playout; `deepest`: mean over games of the deepest node's depth):",
+      "",
+      "| part | impl | B | S | capacity | edge steps | deepest | ns per edge step |",
+      "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+      f"| {r['kind']} | {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
+      f"{r['capacity']} | {r['edge_steps']} | {r['deepest']} | "
+      f"{r['ns_per_edge_step']} |"
+      for r in path_rows
+    ]
+  memory = [r for r in rows if r["kind"] == "memory"]
+  if memory:
+    budget = memory[0]["budget_gb"]
+    lines += [
+      "",
+      "Memory of a graph-mode search (compiled program's output + temporaries; "
+      f"largest B x capacity within {budget:g} GB):",
+      "",
+      "| game | A | observation stored | bytes per node | of which state | "
+      "bytes per game | max B x capacity | capacity at B=1024 |",
+      "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+      f"| {r['game']} | {r['num_actions']} | {'yes' if r['store_observation'] else 'no'} | "
+      f"{r['bytes_per_node']} | {r['state_bytes']} | {r['bytes_per_game']} | "
+      f"{r['max_nodes'] / 1e6:.3g}M | {r['max_nodes'] // 1024} |"
+      for r in memory
+    ]
   probe_rows = [r for r in rows if r["kind"] == "probe_window"]
   if probe_rows:
     first = probe_rows[0]
-    lines += ["", f"Probe window A/B (graph mode, B={first['batch_size']}, "
-              f"S={first['num_simulations']}), time relative to window "
-              f"{first['probe_window']}:", "",
-              f"| probe window | run s | time vs window {first['probe_window']} | "
-              "transposition hits (mean) | dropped inserts (mean) |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {r['probe_window']} | {r['run_s']} | {r['time_vs_first']}x | "
-              f"{r['mean_transposition_hits']} | {r['mean_dropped_inserts']} |"
-              for r in probe_rows]
+    lines += [
+      "",
+      f"Probe window A/B (graph mode, B={first['batch_size']}, "
+      f"S={first['num_simulations']}), time relative to window "
+      f"{first['probe_window']}:",
+      "",
+      f"| probe window | run s | time vs window {first['probe_window']} | "
+      "transposition hits (mean) | dropped inserts (mean) |",
+      "|---|---|---|---|---|",
+    ]
+    lines += [
+      f"| {r['probe_window']} | {r['run_s']} | {r['time_vs_first']}x | "
+      f"{r['mean_transposition_hits']} | {r['mean_dropped_inserts']} |"
+      for r in probe_rows
+    ]
   return "\n".join(lines)
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(prog="mcgs-jax bench",
-                                   description=__doc__.split("\n", maxsplit=1)[0])
+  parser = argparse.ArgumentParser(
+    prog="mcgs-jax bench", description=__doc__.split("\n", maxsplit=1)[0]
+  )
   parser.add_argument("--game", default="connect_four")
-  parser.add_argument("--batch-sizes", default="1024",
-                      help="comma-separated batch sizes of the throughput part, or "
-                           "'none' to skip it (default 1024)")
+  parser.add_argument(
+    "--batch-sizes",
+    default="1024",
+    help="comma-separated batch sizes of the throughput part, or 'none' to skip it (default 1024)",
+  )
   parser.add_argument("--simulations", default="64", help="comma-separated S (default 64)")
   parser.add_argument("--scaling-batch-size", type=int, default=64)
-  parser.add_argument("--scaling-simulations", default="64,1024",
-                      help="comma-separated S of the S-scaling part, or 'none' "
-                           "(default 64,1024)")
-  parser.add_argument("--capacities", default="none",
-                      help="comma-separated graph capacities at fixed S, e.g. "
-                           "65,1025,4097: per-simulation cost against capacity "
-                           "(default: none)")
-  parser.add_argument("--capacity-simulations", type=int, default=64,
-                      help="S of the capacity part (default 64)")
-  parser.add_argument("--capacity-batch-size", type=int, default=64,
-                      help="B of the capacity part (default 64)")
-  parser.add_argument("--probe-windows", default="none",
-                      help="comma-separated probe windows to compare in graph mode, "
-                           "e.g. 8,16 (default: none)")
-  parser.add_argument("--probe-batch-size", type=int,
-                      help="B of the probe-window part (default: the first of "
-                           "--batch-sizes, else 1024)")
-  parser.add_argument("--probe-simulations", type=int,
-                      help="S of the probe-window part (default: the first of "
-                           "--simulations)")
-  parser.add_argument("--repeats", type=int, default=3,
-                      help="timed runs per configuration; the median is reported")
+  parser.add_argument(
+    "--scaling-simulations",
+    default="64,1024",
+    help="comma-separated S of the S-scaling part, or 'none' (default 64,1024)",
+  )
+  parser.add_argument(
+    "--capacities",
+    default="none",
+    help="comma-separated graph capacities at fixed S, e.g. "
+    "65,1025,4097: per-simulation cost against capacity "
+    "(default: none)",
+  )
+  parser.add_argument(
+    "--capacity-simulations", type=int, default=64, help="S of the capacity part (default 64)"
+  )
+  parser.add_argument(
+    "--capacity-batch-size", type=int, default=64, help="B of the capacity part (default 64)"
+  )
+  parser.add_argument(
+    "--probe-windows",
+    default="none",
+    help="comma-separated probe windows to compare in graph mode, e.g. 8,16 (default: none)",
+  )
+  parser.add_argument(
+    "--probe-batch-size",
+    type=int,
+    help="B of the probe-window part (default: the first of --batch-sizes, else 1024)",
+  )
+  parser.add_argument(
+    "--probe-simulations",
+    type=int,
+    help="S of the probe-window part (default: the first of --simulations)",
+  )
+  parser.add_argument(
+    "--memory",
+    default="none",
+    help="comma-separated games whose memory per node to report, e.g. "
+    "connect_four,chess (default: none)",
+  )
+  parser.add_argument(
+    "--memory-budget-gb",
+    type=float,
+    default=80.0,
+    help="device memory for the largest B x capacity (default 80)",
+  )
+  parser.add_argument(
+    "--one-core",
+    action="store_true",
+    help="pin this process to one CPU core before JAX starts (Linux): "
+    "XLA's CPU runtime then runs the search's small operations "
+    "one after another on that core instead of spreading them "
+    "over every core",
+  )
+  parser.add_argument(
+    "--repeats", type=int, default=3, help="timed runs per configuration; the median is reported"
+  )
   parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--quick", action="store_true",
-                      help="B=64, S=16, scaling S=16,128: a one-minute smoke run")
+  parser.add_argument(
+    "--quick", action="store_true", help="B=64, S=16, scaling S=16,128: a one-minute smoke run"
+  )
   parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
   parser.add_argument("--markdown", metavar="FILE", help="also write the tables here")
   args = parser.parse_args(argv)
@@ -381,29 +636,67 @@ def main(argv=None):
   if args.quick:
     batch_sizes, simulations, scaling_simulations, scaling_batch_size = (64,), (16,), (16, 128), 16
   if capacities and min(capacities) < args.capacity_simulations + 1:
-    parser.error(f"--capacities: each must be at least --capacity-simulations + 1 = "
-                 f"{args.capacity_simulations + 1}")
+    parser.error(
+      f"--capacities: each must be at least --capacity-simulations + 1 = "
+      f"{args.capacity_simulations + 1}"
+    )
+  if args.one_core:
+    if not hasattr(os, "sched_setaffinity"):
+      parser.error("--one-core needs Linux (os.sched_setaffinity)")
+    if jax._src.xla_bridge.backends_are_initialized():  # pylint: disable=protected-access
+      parser.error("--one-core: JAX's backend is already initialised in this process")
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+  memory_games = (
+    []
+    if args.memory.strip().lower() in ("", "none")
+    else [name.strip() for name in args.memory.split(",")]
+  )
+  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+
+  for name in memory_games:
+    try:
+      make_game(name)
+    except (ValueError, ImportError) as error:
+      parser.error(f"--memory: {error}")
   try:
     import flax  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import pgx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   except ImportError as error:
-    parser.exit(2, "mcgs-jax bench: needs the bench extra "
-                f"(pip install 'mcgs-jax[bench]'): {error}\n")
-  rows = run(game_id=args.game, batch_sizes=batch_sizes, simulations=simulations,
-             scaling_batch_size=scaling_batch_size, scaling_simulations=scaling_simulations,
-             capacities=capacities, capacity_simulations=args.capacity_simulations,
-             capacity_batch_size=args.capacity_batch_size, probe_windows=probe_windows,
-             probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
-             probe_simulations=args.probe_simulations or simulations[0],
-             repeats=args.repeats, seed=args.seed,
-             progress=lambda row: print(json.dumps(row), flush=True))
+    parser.exit(
+      2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n"
+    )
+  rows = run(
+    game_id=args.game,
+    batch_sizes=batch_sizes,
+    simulations=simulations,
+    scaling_batch_size=scaling_batch_size,
+    scaling_simulations=scaling_simulations,
+    capacities=capacities,
+    capacity_simulations=args.capacity_simulations,
+    capacity_batch_size=args.capacity_batch_size,
+    probe_windows=probe_windows,
+    probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
+    probe_simulations=args.probe_simulations or simulations[0],
+    repeats=args.repeats,
+    seed=args.seed,
+    progress=lambda row: print(json.dumps(row), flush=True),
+  )
+  if memory_games:
+    rows += memory_rows(
+      memory_games,
+      budget_bytes=args.memory_budget_gb * 1e9,
+      progress=lambda row: print(json.dumps(row), flush=True),
+    )
   scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
   env = environment()
-  header = (f"### {args.game}, {datetime.date.today()}, {env['platform']} "
-            f"({env['device']}), {env['cpu']}, {env['cpu_count']} CPUs, jax {env['jax']}, "
-            f"mctx {env['mctx']}, pgx {env['pgx']}, flax {env['flax']}; median of "
-            f"{args.repeats} interleaved runs")
+  cores = f"pinned to 1 of {env['cpu_count']} CPUs" if args.one_core else f"{env['cpu_count']} CPUs"
+  header = (
+    f"### {args.game}, {datetime.date.today()}, {env['platform']} "
+    f"({env['device']}), {env['cpu']}, {cores}, jax {env['jax']}, "
+    f"mctx {env['mctx']}, pgx {env['pgx']}, flax {env['flax']}; median of "
+    f"{args.repeats} interleaved runs"
+  )
   text = markdown(rows, scaling, header)
   print(text)
   if args.markdown:

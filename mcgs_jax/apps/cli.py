@@ -23,8 +23,9 @@ at once; --no-cache (before the command) turns the cache off for one run.
 
 def cache_dir() -> str:
   """Where the command line keeps compiled programs."""
-  default = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
-                         "mcgs_jax", "jax")
+  default = os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "mcgs_jax", "jax"
+  )
   return os.environ.get("MCGS_JAX_CACHE_DIR", default)
 
 
@@ -47,6 +48,7 @@ def enable_compilation_cache(path: str | None = None) -> str:
 
 def _version() -> str:
   from mcgs_jax import __version__  # pylint: disable=import-outside-toplevel
+
   return __version__
 
 
@@ -74,31 +76,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = _EXTRA_OF_MODULE.get((error.name or "").partition(".")[0])
     if extra is None:
       raise
-    print(f"mcgs-jax {command}: needs the {extra} extra "
-          f"(pip install 'mcgs-jax[{extra}]'): {error}", file=sys.stderr)
+    print(
+      f"mcgs-jax {command}: needs the {extra} extra (pip install 'mcgs-jax[{extra}]'): {error}",
+      file=sys.stderr,
+    )
     return 2
 
 
 # Optional dependencies, by the extra of pyproject.toml that installs them.
-_EXTRA_OF_MODULE = {"pgx": "games", "flax": "train", "optax": "train",
-                    "matplotlib": "viz", "mctx": "bench", "tqdm": "bench"}
+_EXTRA_OF_MODULE = {
+  "pgx": "games",
+  "flax": "train",
+  "optax": "train",
+  "matplotlib": "viz",
+  "mctx": "bench",
+  "tqdm": "bench",
+}
 
 
 def _run(command: str, rest: list[str]) -> int:
   if command == "arena":
     from mcgs_jax.apps import arena_command  # pylint: disable=import-outside-toplevel
+
     return arena_command.main(rest)
   if command == "bench":
     from mcgs_jax.apps import benchmark  # pylint: disable=import-outside-toplevel
+
     benchmark.main(rest)
     return 0
   if command == "search":
     from mcgs_jax.apps import search_command  # pylint: disable=import-outside-toplevel
+
     return search_command.main(rest)
   if command == "play":
     from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+
     return play_command.main(rest)
   from mcgs_jax.apps import train  # pylint: disable=import-outside-toplevel
+
   result = train.main(rest)
   return int(result or 0)
 

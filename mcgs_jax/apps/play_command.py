@@ -25,7 +25,8 @@ import json
 import math
 import sys
 import time
-from typing import Any, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,16 +56,17 @@ class PlayConfig:
     `4 * num_simulations + 1`.
   stop_rule: the graph mode's `stop_rule` (None: the library's default).
   """
+
   size: int = 4
   num_games: int = 32
   num_simulations: int = 64
   evaluator: str = "rollout"
   rollout_steps: int = 32
   modes: Sequence[str] = ("graph", "tree")
-  max_moves: Optional[int] = None
+  max_moves: int | None = None
   seed: int = 0
   reuse: bool = False
-  stop_rule: Optional[str] = None
+  stop_rule: str | None = None
 
 
 def _evaluator(config: PlayConfig):
@@ -72,6 +74,7 @@ def _evaluator(config: PlayConfig):
   import jax  # pylint: disable=import-outside-toplevel
 
   from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+
   if config.evaluator == "uniform":
     return play2048.uniform_evaluator(), None
   if config.evaluator == "rollout":
@@ -94,32 +97,54 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
 
   # mctx only knows rewards on the outcome edges; the search is the same on a tree.
-  game = play2048.make_2048(evaluator, size=config.size,
-                            reward_on="chance" if mode == "mctx" else "decision")
+  game = play2048.make_2048(
+    evaluator, size=config.size, reward_on="chance" if mode == "mctx" else "decision"
+  )
   keep_graph = config.reuse and mode != "mctx"
-  graph_keywords: dict[str, Any] = ({} if config.stop_rule is None
-                                    else {"stop_rule": config.stop_rule})
+  graph_keywords: dict[str, Any] = (
+    {} if config.stop_rule is None else {"stop_rule": config.stop_rule}
+  )
   capacity = 4 * config.num_simulations + 1 if keep_graph else None
 
   def search(key, boards, graph):
     root = game.root(params, key, boards)
     invalid = game.invalid_actions(boards)
-    arguments = (params, key, root, game.decision_recurrent_fn, game.chance_recurrent_fn,
-                 config.num_simulations)
+    arguments = (
+      params,
+      key,
+      root,
+      game.decision_recurrent_fn,
+      game.chance_recurrent_fn,
+      config.num_simulations,
+    )
     if mode == "mctx":
       import mctx  # pylint: disable=import-outside-toplevel
+
       out = mctx.stochastic_muzero_policy(
-          *arguments[:2], mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                                            embedding=root.embedding),
-          *arguments[3:], invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0)
+        *arguments[:2],
+        mctx.RootFnOutput(
+          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+        ),
+        *arguments[3:],
+        invalid_actions=invalid,
+        dirichlet_fraction=0.0,
+        temperature=0.0,
+      )
       # mctx's tree: every node but the root came from one expansion.
       nodes = jnp.sum(out.search_tree.node_visits > 0, axis=-1)
       return out.action, nodes, jnp.zeros_like(nodes), None
     out = stochastic_muzero_policy(
-        *arguments, invalid_actions=invalid, dirichlet_fraction=0.0, temperature=0.0,
-        transpositions=mode == "graph", hash_fn=game.hash_fn,
-        afterstate_hash_fn=game.afterstate_hash_fn, capacity=capacity, graph=graph,
-        **graph_keywords)
+      *arguments,
+      invalid_actions=invalid,
+      dirichlet_fraction=0.0,
+      temperature=0.0,
+      transpositions=mode == "graph",
+      hash_fn=game.hash_fn,
+      afterstate_hash_fn=game.afterstate_hash_fn,
+      capacity=capacity,
+      graph=graph,
+      **graph_keywords,
+    )
     graph = out.search_graph
     return out.action, graph.num_nodes, graph.transposition_hits, graph
 
@@ -152,7 +177,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   return game, step, graph
 
 
-def _interval(values) -> List[float]:
+def _interval(values) -> list[float]:
   """The normal 95% interval of the mean (0 width for one value)."""
   values = np.asarray(values, np.float64)
   half = 1.96 * values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
@@ -178,8 +203,13 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
   bar = None
   if progress:
     from tqdm import tqdm  # pylint: disable=import-outside-toplevel
-    bar = tqdm(total=config.num_games * len(config.modes), desc="games finished",
-               file=sys.stderr, leave=False)
+
+    bar = tqdm(
+      total=config.num_games * len(config.modes),
+      desc="games finished",
+      file=sys.stderr,
+      leave=False,
+    )
   for mode in config.modes:
     game, step, graph = make_step(config, mode, evaluator, params)
     boards = game.init(init_key, config.num_games)
@@ -193,8 +223,7 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
     while bool(jnp.any(alive)) and (config.max_moves is None or count < config.max_moves):
       move_key, this_key = jax.random.split(move_key)
       was_alive = np.asarray(alive)
-      boards, rewards, alive, nodes, hits, carried, graph = step(this_key, boards, alive,
-                                                                 graph)
+      boards, rewards, alive, nodes, hits, carried, graph = step(this_key, boards, alive, graph)
       scores += np.asarray(rewards)
       moves += was_alive
       node_sum += float(np.sum(np.asarray(nodes)[was_alive]))
@@ -211,55 +240,67 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
     tiles, counts = np.unique(largest, return_counts=True)
     total_moves = max(int(moves.sum()), 1)
     results[mode] = {
-        "scores": scores.tolist(), "mean_score": float(scores.mean()),
-        "score_ci95": _interval(scores),
-        "largest_tiles": {str(int(tile)): int(n) for tile, n in zip(tiles, counts, strict=True)},
-        "moves": moves.tolist(), "mean_moves": float(moves.mean()),
-        "finished": int(finished.sum()),
-        "nodes_per_move": node_sum / total_moves,
-        "transposition_hits_per_move": hit_sum / total_moves,
-        "carried_visits_per_move": carried_sum / total_moves,
-        "seconds": time.time() - start,
+      "scores": scores.tolist(),
+      "mean_score": float(scores.mean()),
+      "score_ci95": _interval(scores),
+      "largest_tiles": {str(int(tile)): int(n) for tile, n in zip(tiles, counts, strict=True)},
+      "moves": moves.tolist(),
+      "mean_moves": float(moves.mean()),
+      "finished": int(finished.sum()),
+      "nodes_per_move": node_sum / total_moves,
+      "transposition_hits_per_move": hit_sum / total_moves,
+      "carried_visits_per_move": carried_sum / total_moves,
+      "seconds": time.time() - start,
     }
   if bar is not None:
     bar.close()
-  return {"config": dataclasses.asdict(config) | {"modes": list(config.modes)},
-          "evaluator": evaluator.name, "modes": results}
+  return {
+    "config": dataclasses.asdict(config) | {"modes": list(config.modes)},
+    "evaluator": evaluator.name,
+    "modes": results,
+  }
 
 
 def format_results(result: dict) -> str:
   """The text report: one line per mode, then the largest tiles."""
   config = result["config"]
-  lines = [f"2048 on {config['size']}x{config['size']}: {config['num_games']} games per mode, "
-           f"Stochastic MuZero with {config['num_simulations']} simulations per move, "
-           f"{result['evaluator']} evaluator"
-           + (f", at most {config['max_moves']} moves" if config["max_moves"] else "")
-           + (", graph kept between moves" if config.get("reuse") else "")
-           + (f", stop_rule {config['stop_rule']}" if config.get("stop_rule") else ""),
-           f"{'mode':<6}{'mean score':>11}  {'95% interval':>17}  {'moves':>7}  "
-           f"{'finished':>8}  {'nodes/move':>10}  {'hits/move':>9}  {'carried':>7}  "
-           f"{'time':>7}"]
+  lines = [
+    f"2048 on {config['size']}x{config['size']}: {config['num_games']} games per mode, "
+    f"Stochastic MuZero with {config['num_simulations']} simulations per move, "
+    f"{result['evaluator']} evaluator"
+    + (f", at most {config['max_moves']} moves" if config["max_moves"] else "")
+    + (", graph kept between moves" if config.get("reuse") else "")
+    + (f", stop_rule {config['stop_rule']}" if config.get("stop_rule") else ""),
+    f"{'mode':<6}{'mean score':>11}  {'95% interval':>17}  {'moves':>7}  "
+    f"{'finished':>8}  {'nodes/move':>10}  {'hits/move':>9}  {'carried':>7}  "
+    f"{'time':>7}",
+  ]
   for mode, stats in result["modes"].items():
     low, high = stats["score_ci95"]
-    lines.append(f"{mode:<6}{stats['mean_score']:>11.1f}  [{low:>7.1f}, {high:>7.1f}]  "
-                 f"{stats['mean_moves']:>7.1f}  {stats['finished']:>8}  "
-                 f"{stats['nodes_per_move']:>10.1f}  "
-                 f"{stats['transposition_hits_per_move']:>9.1f}  "
-                 f"{stats.get('carried_visits_per_move', 0.0):>7.1f}  "
-                 f"{stats['seconds']:>6.0f}s")
+    lines.append(
+      f"{mode:<6}{stats['mean_score']:>11.1f}  [{low:>7.1f}, {high:>7.1f}]  "
+      f"{stats['mean_moves']:>7.1f}  {stats['finished']:>8}  "
+      f"{stats['nodes_per_move']:>10.1f}  "
+      f"{stats['transposition_hits_per_move']:>9.1f}  "
+      f"{stats.get('carried_visits_per_move', 0.0):>7.1f}  "
+      f"{stats['seconds']:>6.0f}s"
+    )
   tiles = sorted({int(t) for stats in result["modes"].values() for t in stats["largest_tiles"]})
   lines.append("largest tile  " + "".join(f"{tile:>7}" for tile in tiles))
   for mode, stats in result["modes"].items():
-    lines.append(f"{mode:<14}" + "".join(f"{stats['largest_tiles'].get(str(tile), 0):>7}"
-                                         for tile in tiles))
+    lines.append(
+      f"{mode:<14}" + "".join(f"{stats['largest_tiles'].get(str(tile), 0):>7}" for tile in tiles)
+    )
   return "\n".join(lines)
 
 
 def save_plot(path: str, result: dict) -> None:
   """Two panels: mean score with its 95% interval per mode, largest tiles per mode."""
   import matplotlib  # pylint: disable=import-outside-toplevel
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+
   modes = list(result["modes"])
   figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
   for index, mode in enumerate(modes):
@@ -280,28 +321,33 @@ def save_plot(path: str, result: dict) -> None:
   right.set_ylabel("games")
   right.legend()
   config = result["config"]
-  figure.suptitle(f"2048, {config['num_games']} games, {config['num_simulations']} "
-                  f"simulations, {result['evaluator']}")
+  figure.suptitle(
+    f"2048, {config['num_games']} games, {config['num_simulations']} "
+    f"simulations, {result['evaluator']}"
+  )
   figure.tight_layout()
   figure.savefig(path, dpi=100)
   plt.close(figure)
 
 
-def _modes(text: str) -> List[str]:
+def _modes(text: str) -> list[str]:
   modes = [mode.strip() for mode in text.split(",") if mode.strip()]
   bad = [mode for mode in modes if mode not in MODES]
   if bad or not modes:
-    raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(MODES)}, "
-                                     f"got {text!r}")
+    raise argparse.ArgumentTypeError(
+      f"expected a comma-separated list of {', '.join(MODES)}, got {text!r}"
+    )
   return modes
 
 
 def _game(text: str) -> int:
   """`2048` or `2048:SIZE` -> the board side."""
   from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+
   if text.partition(":")[0] != "2048":
-    raise argparse.ArgumentTypeError(f"only 2048 is a single-player game with chance here "
-                                     f"(2048 or 2048:SIZE), got {text!r}")
+    raise argparse.ArgumentTypeError(
+      f"only 2048 is a single-player game with chance here (2048 or 2048:SIZE), got {text!r}"
+    )
   try:
     return play2048.board_size_of_spec(text)
   except ValueError as error:
@@ -309,41 +355,79 @@ def _game(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-  parser = OneLineErrorParser(prog=PROG, description=(
+  parser = OneLineErrorParser(
+    prog=PROG,
+    description=(
       "Play single-player games with chance (2048) with Stochastic MuZero search, on a "
-      "graph and on a tree side by side, and print the scores."))
-  parser.add_argument("--game", type=_game, default=4, metavar="2048[:SIZE]",
-                      help="2048, or 2048:SIZE for a SIZE x SIZE board (default: 2048)")
-  parser.add_argument("--games", type=_positive_int, default=32,
-                      help="games per mode, in one batch (default: %(default)s)")
-  parser.add_argument("--simulations", type=_positive_int, default=64,
-                      help="simulations per move (default: %(default)s)")
-  parser.add_argument("--evaluator", choices=EVALUATORS, default="rollout",
-                      help="leaf evaluator: uniform prior with value 0, random "
-                           "rollouts, or a flax MLP with random weights "
-                           "(default: %(default)s)")
-  parser.add_argument("--rollout-steps", type=_positive_int, default=32,
-                      help="moves per random rollout (default: %(default)s)")
-  parser.add_argument("--modes", type=_modes, default=["graph", "tree"],
-                      help="comma-separated: graph, tree, mctx (default: graph,tree)")
-  parser.add_argument("--max-moves", type=_positive_int, default=None,
-                      help="stop every game after this many moves (default: play to "
-                           "the end)")
+      "graph and on a tree side by side, and print the scores."
+    ),
+  )
+  parser.add_argument(
+    "--game",
+    type=_game,
+    default=4,
+    metavar="2048[:SIZE]",
+    help="2048, or 2048:SIZE for a SIZE x SIZE board (default: 2048)",
+  )
+  parser.add_argument(
+    "--games",
+    type=_positive_int,
+    default=32,
+    help="games per mode, in one batch (default: %(default)s)",
+  )
+  parser.add_argument(
+    "--simulations",
+    type=_positive_int,
+    default=64,
+    help="simulations per move (default: %(default)s)",
+  )
+  parser.add_argument(
+    "--evaluator",
+    choices=EVALUATORS,
+    default="rollout",
+    help="leaf evaluator: uniform prior with value 0, random "
+    "rollouts, or a flax MLP with random weights "
+    "(default: %(default)s)",
+  )
+  parser.add_argument(
+    "--rollout-steps",
+    type=_positive_int,
+    default=32,
+    help="moves per random rollout (default: %(default)s)",
+  )
+  parser.add_argument(
+    "--modes",
+    type=_modes,
+    default=["graph", "tree"],
+    help="comma-separated: graph, tree, mctx (default: graph,tree)",
+  )
+  parser.add_argument(
+    "--max-moves",
+    type=_positive_int,
+    default=None,
+    help="stop every game after this many moves (default: play to the end)",
+  )
   parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-  parser.add_argument("--stop-rule", choices=("catch_up", "value_lag", "never"),
-                      help="graph mode's stop_rule (default: the library's)")
-  parser.add_argument("--reuse", action="store_true",
-                      help="graph and tree modes keep their graph between moves, "
-                           "rerooted by the move and the new tile ('carried': root "
-                           "visits kept per move)")
-  parser.add_argument("--json", action="store_true",
-                      help="print one JSON object instead of text")
-  parser.add_argument("--plot", metavar="FILE.png",
-                      help="save a figure of the scores and the largest tiles")
+  parser.add_argument(
+    "--stop-rule",
+    choices=("catch_up", "value_lag", "never"),
+    help="graph mode's stop_rule (default: the library's)",
+  )
+  parser.add_argument(
+    "--reuse",
+    action="store_true",
+    help="graph and tree modes keep their graph between moves, "
+    "rerooted by the move and the new tile ('carried': root "
+    "visits kept per move)",
+  )
+  parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+  parser.add_argument(
+    "--plot", metavar="FILE.png", help="save a figure of the scores and the largest tiles"
+  )
   return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
   parser = build_parser()
   args = parser.parse_args(argv)
   if "mctx" in args.modes:
@@ -351,11 +435,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     except ImportError:
       parser.error("--modes mctx needs mctx installed (pip install mctx)")
-  config = PlayConfig(size=args.game, num_games=args.games,
-                      num_simulations=args.simulations, evaluator=args.evaluator,
-                      rollout_steps=args.rollout_steps, modes=tuple(args.modes),
-                      max_moves=args.max_moves, seed=args.seed, reuse=args.reuse,
-                      stop_rule=args.stop_rule)
+  config = PlayConfig(
+    size=args.game,
+    num_games=args.games,
+    num_simulations=args.simulations,
+    evaluator=args.evaluator,
+    rollout_steps=args.rollout_steps,
+    modes=tuple(args.modes),
+    max_moves=args.max_moves,
+    seed=args.seed,
+    reuse=args.reuse,
+    stop_rule=args.stop_rule,
+  )
   result = play_games(config, progress=sys.stderr.isatty() or not args.json)
   if args.plot:
     save_plot(args.plot, result)

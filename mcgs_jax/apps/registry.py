@@ -18,9 +18,9 @@ from mcgs_jax.games import evaluators
 from mcgs_jax.games.evaluators import random_legal_actions
 
 POLICIES: dict[str, Callable] = {
-    "muzero": mg.muzero_policy,
-    "gumbel": mg.gumbel_muzero_policy,
-    "uct": mg.uct_policy,
+  "muzero": mg.muzero_policy,
+  "gumbel": mg.gumbel_muzero_policy,
+  "uct": mg.uct_policy,
 }
 POLICY_NAMES = tuple(POLICIES)
 
@@ -28,16 +28,23 @@ POLICY_NAMES = tuple(POLICIES)
 # its most visited action instead of a sample (uct plays its most visited action and
 # gumbel its Sequential-Halving winner anyway).
 PLAYING_OPTIONS: dict[str, dict] = {
-    "muzero": dict(dirichlet_fraction=0.0, temperature=0.0),
+  "muzero": dict(dirichlet_fraction=0.0, temperature=0.0),
 }
 
 EVALUATOR_NAMES = ("uniform", "rollout", "network")
 # The evaluators that need no weights (what a command offers without a checkpoint).
 WEIGHTLESS_EVALUATORS = tuple(name for name in EVALUATOR_NAMES if name != "network")
 
-__all__ = ["EVALUATOR_NAMES", "PLAYING_OPTIONS", "POLICIES", "POLICY_NAMES",
-           "WEIGHTLESS_EVALUATORS", "make_evaluator", "playing_policy",
-           "random_legal_actions"]
+__all__ = [
+  "EVALUATOR_NAMES",
+  "PLAYING_OPTIONS",
+  "POLICIES",
+  "POLICY_NAMES",
+  "WEIGHTLESS_EVALUATORS",
+  "make_evaluator",
+  "playing_policy",
+  "random_legal_actions",
+]
 
 
 def check_policy(name: str) -> str:
@@ -60,8 +67,9 @@ def playing_policy(name: str, **options) -> Callable:
   `options` win over the playing defaults, e.g. `playing_policy("muzero",
   temperature=1.0)`.
   """
-  return functools.partial(POLICIES[check_policy(name)],
-                           **{**PLAYING_OPTIONS.get(name, {}), **options})
+  return functools.partial(
+    POLICIES[check_policy(name)], **{**PLAYING_OPTIONS.get(name, {}), **options}
+  )
 
 
 def make_evaluator(name: str, env, *, num_rollouts: int = 1, apply_fn=None):

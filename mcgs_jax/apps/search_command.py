@@ -38,10 +38,12 @@ _CONNECT_FOUR_CELLS = 42
 
 _positive_int = int_at_least(1)
 
-LEGEND = ("visits: simulations through the action; Q: its mean value for the player "
-          "to move (-1 loss .. +1 win); prior: the evaluator's prior; share: visits / "
-          "all root visits; minimax: exact value (+1 win, 0 draw, -1 loss); * = "
-          "optimal action")
+LEGEND = (
+  "visits: simulations through the action; Q: its mean value for the player "
+  "to move (-1 loss .. +1 win); prior: the evaluator's prior; share: visits / "
+  "all root visits; minimax: exact value (+1 win, 0 draw, -1 loss); * = "
+  "optimal action"
+)
 EPILOG = """\
 columns of the table:
   action   the action (for nim also a label: heap i take k)
@@ -61,45 +63,71 @@ More --simulations, or --solver, help.
 """
 
 
-
-
 def build_parser() -> argparse.ArgumentParser:
   parser = OneLineErrorParser(
-      prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
-      description=("Search positions with Monte-Carlo Graph Search and print the root "
-                   "statistics."),
-      epilog=EPILOG)
-  parser.add_argument("--game", default="tic_tac_toe",
-                      help="nim:3,4,5, tic_tac_toe, connect_four, another pgx id with a "
-                           "transposition key, or dag:actions=3,depth=6,... "
-                           "(default: %(default)s)")
+    prog=PROG,
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+    description=("Search positions with Monte-Carlo Graph Search and print the root statistics."),
+    epilog=EPILOG,
+  )
+  parser.add_argument(
+    "--game",
+    default="tic_tac_toe",
+    help="nim:3,4,5, tic_tac_toe, connect_four, another pgx id with a "
+    "transposition key, or dag:actions=3,depth=6,... "
+    "(default: %(default)s)",
+  )
   where = parser.add_mutually_exclusive_group()
-  where.add_argument("--moves", default="",
-                     help="comma-separated actions played from the start, e.g. 3,2,4 "
-                          "(default: the start position)")
-  where.add_argument("--positions", metavar="FILE",
-                     help="file with one comma-separated move list per line (an empty "
-                          "line is the start position); all are searched in one batch")
-  parser.add_argument("--policy", choices=list(POLICY_NAMES), default="muzero",
-                      help="search policy (default: %(default)s)")
-  parser.add_argument("--evaluator", choices=list(WEIGHTLESS_EVALUATORS),
-                      default="rollout",
-                      help="leaf evaluator: rollout (random playouts to the end) or "
-                           "uniform (value 0 everywhere: every Q stays near 0) "
-                           "(default: %(default)s)")
-  parser.add_argument("--rollouts", type=_positive_int, default=1,
-                      help="random playouts per evaluation with --evaluator rollout "
-                           "(default: %(default)s)")
-  parser.add_argument("--simulations", type=_positive_int, default=400,
-                      help="simulations per position (default: %(default)s)")
+  where.add_argument(
+    "--moves",
+    default="",
+    help="comma-separated actions played from the start, e.g. 3,2,4 (default: the start position)",
+  )
+  where.add_argument(
+    "--positions",
+    metavar="FILE",
+    help="file with one comma-separated move list per line (an empty "
+    "line is the start position); all are searched in one batch",
+  )
+  parser.add_argument(
+    "--policy",
+    choices=list(POLICY_NAMES),
+    default="muzero",
+    help="search policy (default: %(default)s)",
+  )
+  parser.add_argument(
+    "--evaluator",
+    choices=list(WEIGHTLESS_EVALUATORS),
+    default="rollout",
+    help="leaf evaluator: rollout (random playouts to the end) or "
+    "uniform (value 0 everywhere: every Q stays near 0) "
+    "(default: %(default)s)",
+  )
+  parser.add_argument(
+    "--rollouts",
+    type=_positive_int,
+    default=1,
+    help="random playouts per evaluation with --evaluator rollout (default: %(default)s)",
+  )
+  parser.add_argument(
+    "--simulations",
+    type=_positive_int,
+    default=400,
+    help="simulations per position (default: %(default)s)",
+  )
   parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-  parser.add_argument("--no-transpositions", action="store_true",
-                      help="search a tree instead of a graph")
-  parser.add_argument("--solver", action="store_true",
-                      help="prove exact values during the search (MCTS-solver); the "
-                           "output then says which root actions are proven")
-  parser.add_argument("--json", action="store_true",
-                      help="one JSON object per position and line instead of tables")
+  parser.add_argument(
+    "--no-transpositions", action="store_true", help="search a tree instead of a graph"
+  )
+  parser.add_argument(
+    "--solver",
+    action="store_true",
+    help="prove exact values during the search (MCTS-solver); the "
+    "output then says which root actions are proven",
+  )
+  parser.add_argument(
+    "--json", action="store_true", help="one JSON object per position and line instead of tables"
+  )
   return parser
 
 
@@ -147,6 +175,7 @@ def read_positions(path: str) -> list[list[int]]:
 @functools.lru_cache(maxsize=8)
 def _jitted_step(env):
   import jax  # pylint: disable=import-outside-toplevel
+
   return jax.jit(env.step)
 
 
@@ -160,8 +189,7 @@ def _illegal_reason(game, spec: str, state, action: int) -> str:
   if name == "nim":
     heap = action // game.env.max_heap
     heaps = [int(h) for h in state.heaps]
-    return (f"{game.env.describe_action(action)}: heap {heap} has only "
-            f"{heaps[heap]} stone(s)")
+    return f"{game.env.describe_action(action)}: heap {heap} has only {heaps[heap]} stone(s)"
   return "it is not a legal move there"
 
 
@@ -170,18 +198,19 @@ def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
   the move's number (from 1) and the game's reason."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+
   state = game.env.init(jax.random.PRNGKey(0))
   step = _jitted_step(game.env)
   for number, action in enumerate(moves, start=1):
     where = f"move {number} of {source}"
     if not 0 <= action < game.num_actions:
-      raise ValueError(f"{where}: action {action} is out of range "
-                       f"[0, {game.num_actions})")
+      raise ValueError(f"{where}: action {action} is out of range [0, {game.num_actions})")
     if bool(state.terminated) or bool(getattr(state, "truncated", False)):
       raise ValueError(f"{where}: action {action} is played after the game ended")
     if not bool(state.legal_action_mask[action]):
-      raise ValueError(f"{where}: action {action} is illegal: "
-                       f"{_illegal_reason(game, spec, state, action)}")
+      raise ValueError(
+        f"{where}: action {action} is illegal: {_illegal_reason(game, spec, state, action)}"
+      )
     state = step(state, jnp.int32(action))
   return state
 
@@ -196,6 +225,7 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
   calls reuse the env and hence the compiled search)."""
   from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
   from mcgs_jax.games import adapter  # pylint: disable=import-outside-toplevel
+
   try:
     game = adapter.make_game(spec)
   except ValueError as error:
@@ -204,38 +234,47 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
     raise ValueError(f"--game {spec!r}: {error}") from None
   if evaluator != "uniform":  # make_game's default evaluator is the uniform one
     game = dataclasses.replace(
-        game, evaluator=registry.make_evaluator(evaluator, game.env,
-                                                num_rollouts=rollouts))
+      game, evaluator=registry.make_evaluator(evaluator, game.env, num_rollouts=rollouts)
+    )
   return game
 
 
 @functools.lru_cache(maxsize=8)
-def _jitted_search(game, policy: str, simulations: int, transpositions: bool,
-                   solver: bool):
+def _jitted_search(game, policy: str, simulations: int, transpositions: bool, solver: bool):
   """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
   import jax  # pylint: disable=import-outside-toplevel
 
   from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
 
   # No root noise: a report of the search, not self-play exploration.
-  search = registry.playing_policy(policy, hash_fn=game.hash_fn, solver=solver,
-                                   transpositions=transpositions,
-                                   capacity=simulations + 1)
+  search = registry.playing_policy(
+    policy,
+    hash_fn=game.hash_fn,
+    solver=solver,
+    transpositions=transpositions,
+    capacity=simulations + 1,
+  )
 
   def run(rng_key, state):
     root_key, search_key = jax.random.split(rng_key)
     root = game.root(None, root_key, state)
-    return search(None, search_key, root, game.recurrent_fn, simulations,
-                  invalid_actions=game.invalid_actions(state))
+    return search(
+      None,
+      search_key,
+      root,
+      game.recurrent_fn,
+      simulations,
+      invalid_actions=game.invalid_actions(state),
+    )
 
   return jax.jit(run)
 
 
-def _exact_action_values(game, spec: str, moves: Sequence[int], state
-                         ) -> dict[int, int] | None:
+def _exact_action_values(game, spec: str, moves: Sequence[int], state) -> dict[int, int] | None:
   """Exact value of every legal action for the player to move, or None if no solver
   applies (see the module docstring)."""
   from mcgs_jax.games import solvers  # pylint: disable=import-outside-toplevel
+
   name = spec.partition(":")[0]
   if name == "nim":
     heaps = [int(h) for h in state.heaps]
@@ -270,17 +309,16 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
   states = []
   for number, moves in enumerate(positions, start=1):
     where = ",".join(map(str, moves)) or "the start"
-    source = (f"--positions {args.positions}:{number}" if args.positions is not None
-              else "--moves")
+    source = f"--positions {args.positions}:{number}" if args.positions is not None else "--moves"
     state = play_moves(game, args.game, moves, source)
     if bool(state.terminated) or bool(getattr(state, "truncated", False)):
-      raise ValueError(f"{source}: position {where}: the game is over, nothing to "
-                       "search")
+      raise ValueError(f"{source}: position {where}: the game is over, nothing to search")
     states.append(state)
   batch = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
 
-  search = _jitted_search(game, args.policy, args.simulations, not args.no_transpositions,
-                          args.solver)
+  search = _jitted_search(
+    game, args.policy, args.simulations, not args.no_transpositions, args.solver
+  )
   output = search(jax.random.PRNGKey(args.seed), batch)
   graph = output.search_graph
   summary = graph.summary()
@@ -301,14 +339,18 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     best = max(exact.values()) if exact else None
     # muzero samples its action; the report shows the most visited one instead,
     # unless the solver decided the root.
-    decided = args.solver and (bool(graph.node_proven[b, 0])
-                               or bool(np.any(proven[b] & (proven_values[b] >= 1))))
-    action = (int(chosen[b]) if args.policy == "gumbel" or decided
-              else int(np.argmax(visits[b])))
+    decided = args.solver and (
+      bool(graph.node_proven[b, 0]) or bool(np.any(proven[b] & (proven_values[b] >= 1)))
+    )
+    action = int(chosen[b]) if args.policy == "gumbel" or decided else int(np.argmax(visits[b]))
     rows = []
     for a in np.flatnonzero(legal[b]):
-      row: dict[str, Any] = {"action": int(a), "visits": int(visits[b, a]),
-                             "q": float(qvalues[b, a]), "prior": float(priors[b, a])}
+      row: dict[str, Any] = {
+        "action": int(a),
+        "visits": int(visits[b, a]),
+        "q": float(qvalues[b, a]),
+        "prior": float(priors[b, a]),
+      }
       label = _action_label(game, args.game, int(a))
       if label:
         row["label"] = label
@@ -321,11 +363,20 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
         row["optimal"] = exact[int(a)] == best
       rows.append(row)
     rows.sort(key=lambda row: (-row["visits"], row["action"]))
-    report = {"game": args.game, "moves": list(moves), "policy": args.policy,
-              "evaluator": evaluator, "rollouts": args.rollouts, "simulations": args.simulations,
-              "transpositions": not args.no_transpositions, "action": action,
-              "root_value": float(root_values[b]), "num_nodes": int(num_nodes[b]),
-              "transposition_hits": int(hits[b]), "actions": rows}
+    report = {
+      "game": args.game,
+      "moves": list(moves),
+      "policy": args.policy,
+      "evaluator": evaluator,
+      "rollouts": args.rollouts,
+      "simulations": args.simulations,
+      "transpositions": not args.no_transpositions,
+      "action": action,
+      "root_value": float(root_values[b]),
+      "num_nodes": int(num_nodes[b]),
+      "transposition_hits": int(hits[b]),
+      "actions": rows,
+    }
     if args.solver:
       report["root_proven"] = bool(graph.node_proven[b, 0])
       if report["root_proven"]:
@@ -353,10 +404,11 @@ def format_table(report: dict) -> str:
   elif evaluator == "uniform":
     evaluator += " (value 0 at every leaf)"
   lines = [
-      f"game {report['game']}  moves {moves}  policy {report['policy']}  "
-      f"evaluator {evaluator}  {mode}  simulations {report['simulations']}",
-      f"root value {report['root_value']:+.3f}  nodes {report['num_nodes']}  "
-      f"transposition hits {report['transposition_hits']}  action {report['action']}"]
+    f"game {report['game']}  moves {moves}  policy {report['policy']}  "
+    f"evaluator {evaluator}  {mode}  simulations {report['simulations']}",
+    f"root value {report['root_value']:+.3f}  nodes {report['num_nodes']}  "
+    f"transposition hits {report['transposition_hits']}  action {report['action']}",
+  ]
   if "minimax_value" in report:
     lines[-1] += f"  minimax {report['minimax_value']:+d}"
   if report.get("root_proven"):
@@ -379,19 +431,23 @@ def format_table(report: dict) -> str:
     line = f"{row['action']:>6}"
     if has_label:
       line += f"  {row.get('label', ''):<16}"
-    line += (f"  {row['visits']:>7}  {row['q']:>+7.3f}  {row['prior']:>6.3f}  "
-             f"{100 * row['visits'] / total:>5.1f}%")
+    line += (
+      f"  {row['visits']:>7}  {row['q']:>+7.3f}  {row['prior']:>6.3f}  "
+      f"{100 * row['visits'] / total:>5.1f}%"
+    )
     if has_proofs:
-      line += (f"  {row['proven_value']:>+6.0f}" if row["proven"] else f"  {'':>6}")
+      line += f"  {row['proven_value']:>+6.0f}" if row["proven"] else f"  {'':>6}"
     if has_minimax:
       line += f"  {row['minimax']:>+4d}" + (" *" if row["optimal"] else "")
     lines.append(line)
   legend = LEGEND if has_minimax else LEGEND.split("; minimax")[0]
   lines.append(f"({legend})")
   if report.get("action_is_optimal") is False:
-    lines.append(f"note: the chosen action {report['action']} is not minimax-optimal "
-                 f"after {report['simulations']} simulations; more --simulations or "
-                 "--solver may fix it")
+    lines.append(
+      f"note: the chosen action {report['action']} is not minimax-optimal "
+      f"after {report['simulations']} simulations; more --simulations or "
+      "--solver may fix it"
+    )
   return "\n".join(lines)
 
 

@@ -92,6 +92,7 @@ class Config:
       0 means the initial network, before any training.
     progress: show a tqdm bar.
   """
+
   game: str = "connect_four"
   num_games: int = 64
   num_simulations: int = 32
@@ -117,9 +118,18 @@ class Config:
   @classmethod
   def quick(cls, **overrides) -> "Config":
     """A tic_tac_toe run small enough for a test or a notebook (~30 s on 2 cores)."""
-    values: dict[str, Any] = dict(game="tic_tac_toe", num_games=32, num_simulations=16,
-                  hidden=(64, 64), buffer_size=5_000, train_batch_size=128,
-                  train_steps=30, iterations=3, eval_games=8, learning_rate=3e-3)
+    values: dict[str, Any] = dict(
+      game="tic_tac_toe",
+      num_games=32,
+      num_simulations=16,
+      hidden=(64, 64),
+      buffer_size=5_000,
+      train_batch_size=128,
+      train_steps=30,
+      iterations=3,
+      eval_games=8,
+      learning_rate=3e-3,
+    )
     values.update(overrides)
     return cls(**values)
 
@@ -159,9 +169,17 @@ def make_self_play(game: Game, config: Config):
   search_policy = POLICIES[config.policy]
 
   def policy(params, key, root, invalid):
-    return search_policy(params, key, root, game.recurrent_fn, config.num_simulations,
-                         invalid_actions=invalid, hash_fn=game.hash_fn,
-                         transpositions=config.transpositions, **extra)
+    return search_policy(
+      params,
+      key,
+      root,
+      game.recurrent_fn,
+      config.num_simulations,
+      invalid_actions=invalid,
+      hash_fn=game.hash_fn,
+      transpositions=config.transpositions,
+      **extra,
+    )
 
   def move(carry, key):
     params, state = carry
@@ -173,24 +191,26 @@ def make_self_play(game: Game, config: Config):
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
     next_state = game.step(state, output.action)
-    record = dict(observation=state.observation, policy=output.action_weights,
-                  legal=state.legal_action_mask & valid[:, None],
-                  player=state.current_player, valid=valid,
-                  rewards=jnp.asarray(next_state.rewards, jnp.float32))
+    record = dict(
+      observation=state.observation,
+      policy=output.action_weights,
+      legal=state.legal_action_mask & valid[:, None],
+      player=state.current_player,
+      valid=valid,
+      rewards=jnp.asarray(next_state.rewards, jnp.float32),
+    )
     return (params, next_state), record
 
   @jax.jit
   def self_play(params, rng_key):
     init_key, moves_key = jax.random.split(rng_key)
     state = game.init(init_key, config.num_games)
-    _, trajectory = jax.lax.scan(move, (params, state),
-                                 jax.random.split(moves_key, length))
+    _, trajectory = jax.lax.scan(move, (params, state), jax.random.split(moves_key, length))
     returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
     player = trajectory.pop("player")  # [T, B]
     value = jnp.take_along_axis(returns[None], player[..., None], axis=-1)[..., 0]
     trajectory["value"] = jnp.where(trajectory["valid"], value, 0.0)
-    trajectory["policy"] = jnp.where(trajectory["valid"][..., None],
-                                     trajectory["policy"], 0.0)
+    trajectory["policy"] = jnp.where(trajectory["valid"][..., None], trajectory["policy"], 0.0)
     return trajectory
 
   return self_play
@@ -212,15 +232,20 @@ class ReplayBuffer:
   def add(self, trajectory: dict[str, Any]) -> int:
     """Adds the valid positions of a self-play batch; returns how many."""
     valid = np.asarray(trajectory["valid"]).reshape(-1)
-    items = {name: np.asarray(trajectory[name]).reshape((valid.size,) +
-                                                       np.shape(trajectory[name])[2:])
-             [valid] for name in ("observation", "policy", "value")}
+    items = {
+      name: np.asarray(trajectory[name]).reshape((valid.size,) + np.shape(trajectory[name])[2:])[
+        valid
+      ]
+      for name in ("observation", "policy", "value")
+    }
     count = int(valid.sum())
     if not self.data:
-      self.data = {name: np.zeros((self.capacity,) + item.shape[1:], item.dtype)
-                   for name, item in items.items()}
+      self.data = {
+        name: np.zeros((self.capacity,) + item.shape[1:], item.dtype)
+        for name, item in items.items()
+      }
     for start in range(0, count, self.capacity):  # in chunks if count > capacity
-      chunk = {name: item[start:start + self.capacity] for name, item in items.items()}
+      chunk = {name: item[start : start + self.capacity] for name, item in items.items()}
       n = len(chunk["value"])
       index = (self.cursor + np.arange(n)) % self.capacity
       for name, item in chunk.items():
@@ -251,7 +276,7 @@ def loss_fn(params, apply_fn, batch, l2: float):
   logits, value = apply_fn(params, batch["observation"])
   policy_loss = -jnp.mean(jnp.sum(batch["policy"] * jax.nn.log_softmax(logits), -1))
   value_loss = jnp.mean((value - batch["value"]) ** 2)
-  weights = sum(jnp.sum(w ** 2) for w in jax.tree_util.tree_leaves(params))
+  weights = sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(params))
   return policy_loss + value_loss + l2 * weights, (policy_loss, value_loss)
 
 
@@ -261,12 +286,12 @@ def make_train_step(apply_fn, optimizer, l2: float):
 
   @jax.jit
   def train_step(params, opt_state, batch):
-    (loss, (policy_loss, value_loss)), grads = jax.value_and_grad(
-        loss_fn, has_aux=True)(params, apply_fn, batch, l2)
+    (loss, (policy_loss, value_loss)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+      params, apply_fn, batch, l2
+    )
     updates, opt_state = optimizer.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
-    return params, opt_state, dict(loss=loss, policy_loss=policy_loss,
-                                   value_loss=value_loss)
+    return params, opt_state, dict(loss=loss, policy_loss=policy_loss, value_loss=value_loss)
 
   return train_step
 
@@ -316,17 +341,20 @@ def load_network(path: str, env):
     hidden.append(int(np.shape(layers[f"Dense_{len(hidden)}"]["kernel"])[-1]))
   cache_key = (id(env), tuple(hidden))
   if cache_key not in _NETWORKS:
-    _NETWORKS[cache_key] = (env,) + networks.init_network(env, jax.random.PRNGKey(0),
-                                                          hidden=hidden)
+    _NETWORKS[cache_key] = (env,) + networks.init_network(env, jax.random.PRNGKey(0), hidden=hidden)
   _, apply_fn, template = _NETWORKS[cache_key]
   params = flax.serialization.from_state_dict(template, payload["params"])
   expected = jax.tree_util.tree_map(np.shape, template)
   found = jax.tree_util.tree_map(np.shape, params)
   if expected != found:
-    size = lambda shapes: (shapes["params"]["Dense_0"]["kernel"][0],
-                           shapes["params"]["policy_head"]["kernel"][-1])
-    raise ValueError("the network does not fit this game (observation size and actions "
-                     f"{size(found)}, the game has {size(expected)})")
+    size = lambda shapes: (
+      shapes["params"]["Dense_0"]["kernel"][0],
+      shapes["params"]["policy_head"]["kernel"][-1],
+    )
+    raise ValueError(
+      "the network does not fit this game (observation size and actions "
+      f"{size(found)}, the game has {size(expected)})"
+    )
   return apply_fn, params, int(payload.get("iteration", 0))
 
 
@@ -343,40 +371,66 @@ def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "netw
   """The arena agent of a trained network: `policy` in graph mode with the network
   as evaluator (playing greedily, no noise: see `mcgs_jax.apps.arena`)."""
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
-  return arena.Agent(policy=policy, evaluator="network", num_simulations=num_simulations,
-                     transpositions=True, apply_fn=apply_fn, name=name)
+
+  return arena.Agent(
+    policy=policy,
+    evaluator="network",
+    num_simulations=num_simulations,
+    transpositions=True,
+    apply_fn=apply_fn,
+    name=name,
+  )
 
 
 def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
   """The baseline the networks are measured against: muzero MCTS (a tree) with a
   uniform prior and value 0."""
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
-  return arena.Agent(policy="muzero", evaluator="uniform",
-                     num_simulations=num_simulations, transpositions=False, name=name)
+
+  return arena.Agent(
+    policy="muzero",
+    evaluator="uniform",
+    num_simulations=num_simulations,
+    transpositions=False,
+    name=name,
+  )
 
 
 def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> dict:
   """Arena scores of the network against the uniform MCTS baseline and against the
   previous network. Returns a dict with `vs_baseline` and `vs_previous` (each with
-  `wins`, `draws`, `losses`, `score`, `elo`); `vs_previous` is None when
-  `previous_params` is.
+  `wins`, `draws`, `losses`, `score`, `elo`; `vs_previous` is None when
+  `previous_params` is) and `eval_first_ply_s`, the time of the matches' first plies
+  (which compile the match steps when they are new).
   """
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+
   network = network_agent(config.policy, config.num_simulations, apply_fn)
   baseline = uniform_baseline(config.num_simulations)
-  results: dict[str, Any] = {}
+  results: dict[str, Any] = {"eval_first_ply_s": 0.0}
   opponents = [("vs_baseline", baseline, None)]
   if previous_params is not None:
     previous = dataclasses.replace(network, name="previous")
     opponents.append(("vs_previous", previous, previous_params))
   for label, opponent, opponent_params in opponents:
-    result = arena.play_match(config.game, network, opponent,
-                              num_games=config.eval_games, seed=seed,
-                              params_a=params, params_b=opponent_params,
-                              opening_moves=config.eval_opening_moves)
-    results[label] = dict(wins=int(result.wins), draws=int(result.draws),
-                          losses=int(result.losses), score=float(result.score),
-                          elo=float(result.elo))
+    result = arena.play_match(
+      config.game,
+      network,
+      opponent,
+      num_games=config.eval_games,
+      seed=seed,
+      params_a=params,
+      params_b=opponent_params,
+      opening_moves=config.eval_opening_moves,
+    )
+    results["eval_first_ply_s"] += result.first_ply_seconds
+    results[label] = dict(
+      wins=int(result.wins),
+      draws=int(result.draws),
+      losses=int(result.losses),
+      score=float(result.score),
+      elo=float(result.elo),
+    )
   results.setdefault("vs_previous", None)
   return results
 
@@ -389,6 +443,7 @@ class History(list):
   """The list of per-iteration dicts that `train` returns, plus the final network:
   `params`, `apply_fn` (`apply_fn(params, observation) -> (logits, value)`) and the
   `config` of the run."""
+
   params: Any = None
   apply_fn: Any = None
   config: Config | None = None
@@ -400,8 +455,11 @@ def _wants_checkpoint(config: Config, iteration: int) -> bool:
   if not config.checkpoint_dir:
     return False
   every = int(config.checkpoint_every)
-  return (iteration in tuple(config.checkpoint_at) or iteration == config.iterations
-          or (every > 0 and iteration > 0 and iteration % every == 0))
+  return (
+    iteration in tuple(config.checkpoint_at)
+    or iteration == config.iterations
+    or (every > 0 and iteration > 0 and iteration % every == 0)
+  )
 
 
 def train(config: Config, *, params=None, on_iteration=None) -> History:
@@ -411,9 +469,10 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   `buffer_size`, `loss`, `policy_loss`, `value_loss` (means over the iteration's
   training steps), `first_loss` / `last_loss` (first and last step), `selfplay_s`,
   `train_s`, `eval_s` (`eval_compiles`: True at the first evaluation, whose time
-  includes compiling the arena), `compile_s` (iteration 1 only: compiling self-play
-  and the train step, ahead of time and apart from `selfplay_s` and `train_s`),
-  `elapsed_s` (wall time since the start of `train`,
+  includes compiling the arena; `eval_first_ply_s`: the part spent on the matches'
+  first plies, which is where that compiling happens), `compile_s` (iteration 1
+  only: compiling self-play and the train step, ahead of time and apart from
+  `selfplay_s` and `train_s`), `elapsed_s` (wall time since the start of `train`,
   compilation included), `checkpoint` (its path, when one was written) and, when
   evaluated, `vs_baseline` / `vs_previous` (see `evaluate`). The final network is
   `history.params` / `history.apply_fn`.
@@ -428,8 +487,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
   env_game = make_game(config.game)
-  apply_fn, fresh_params = networks.init_network(env_game.env, init_key,
-                                                 hidden=config.hidden)
+  apply_fn, fresh_params = networks.init_network(env_game.env, init_key, hidden=config.hidden)
   params = fresh_params if params is None else params
   game = make_game(config.game, make_evaluator("network", env_game.env, apply_fn=apply_fn))
   optimizer = optax.adam(config.learning_rate)
@@ -443,12 +501,14 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   history.apply_fn, history.config = apply_fn, config
   if config.checkpoint_dir and _wants_checkpoint(config, 0):
     history.initial_checkpoint = save_checkpoint(
-        checkpoint_path(config.checkpoint_dir, 0), params, opt_state, 0)
+      checkpoint_path(config.checkpoint_dir, 0), params, opt_state, 0
+    )
 
   iterations = range(1, config.iterations + 1)
   bar = None
   if config.progress:
     from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+
     iterations = bar = tqdm(iterations, desc=f"alphazero {config.game}")
   for iteration in iterations:
     entry: dict[str, Any] = dict(iteration=iteration)
@@ -484,14 +544,17 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
 
     if config.checkpoint_dir and _wants_checkpoint(config, iteration):
       entry["checkpoint"] = save_checkpoint(
-          checkpoint_path(config.checkpoint_dir, iteration), params, opt_state, iteration)
+        checkpoint_path(config.checkpoint_dir, iteration), params, opt_state, iteration
+      )
 
     evaluate_now = config.eval_games > 0 and (
-        iteration % config.eval_every == 0 or iteration == config.iterations)
+      iteration % config.eval_every == 0 or iteration == config.iterations
+    )
     if evaluate_now:
       start = time.perf_counter()
-      entry.update(evaluate(config, apply_fn, params, previous_params,
-                            seed=config.seed * 1000 + iteration))
+      entry.update(
+        evaluate(config, apply_fn, params, previous_params, seed=config.seed * 1000 + iteration)
+      )
       entry["eval_s"] = time.perf_counter() - start
       # The first evaluation also compiles the arena's match steps.
       entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)
@@ -516,19 +579,25 @@ def format_entry(entry: dict) -> str:
   text = ""
   if "compile_s" in entry:
     text += f"compile {entry['compile_s']:.1f}s (self-play and train step)  "
-  text = (f"iter {entry['iteration']:3d}  {text}loss {entry['loss']:.3f} "
-          f"(policy {entry['policy_loss']:.3f}, value {entry['value_loss']:.3f})  "
-          f"positions {entry['positions']}  self-play {entry['selfplay_s']:.1f}s  "
-          f"train {entry['train_s']:.1f}s")
+  text = (
+    f"iter {entry['iteration']:3d}  {text}loss {entry['loss']:.3f} "
+    f"(policy {entry['policy_loss']:.3f}, value {entry['value_loss']:.3f})  "
+    f"positions {entry['positions']}  self-play {entry['selfplay_s']:.1f}s  "
+    f"train {entry['train_s']:.1f}s"
+  )
   for label in ("vs_baseline", "vs_previous"):
     result = entry.get(label)
     if result:
-      text += (f"  {label} {result['wins']}-{result['draws']}-{result['losses']} "
-               f"score {result['score']:.2f}")
+      text += (
+        f"  {label} {result['wins']}-{result['draws']}-{result['losses']} "
+        f"score {result['score']:.2f}"
+      )
   if "eval_s" in entry:
     text += f"  arena {entry['eval_s']:.1f}s"
     if entry.get("eval_compiles"):
-      text += " (incl. compiling the arena)"
+      text += (
+        f" (of which {entry.get('eval_first_ply_s', 0.0):.1f}s first plies, compiling the arena)"
+      )
   return text
 
 
@@ -536,9 +605,11 @@ def plot_history(history: list[dict], path: str | None = None):
   """Loss and arena scores per iteration; saved to `path` when given. Returns the
   matplotlib figure."""
   import matplotlib  # pylint: disable=import-outside-toplevel
+
   if path is not None:
     matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+
   figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
   steps = [entry["iteration"] for entry in history]
   for name in ("loss", "policy_loss", "value_loss"):
@@ -546,10 +617,8 @@ def plot_history(history: list[dict], path: str | None = None):
   loss_axis.set_xlabel("iteration")
   loss_axis.set_title("training loss")
   loss_axis.legend()
-  for label, text in (("vs_baseline", "vs uniform MCTS"),
-                      ("vs_previous", "vs previous network")):
-    points = [(entry["iteration"], entry[label]["score"]) for entry in history
-              if entry.get(label)]
+  for label, text in (("vs_baseline", "vs uniform MCTS"), ("vs_previous", "vs previous network")):
+    points = [(entry["iteration"], entry[label]["score"]) for entry in history if entry.get(label)]
     if points:
       score_axis.plot(*zip(*points, strict=True), marker="o", label=text)
   score_axis.axhline(0.5, color="grey", linestyle=":")
@@ -598,67 +667,126 @@ def main(argv=None):
     return f"({text})"
 
   parser = argparse.ArgumentParser(
-      prog="mcgs-jax train", description=__doc__.splitlines()[0],
-      epilog="Defaults in parentheses; --quick changes some of them (shown). Compile "
-             "time is reported apart from self-play, training and arena time.")
-  parser.add_argument("--quick", action="store_true",
-                      help="smoke test: a tiny tic_tac_toe run (Config.quick(), ~30 s on "
-                           "2 cores) that checks the pipeline, not a useful network")
+    prog="mcgs-jax train",
+    description=__doc__.splitlines()[0],
+    epilog="Defaults in parentheses; --quick changes some of them (shown). Compile "
+    "time is reported apart from self-play, training and arena time.",
+  )
+  parser.add_argument(
+    "--quick",
+    action="store_true",
+    help="smoke test: a tiny tic_tac_toe run (Config.quick(), ~30 s on "
+    "2 cores) that checks the pipeline, not a useful network",
+  )
   parser.add_argument("--game", help=f"pgx game id {shown('game')}")
-  parser.add_argument("--policy", choices=TRAINING_POLICIES,
-                      help=f"self-play search policy {shown('policy')}")
-  parser.add_argument("--games", type=int, dest="num_games",
-                      help=f"self-play games per iteration {shown('num_games')}")
-  parser.add_argument("--simulations", type=int, dest="num_simulations",
-                      help=f"search simulations per move {shown('num_simulations')}")
-  parser.add_argument("--iterations", type=int,
-                      help=f"self-play / training iterations {shown('iterations')}")
-  parser.add_argument("--train-steps", type=int, dest="train_steps",
-                      help=f"training steps per iteration {shown('train_steps')}")
-  parser.add_argument("--eval-games", type=int, dest="eval_games",
-                      help=f"arena games per opponent per evaluation, 0 for none "
-                           f"{shown('eval_games')}")
-  parser.add_argument("--eval-every", type=int, dest="eval_every",
-                      help=f"evaluate every N iterations and after the last "
-                           f"{shown('eval_every')}")
-  parser.add_argument("--hidden", type=lambda s: tuple(int(w) for w in s.split(",")),
-                      help=f"comma-separated hidden layer widths {shown('hidden')}")
-  parser.add_argument("--learning-rate", type=float, dest="learning_rate",
-                      help=f"Adam step size {shown('learning_rate')}")
-  parser.add_argument("--buffer-size", type=int, dest="buffer_size",
-                      help=f"positions in the replay buffer {shown('buffer_size')}")
-  parser.add_argument("--train-batch-size", type=int, dest="train_batch_size",
-                      help=f"positions per training step {shown('train_batch_size')}")
+  parser.add_argument(
+    "--policy", choices=TRAINING_POLICIES, help=f"self-play search policy {shown('policy')}"
+  )
+  parser.add_argument(
+    "--games",
+    type=int,
+    dest="num_games",
+    help=f"self-play games per iteration {shown('num_games')}",
+  )
+  parser.add_argument(
+    "--simulations",
+    type=int,
+    dest="num_simulations",
+    help=f"search simulations per move {shown('num_simulations')}",
+  )
+  parser.add_argument(
+    "--iterations", type=int, help=f"self-play / training iterations {shown('iterations')}"
+  )
+  parser.add_argument(
+    "--train-steps",
+    type=int,
+    dest="train_steps",
+    help=f"training steps per iteration {shown('train_steps')}",
+  )
+  parser.add_argument(
+    "--eval-games",
+    type=int,
+    dest="eval_games",
+    help=f"arena games per opponent per evaluation, 0 for none {shown('eval_games')}",
+  )
+  parser.add_argument(
+    "--eval-every",
+    type=int,
+    dest="eval_every",
+    help=f"evaluate every N iterations and after the last {shown('eval_every')}",
+  )
+  parser.add_argument(
+    "--hidden",
+    type=lambda s: tuple(int(w) for w in s.split(",")),
+    help=f"comma-separated hidden layer widths {shown('hidden')}",
+  )
+  parser.add_argument(
+    "--learning-rate",
+    type=float,
+    dest="learning_rate",
+    help=f"Adam step size {shown('learning_rate')}",
+  )
+  parser.add_argument(
+    "--buffer-size",
+    type=int,
+    dest="buffer_size",
+    help=f"positions in the replay buffer {shown('buffer_size')}",
+  )
+  parser.add_argument(
+    "--train-batch-size",
+    type=int,
+    dest="train_batch_size",
+    help=f"positions per training step {shown('train_batch_size')}",
+  )
   parser.add_argument("--seed", type=int, help=f"random seed {shown('seed')}")
-  parser.add_argument("--checkpoint-dir", dest="checkpoint_dir",
-                      help="write checkpoints (params and Adam state) here "
-                           "(default: none)")
-  parser.add_argument("--checkpoint-every", type=int, dest="checkpoint_every",
-                      help="checkpoint every N iterations (default 1; 0 with "
-                           "--checkpoint-at: only those and the last)")
-  parser.add_argument("--checkpoint-at", type=_int_list, dest="checkpoint_at",
-                      help="comma-separated iterations to checkpoint (0: the initial "
-                           "network); alone it implies --checkpoint-every 0 "
-                           "(default: none)")
-  parser.add_argument("--save-params", metavar="FILE",
-                      help="write the final network (params only, no optimiser state) "
-                           "to this file (default: not written)")
-  parser.add_argument("--plot", help="save the learning curve to this file "
-                                     "(default: no plot)")
-  parser.add_argument("--history",
-                      help="save the history as JSON to this file (rewritten after "
-                           "every iteration; default: not saved)")
+  parser.add_argument(
+    "--checkpoint-dir",
+    dest="checkpoint_dir",
+    help="write checkpoints (params and Adam state) here (default: none)",
+  )
+  parser.add_argument(
+    "--checkpoint-every",
+    type=int,
+    dest="checkpoint_every",
+    help="checkpoint every N iterations (default 1; 0 with "
+    "--checkpoint-at: only those and the last)",
+  )
+  parser.add_argument(
+    "--checkpoint-at",
+    type=_int_list,
+    dest="checkpoint_at",
+    help="comma-separated iterations to checkpoint (0: the initial "
+    "network); alone it implies --checkpoint-every 0 "
+    "(default: none)",
+  )
+  parser.add_argument(
+    "--save-params",
+    metavar="FILE",
+    help="write the final network (params only, no optimiser state) "
+    "to this file (default: not written)",
+  )
+  parser.add_argument("--plot", help="save the learning curve to this file (default: no plot)")
+  parser.add_argument(
+    "--history",
+    help="save the history as JSON to this file (rewritten after "
+    "every iteration; default: not saved)",
+  )
   args = parser.parse_args(argv)
   if args.checkpoint_at is not None and args.checkpoint_every is None:
     args.checkpoint_every = 0
-  overrides = {name: value for name, value in vars(args).items()
-               if name not in ("quick", "plot", "history", "save_params")
-               and value is not None}
+  overrides = {
+    name: value
+    for name, value in vars(args).items()
+    if name not in ("quick", "plot", "history", "save_params") and value is not None
+  }
   overrides.setdefault("progress", False)
   config = Config.quick(**overrides) if args.quick else Config(**overrides)
   if args.quick:
-    print("--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
-          "it does not train a useful network)", flush=True)
+    print(
+      "--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
+      "it does not train a useful network)",
+      flush=True,
+    )
   print(config, flush=True)
   on_iteration = None
   if args.history:

@@ -28,10 +28,10 @@ from mcgs_jax._src.graph import ROOT_INDEX
 
 ActionLabels = Sequence[str] | Callable[[int], str] | None
 
-SHARED_COLOR = "#f4a261"   # orange: a node with two or more incoming edges
-NODE_COLOR = "#a8c5e6"     # light blue: every other node
+SHARED_COLOR = "#f4a261"  # orange: a node with two or more incoming edges
+NODE_COLOR = "#a8c5e6"  # light blue: every other node
 TERMINAL_COLOR = "#d9d9d9"  # grey: terminal nodes (no playout continues below)
-PROVEN_WIN_COLOR = "#2a9d8f"   # outline of nodes proven +1 (solver)
+PROVEN_WIN_COLOR = "#2a9d8f"  # outline of nodes proven +1 (solver)
 PROVEN_LOSS_COLOR = "#e63946"  # outline of nodes proven -1 (solver)
 
 
@@ -51,6 +51,7 @@ class SubGraph:
       (`[N]` numpy arrays), read from the graph.
     total_nodes: nodes in use in this game (`num_nodes`).
   """
+
   nodes: list[int]
   depth: dict[int, int]
   edges: list[tuple[int, int, int, int]]
@@ -72,8 +73,9 @@ def _one_game(array, game_index: int, unbatched_ndim: int) -> np.ndarray:
   return array if array.ndim == unbatched_ndim else array[game_index]
 
 
-def subgraph(graph, game_index: int = 0, *, max_nodes: int | None = 60,
-             max_depth: int | None = None) -> SubGraph:
+def subgraph(
+  graph, game_index: int = 0, *, max_nodes: int | None = 60, max_depth: int | None = None
+) -> SubGraph:
   """Selects the nodes to show of game `game_index` (see the module docstring).
 
   Args:
@@ -126,18 +128,24 @@ def subgraph(graph, game_index: int = 0, *, max_nodes: int | None = 60,
       heapq.heappush(queue, (-int(visits[child]), child))
 
   kept_set = set(kept)
-  edges = sorted((node, action, child, int(edge_visits[node, action]))
-                 for node in kept
-                 for action, child in enumerate(children[node].tolist())
-                 if child in kept_set)
+  edges = sorted(
+    (node, action, child, int(edge_visits[node, action]))
+    for node in kept
+    for action, child in enumerate(children[node].tolist())
+    if child in kept_set
+  )
   return SubGraph(
-      nodes=kept, depth={n: depth[n] for n in kept},
-      edges=edges, in_degree={n: in_degree.get(n, 0) for n in kept},
-      visits=visits, values=_one_game(graph.node_values, game_index, 1),
-      terminal=_one_game(graph.node_terminal, game_index, 1),
-      proven=_one_game(graph.node_proven, game_index, 1),
-      proven_values=_one_game(graph.proven_values, game_index, 1),
-      total_nodes=num_nodes)
+    nodes=kept,
+    depth={n: depth[n] for n in kept},
+    edges=edges,
+    in_degree={n: in_degree.get(n, 0) for n in kept},
+    visits=visits,
+    values=_one_game(graph.node_values, game_index, 1),
+    terminal=_one_game(graph.node_terminal, game_index, 1),
+    proven=_one_game(graph.node_proven, game_index, 1),
+    proven_values=_one_game(graph.proven_values, game_index, 1),
+    total_nodes=num_nodes,
+  )
 
 
 def _action_label(action: int, action_labels: ActionLabels) -> str:
@@ -150,8 +158,10 @@ def _action_label(action: int, action_labels: ActionLabels) -> str:
 
 def _node_lines(sub: SubGraph, node: int) -> list[str]:
   """Label lines of a node: name, visits and value, terminal / proven flags."""
-  lines = ["root" if node == ROOT_INDEX else f"#{node}",
-           f"N={int(sub.visits[node])} Q={float(sub.values[node]):+.2f}"]
+  lines = [
+    "root" if node == ROOT_INDEX else f"#{node}",
+    f"N={int(sub.visits[node])} Q={float(sub.values[node]):+.2f}",
+  ]
   if sub.terminal[node]:
     lines.append("terminal")
   if sub.proven[node]:
@@ -166,8 +176,14 @@ def _dot_escape(text: str) -> str:
   return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def to_dot(graph, game_index: int = 0, *, max_nodes: int | None = 60,
-           max_depth: int | None = None, action_labels: ActionLabels = None) -> str:
+def to_dot(
+  graph,
+  game_index: int = 0,
+  *,
+  max_nodes: int | None = 60,
+  max_depth: int | None = None,
+  action_labels: ActionLabels = None,
+) -> str:
   """Graphviz DOT text of one game's search graph.
 
   Nodes are named `n<index>` and labelled with `N` and `Q` (plus "terminal",
@@ -189,19 +205,17 @@ def to_dot(graph, game_index: int = 0, *, max_nodes: int | None = 60,
   shared = sum(sub.is_shared(n) for n in sub.nodes)
   root_visits = max(int(sub.visits[ROOT_INDEX]), 1)
   out = [
-      "digraph mcgs {",
-      f"  // game {game_index}: {len(sub.nodes)} of {sub.total_nodes} nodes shown "
-      f"(max_nodes={max_nodes}, max_depth={max_depth}), {len(sub.edges)} edges, "
-      f"{shared} shared",
-      "  // legend: orange fill = shared node (2+ incoming edges: a transposition); "
-      "grey = terminal; green / red outline = proven +1 / -1;",
-      "  // N = visits, Q = value for the player to move; edge label: action, "
-      "N(n,a) = edge visits",
-      '  graph [rankdir=TB, labelloc=t, fontsize=11, label="search graph, game '
-      f'{game_index}: orange = shared node (transposition)"];',
-      '  node [shape=box, style="rounded,filled", fontsize=10, '
-      f'fillcolor="{NODE_COLOR}"];',
-      "  edge [fontsize=9];",
+    "digraph mcgs {",
+    f"  // game {game_index}: {len(sub.nodes)} of {sub.total_nodes} nodes shown "
+    f"(max_nodes={max_nodes}, max_depth={max_depth}), {len(sub.edges)} edges, "
+    f"{shared} shared",
+    "  // legend: orange fill = shared node (2+ incoming edges: a transposition); "
+    "grey = terminal; green / red outline = proven +1 / -1;",
+    "  // N = visits, Q = value for the player to move; edge label: action, N(n,a) = edge visits",
+    '  graph [rankdir=TB, labelloc=t, fontsize=11, label="search graph, game '
+    f'{game_index}: orange = shared node (transposition)"];',
+    f'  node [shape=box, style="rounded,filled", fontsize=10, fillcolor="{NODE_COLOR}"];',
+    "  edge [fontsize=9];",
   ]
   for node in sub.nodes:
     attributes = [f'label="{_dot_escape(chr(10).join(_node_lines(sub, node)))}"']
@@ -234,9 +248,11 @@ def layered_layout(sub: SubGraph) -> dict[int, tuple[float, float]]:
       parents.setdefault(child, []).append(parent)
   position: dict[int, tuple[float, float]] = {}
   for level in sorted(layers):
+
     def order_key(node, level=level):
       xs = [position[p][0] for p in parents.get(node, []) if p in position]
       return (np.mean(xs) if xs else 0.5, -int(sub.visits[node]), node)
+
     layer = sorted(layers[level], key=order_key)
     for i, node in enumerate(layer):
       position[node] = ((i + 1) / (len(layer) + 1), -float(level))
@@ -252,14 +268,22 @@ def _edge_path(start, end, bend: bool, points: int = 16):
   (x0, y0), (x1, y1) = start, end
   control = (0.5 * (x0 + x1), min(y0, y1) - 0.3 - 0.4 * abs(x1 - x0))
   t = np.linspace(0.0, 1.0, points)[:, None]
-  curve = ((1 - t) ** 2 * np.array(start) + 2 * (1 - t) * t * np.array(control)
-           + t ** 2 * np.array(end))
+  curve = (
+    (1 - t) ** 2 * np.array(start) + 2 * (1 - t) * t * np.array(control) + t**2 * np.array(end)
+  )
   return [tuple(p) for p in curve]
 
 
-def plot_graph(graph, game_index: int = 0, *, ax=None, max_nodes: int | None = 40,
-               max_depth: int | None = None, action_labels: ActionLabels = None,
-               show_labels: bool = True):
+def plot_graph(
+  graph,
+  game_index: int = 0,
+  *,
+  ax=None,
+  max_nodes: int | None = 40,
+  max_depth: int | None = None,
+  action_labels: ActionLabels = None,
+  show_labels: bool = True,
+):
   """Draws one game's search graph with matplotlib, layered by depth from the root.
 
   Node area grows with visits; shared nodes (2+ incoming edges) are orange, terminal
@@ -292,52 +316,86 @@ def plot_graph(graph, game_index: int = 0, *, ax=None, max_nodes: int | None = 4
     _, ax = plt.subplots(figsize=(min(18, 2 + 1.1 * widest), 1.2 + 1.4 * depth_count))
   root_visits = max(int(sub.visits[ROOT_INDEX]), 1)
 
-  segments = [_edge_path(position[p], position[c], sub.depth[c] <= sub.depth[p])
-               for p, _, c, _ in sub.edges]
+  segments = [
+    _edge_path(position[p], position[c], sub.depth[c] <= sub.depth[p]) for p, _, c, _ in sub.edges
+  ]
   widths = [0.4 + 5.0 * np.sqrt(v / root_visits) for _, _, _, v in sub.edges]
-  ax.add_collection(LineCollection(segments, linewidths=widths, colors="#6c757d",
-                                   alpha=0.6, zorder=1))
+  ax.add_collection(
+    LineCollection(segments, linewidths=widths, colors="#6c757d", alpha=0.6, zorder=1)
+  )
   if show_labels and len(sub.edges) <= 30:
     for (_, action, _, _), path in zip(sub.edges, segments, strict=True):
       x, y = path[len(path) // 2]
-      ax.text(x, y, _action_label(action, action_labels),
-              fontsize=7, color="#495057", ha="center", va="center", zorder=2,
-              bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+      ax.text(
+        x,
+        y,
+        _action_label(action, action_labels),
+        fontsize=7,
+        color="#495057",
+        ha="center",
+        va="center",
+        zorder=2,
+        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
+      )
 
   kinds: dict[str, list[int]] = {"node": [], "shared": [], "terminal": []}
   for node in sub.nodes:
-    kind = ("shared" if sub.is_shared(node) else
-            "terminal" if sub.terminal[node] else "node")
+    kind = "shared" if sub.is_shared(node) else "terminal" if sub.terminal[node] else "node"
     kinds[kind].append(node)
-  styles = {"node": (NODE_COLOR, "o"), "shared": (SHARED_COLOR, "o"),
-            "terminal": (TERMINAL_COLOR, "s")}
+  styles = {
+    "node": (NODE_COLOR, "o"),
+    "shared": (SHARED_COLOR, "o"),
+    "terminal": (TERMINAL_COLOR, "s"),
+  }
   for kind, nodes in kinds.items():
     if not nodes:
       continue
     color, marker = styles[kind]
-    rims = [(PROVEN_WIN_COLOR if sub.proven_values[n] > 0 else PROVEN_LOSS_COLOR)
-            if sub.proven[n] else "#343a40" for n in nodes]
-    ax.scatter([position[n][0] for n in nodes], [position[n][1] for n in nodes],
-               s=[40 + 600 * np.sqrt(sub.visits[n] / root_visits) for n in nodes],
-               c=color, marker=marker, edgecolors=rims,
-               linewidths=[2.5 if sub.proven[n] else 0.8 for n in nodes], zorder=3)
+    rims = [
+      (PROVEN_WIN_COLOR if sub.proven_values[n] > 0 else PROVEN_LOSS_COLOR)
+      if sub.proven[n]
+      else "#343a40"
+      for n in nodes
+    ]
+    ax.scatter(
+      [position[n][0] for n in nodes],
+      [position[n][1] for n in nodes],
+      s=[40 + 600 * np.sqrt(sub.visits[n] / root_visits) for n in nodes],
+      c=color,
+      marker=marker,
+      edgecolors=rims,
+      linewidths=[2.5 if sub.proven[n] else 0.8 for n in nodes],
+      zorder=3,
+    )
   if show_labels:
     for node in sub.nodes:
       x, y = position[node]
-      ax.text(x, y - 0.18, f"{int(sub.visits[node])}\n{float(sub.values[node]):+.2f}",
-              fontsize=7, ha="center", va="top", zorder=4)
+      ax.text(
+        x,
+        y - 0.18,
+        f"{int(sub.visits[node])}\n{float(sub.values[node]):+.2f}",
+        fontsize=7,
+        ha="center",
+        va="top",
+        zorder=4,
+      )
 
-  handles = [Line2D([], [], marker="o", ls="", color=NODE_COLOR, mec="#343a40",
-                    label="node"),
-             Line2D([], [], marker="o", ls="", color=SHARED_COLOR, mec="#343a40",
-                    label="shared (2+ parents)"),
-             Line2D([], [], marker="s", ls="", color=TERMINAL_COLOR, mec="#343a40",
-                    label="terminal")]
+  handles = [
+    Line2D([], [], marker="o", ls="", color=NODE_COLOR, mec="#343a40", label="node"),
+    Line2D(
+      [], [], marker="o", ls="", color=SHARED_COLOR, mec="#343a40", label="shared (2+ parents)"
+    ),
+    Line2D([], [], marker="s", ls="", color=TERMINAL_COLOR, mec="#343a40", label="terminal"),
+  ]
   if sub.proven[sub.nodes].any():
-    handles += [Line2D([], [], marker="o", ls="", color="white", mec=PROVEN_WIN_COLOR,
-                       mew=2.5, label="proven +1"),
-                Line2D([], [], marker="o", ls="", color="white", mec=PROVEN_LOSS_COLOR,
-                       mew=2.5, label="proven -1")]
+    handles += [
+      Line2D(
+        [], [], marker="o", ls="", color="white", mec=PROVEN_WIN_COLOR, mew=2.5, label="proven +1"
+      ),
+      Line2D(
+        [], [], marker="o", ls="", color="white", mec=PROVEN_LOSS_COLOR, mew=2.5, label="proven -1"
+      ),
+    ]
   ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
   deepest = max(sub.depth.values())
   ax.set_xlim(0, 1)
@@ -348,6 +406,8 @@ def plot_graph(graph, game_index: int = 0, *, ax=None, max_nodes: int | None = 4
   ax.set_xticks([])
   for side in ("top", "right", "bottom"):
     ax.spines[side].set_visible(False)
-  ax.set_title(f"game {game_index}: {len(sub.nodes)} of {sub.total_nodes} nodes "
-               f"(labels: N, Q; width: visits)", fontsize=10)
+  ax.set_title(
+    f"game {game_index}: {len(sub.nodes)} of {sub.total_nodes} nodes (labels: N, Q; width: visits)",
+    fontsize=10,
+  )
   return ax

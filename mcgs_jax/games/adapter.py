@@ -3,7 +3,10 @@
 `make_game(spec)` returns a `Game` whose `root` and `recurrent_fn` follow mctx's
 (MuZero-style) conventions for two-player zero-sum games, so they can be handed to
 `mctx.muzero_policy` as well as to `mcgs_jax`'s policies. A node's embedding is the
-batched environment state itself (a pytree of `[B, ...]` arrays).
+batched environment state (a pytree of `[B, ...]` arrays), by default without its
+`observation` (`Game.store_observation`): the graph keeps one embedding per node, and
+the observation is what the evaluator reads of a *new* state, which `step` recomputes
+(pgx's observation is 30 KB of a chess state's 46 KB).
 
 Conventions of `recurrent_fn(params, rng_key, action, state)`, with
 `mover = state.current_player` and `next_state = step(state, action)`:
@@ -38,7 +41,8 @@ Supported specs of `make_game`:
 import dataclasses
 import difflib
 import functools
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,9 +56,14 @@ from mcgs_jax.games.keys import SUPPORTED_ENV_IDS
 # Every name `make_game` accepts (Nim and the DAG game take arguments after a colon).
 SUPPORTED_GAMES = ("nim", "dag", "2048") + tuple(SUPPORTED_ENV_IDS)
 
-_DAG_ARGUMENT_NAMES = {"actions": "num_actions", "num_actions": "num_actions",
-                       "depth": "depth", "width": "width", "seed": "seed",
-                       "illegal_fraction": "illegal_fraction"}
+_DAG_ARGUMENT_NAMES = {
+  "actions": "num_actions",
+  "num_actions": "num_actions",
+  "depth": "depth",
+  "width": "width",
+  "seed": "seed",
+  "illegal_fraction": "illegal_fraction",
+}
 
 
 @functools.lru_cache(maxsize=16)
@@ -80,19 +89,58 @@ class Game:
       `mcgs_jax.evaluators`.
     hash_fn: state batch -> uint32 `[B, L]` transposition keys.
     num_actions: `A`.
+    observation_spec: `(shape, dtype)` of one state's `observation`, or None when
+      the env's states have none.
+    store_observation: keep the observation in the embeddings that `root` and
+      `recurrent_fn` return (so in every node of the graph). False (the default
+      of `make_game`): they hold a `[B, 0]` placeholder instead, and `recurrent_fn`
+      and `step` put a zero observation back before stepping. That is exact for
+      envs whose `step` computes the new state's observation without reading the
+      old one: pgx, Nim and the DAG game.
   """
+
   env: Any
   evaluator: Callable
   hash_fn: Callable
   num_actions: int
+  observation_spec: tuple | None = None
+  store_observation: bool = True
+
+  def _dropped_observation(self) -> tuple | None:
+    """`(shape, dtype)` of the observation that nodes do not store, or None."""
+    spec = self.observation_spec
+    if self.store_observation or spec is None or spec[0] == (0,):
+      return None
+    return spec
+
+  def stored(self, state):
+    """`state` (batched) as a node stores it: its observation replaced by a `[..., 0]`
+    placeholder unless `store_observation` (see the class doc)."""
+    spec = self._dropped_observation()
+    observation = getattr(state, "observation", None)
+    if spec is None or observation is None or observation.shape[-1:] == (0,):
+      return state
+    batch_shape = observation.shape[: observation.ndim - len(spec[0])]
+    return state.replace(observation=jnp.zeros(batch_shape + (0,), observation.dtype))
+
+  def restored(self, state):
+    """A state `step` accepts, from a stored one: a zero observation where the
+    stored state has the placeholder (full states are returned as they are)."""
+    spec = self._dropped_observation()
+    observation = getattr(state, "observation", None)
+    if spec is None or observation is None or observation.shape[-1:] != (0,):
+      return state
+    shape, dtype = spec
+    return state.replace(observation=jnp.zeros(observation.shape[:-1] + shape, dtype))
 
   def init(self, rng_key, batch_size: int):
     """`batch_size` initial states, one key each (pgx draws the first player)."""
     return jax.vmap(self.env.init)(jax.random.split(rng_key, batch_size))
 
   def step(self, state, action):
-    """Plays `action` (`[B]` int) in every game of the batch."""
-    return jax.vmap(self.env.step)(state, jnp.asarray(action, jnp.int32))
+    """Plays `action` (`[B]` int) in every game of the batch; `state` may be a stored
+    one (a node's embedding). Returns full states."""
+    return jax.vmap(self.env.step)(self.restored(state), jnp.asarray(action, jnp.int32))
 
   def invalid_actions(self, state):
     """`[B, A]` bool, True for the actions that are illegal in `state`, and every
@@ -105,16 +153,17 @@ class Game:
   def _evaluate(self, params, rng_key, state):
     """The evaluator at `state`, illegal actions masked, value 0 for finished games."""
     logits, value = self.evaluator(params, rng_key, state)
-    prior_logits = mask_invalid_actions(jnp.asarray(logits, jnp.float32),
-                                       self.invalid_actions(state))
-    value = jnp.where(evaluators.is_finished(state), 0.0,
-                      jnp.asarray(value, jnp.float32))
+    prior_logits = mask_invalid_actions(
+      jnp.asarray(logits, jnp.float32), self.invalid_actions(state)
+    )
+    value = jnp.where(evaluators.is_finished(state), 0.0, jnp.asarray(value, jnp.float32))
     return prior_logits, value
 
   def root(self, params, rng_key, state) -> RootFnOutput:
-    """The search's root: evaluation of `state` (a batch), embedding = `state`."""
+    """The search's root: evaluation of `state` (a batch of full states); the
+    embedding is `stored(state)`."""
     prior_logits, value = self._evaluate(params, rng_key, state)
-    return RootFnOutput(prior_logits=prior_logits, value=value, embedding=state)
+    return RootFnOutput(prior_logits=prior_logits, value=value, embedding=self.stored(state))
 
   def recurrent_fn(self, params, rng_key, action, state):
     """One move of every game; see the module docstring for the conventions.
@@ -123,10 +172,10 @@ class Game:
       params: the evaluator's parameters.
       rng_key: one key for the whole batch (the evaluator splits it per game).
       action: `[B]` int32.
-      state: the batch of states (the parent nodes' embeddings).
+      state: the batch of states (the parent nodes' embeddings, stored or full).
 
     Returns:
-      `(RecurrentFnOutput, next_state)`.
+      `(RecurrentFnOutput, stored(next_state))`; the evaluator saw the full state.
     """
     mover = state.current_player
     next_state = self.step(state, action)
@@ -134,11 +183,12 @@ class Game:
     turn_sign = jnp.where(next_state.current_player == mover, 1.0, -1.0)
     discount = jnp.where(evaluators.is_finished(next_state), 0.0, turn_sign)
     prior_logits, value = self._evaluate(params, rng_key, next_state)
-    output = RecurrentFnOutput(reward=reward, discount=discount.astype(jnp.float32),
-                               prior_logits=prior_logits, value=value)
-    return output, next_state
+    output = RecurrentFnOutput(
+      reward=reward, discount=discount.astype(jnp.float32), prior_logits=prior_logits, value=value
+    )
+    return output, self.stored(next_state)
 
-  def play(self, actions: Sequence[int], rng_key: Optional[jax.Array] = None):
+  def play(self, actions: Sequence[int], rng_key: jax.Array | None = None):
     """The unbatched state reached by playing `actions` from `env.init(rng_key)`.
 
     `rng_key` defaults to `jax.random.PRNGKey(0)`; with pgx it decides which player
@@ -151,8 +201,7 @@ class Game:
     step = _jitted_env_step(self.env)
     for index, action in enumerate(actions):
       if not 0 <= action < self.num_actions:
-        raise ValueError(f"move {index} ({action}) is out of range "
-                         f"[0, {self.num_actions})")
+        raise ValueError(f"move {index} ({action}) is out of range [0, {self.num_actions})")
       if bool(state.terminated):
         raise ValueError(f"move {index} ({action}) is played after the game ended")
       if not bool(state.legal_action_mask[action]):
@@ -173,6 +222,7 @@ def _words_hash_fn(transposition_words: Callable, lanes: int) -> Callable:
 def _pgx_hash_fn(env_id: str, lanes: int) -> Callable:
   """The key `mcgs_jax.games.keys` defines for a pgx game; ValueError if none."""
   from mcgs_jax.games import keys  # pylint: disable=import-outside-toplevel
+
   return keys.transposition_key_fn(env_id, lanes=lanes)
 
 
@@ -184,8 +234,9 @@ def _hash_fn_for_env(env, lanes: int) -> Callable:
   if isinstance(env_id, str):
     return _pgx_hash_fn(env_id, lanes)
   raise ValueError(
-      f"cannot derive a transposition key for {env!r}: it has neither a "
-      "transposition_words method nor a pgx id; build a Game with your own hash_fn")
+    f"cannot derive a transposition key for {env!r}: it has neither a "
+    "transposition_words method nor a pgx id; build a Game with your own hash_fn"
+  )
 
 
 def _parse_dag_arguments(text: str) -> dict:
@@ -195,8 +246,9 @@ def _parse_dag_arguments(text: str) -> dict:
     name, separator, value = item.partition("=")
     name = name.strip()
     if not separator or name not in _DAG_ARGUMENT_NAMES:
-      raise ValueError(f"bad dag argument {item!r}; expected name=value with name in "
-                       f"{sorted(_DAG_ARGUMENT_NAMES)}")
+      raise ValueError(
+        f"bad dag argument {item!r}; expected name=value with name in {sorted(_DAG_ARGUMENT_NAMES)}"
+      )
     try:
       number = float(value) if name == "illegal_fraction" else int(value)
     except ValueError as error:
@@ -210,21 +262,31 @@ def _env_from_spec(spec: str):
   name, _, arguments = spec.partition(":")
   if name == "nim":
     from mcgs_jax.games import nim  # pylint: disable=import-outside-toplevel
+
     return nim.Nim(nim.parse_heaps(arguments)) if arguments else nim.Nim()
   if name == "dag":
     from mcgs_jax.games import dag  # pylint: disable=import-outside-toplevel
+
     return dag.DagGame(**_parse_dag_arguments(arguments))
   if arguments or name not in SUPPORTED_ENV_IDS:
     guess = difflib.get_close_matches(name, SUPPORTED_GAMES, n=1)
     hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-    raise ValueError(f"unknown game {spec!r}{hint}: expected 'nim[:heaps]', "
-                     f"'dag[:name=value,...]' or one of {', '.join(SUPPORTED_ENV_IDS)}")
+    raise ValueError(
+      f"unknown game {spec!r}{hint}: expected 'nim[:heaps]', "
+      f"'dag[:name=value,...]' or one of {', '.join(SUPPORTED_ENV_IDS)}"
+    )
   import pgx  # pylint: disable=import-outside-toplevel
+
   return pgx.make(name)
 
 
-def make_game(game, evaluator: Optional[Callable] = None, *,
-              lanes: int = hashing.DEFAULT_LANES) -> Any:
+def make_game(
+  game,
+  evaluator: Callable | None = None,
+  *,
+  lanes: int = hashing.DEFAULT_LANES,
+  store_observation: bool = False,
+) -> Any:
   """Builds a `Game` from a spec string or an env object.
 
   `"2048"` (or `"2048:SIZE"`) is a game with chance: it returns the
@@ -239,6 +301,10 @@ def make_game(game, evaluator: Optional[Callable] = None, *,
     evaluator: `evaluate(params, rng_key, state) -> (logits, value)`; defaults to
       `evaluators.uniform_evaluator()`.
     lanes: uint32 lanes of the transposition key (2 = 64 bits).
+    store_observation: keep each node's observation in the graph (`Game`). False
+      stores a placeholder and recomputes nothing extra: `step` computes a new
+      state's observation anyway. Bytes per node (`mcgs-jax bench --memory`):
+      chess 46,266 -> 15,802 for the state, connect four 285 -> 201.
 
   Raises:
     ValueError: for an unknown or malformed spec, or a game without a transposition
@@ -246,13 +312,26 @@ def make_game(game, evaluator: Optional[Callable] = None, *,
   """
   if isinstance(game, str) and game.partition(":")[0] == "2048":
     from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+
     return play2048.make_from_spec(game, evaluator)  # type: ignore[arg-type]
-  if isinstance(game, str):
-    env = _env_from_spec(game)
-  else:
-    env = game
+  env = _env_from_spec(game) if isinstance(game, str) else game
   hash_fn = _hash_fn_for_env(env, lanes)
   if evaluator is None:
     evaluator = evaluators.uniform_evaluator()
-  return Game(env=env, evaluator=evaluator, hash_fn=hash_fn,
-              num_actions=int(env.num_actions))
+  return Game(
+    env=env,
+    evaluator=evaluator,
+    hash_fn=hash_fn,
+    num_actions=int(env.num_actions),
+    observation_spec=_observation_spec(env),
+    store_observation=store_observation,
+  )
+
+
+def _observation_spec(env) -> tuple | None:
+  """`(shape, dtype)` of the observation of one `env.init` state, None if it has none."""
+  state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
+  observation = getattr(state, "observation", None)
+  if observation is None:
+    return None
+  return tuple(observation.shape), observation.dtype

@@ -21,7 +21,6 @@ Conventions:
     terminated state's `legal_action_mask` is all True.
 """
 
-
 import chex
 import jax
 import jax.numpy as jnp
@@ -42,6 +41,7 @@ class DagState:
   layer: int32 [], in [0, depth].
   index: int32 [], in [0, width).
   """
+
   current_player: chex.Array
   observation: chex.Array
   rewards: chex.Array
@@ -66,8 +66,9 @@ def transposition_words(state: DagState) -> chex.Array:
   (layer, index) only. The terminated flag is kept because an illegal action ends the
   game without moving.
   """
-  return jnp.stack([state.layer, state.index,
-                    state.terminated.astype(jnp.int32)]).astype(jnp.uint32)
+  return jnp.stack([state.layer, state.index, state.terminated.astype(jnp.int32)]).astype(
+    jnp.uint32
+  )
 
 
 def _select(pred, on_true, on_false):
@@ -86,8 +87,14 @@ class DagGame:
       made the final move.
   """
 
-  def __init__(self, num_actions: int = 4, depth: int = 6, width: int = 8,
-               seed: int = 0, illegal_fraction: float = 0.0):
+  def __init__(
+    self,
+    num_actions: int = 4,
+    depth: int = 6,
+    width: int = 8,
+    seed: int = 0,
+    illegal_fraction: float = 0.0,
+  ):
     if num_actions < 1 or depth < 1 or width < 1:
       raise ValueError("num_actions, depth and width must be positive")
     if not 0.0 <= illegal_fraction < 1.0:
@@ -142,15 +149,16 @@ class DagGame:
     index = jnp.asarray(index, jnp.int32)
     terminated = layer >= self.depth
     return DagState(
-        current_player=jnp.asarray(current_player, jnp.int32),
-        observation=self._observe(layer, index),
-        rewards=jnp.zeros(2, jnp.float32),
-        terminated=terminated,
-        truncated=jnp.bool_(False),
-        legal_action_mask=self._legal_action_mask(layer, index, terminated),
-        _step_count=jnp.int32(0),
-        layer=layer,
-        index=index)
+      current_player=jnp.asarray(current_player, jnp.int32),
+      observation=self._observe(layer, index),
+      rewards=jnp.zeros(2, jnp.float32),
+      terminated=terminated,
+      truncated=jnp.bool_(False),
+      legal_action_mask=self._legal_action_mask(layer, index, terminated),
+      _step_count=jnp.int32(0),
+      layer=layer,
+      index=index,
+    )
 
   def step(self, state: DagState, action, key=None) -> DagState:
     """Plays `action` (int32 []) for `state.current_player`. `key` is unused."""
@@ -164,20 +172,21 @@ class DagGame:
     index = jnp.where(is_legal, self._next_index_jnp[row, state.index, action], state.index)
     reached_end = is_legal & (layer == self.depth)
     terminated = reached_end | ~is_legal
-    mover_reward = jnp.where(reached_end, self._terminal_values_jnp[index],
-                             jnp.where(is_legal, 0.0, -1.0))
-    rewards = jnp.zeros(2, jnp.float32).at[mover].set(mover_reward).at[1 - mover].set(
-        -mover_reward)
+    mover_reward = jnp.where(
+      reached_end, self._terminal_values_jnp[index], jnp.where(is_legal, 0.0, -1.0)
+    )
+    rewards = jnp.zeros(2, jnp.float32).at[mover].set(mover_reward).at[1 - mover].set(-mover_reward)
     moved = DagState(
-        current_player=1 - mover,
-        observation=self._observe(layer, index),
-        rewards=rewards,
-        terminated=terminated,
-        truncated=jnp.bool_(False),
-        legal_action_mask=self._legal_action_mask(layer, index, terminated),
-        _step_count=state._step_count + 1,
-        layer=layer,
-        index=index)
+      current_player=1 - mover,
+      observation=self._observe(layer, index),
+      rewards=rewards,
+      terminated=terminated,
+      truncated=jnp.bool_(False),
+      legal_action_mask=self._legal_action_mask(layer, index, terminated),
+      _step_count=state._step_count + 1,
+      layer=layer,
+      index=index,
+    )
     unchanged = state.replace(rewards=jnp.zeros_like(state.rewards))
     return _select(state.terminated | state.truncated, unchanged, moved)
 
@@ -199,8 +208,10 @@ class DagGame:
     if layer == self.depth:
       return {}
     values = self._solved_values()
-    return {int(a): int(-values[layer + 1, self.next_index[layer, index, a]])
-            for a in np.flatnonzero(self.legal[layer, index])}
+    return {
+      int(a): int(-values[layer + 1, self.next_index[layer, index, a]])
+      for a in np.flatnonzero(self.legal[layer, index])
+    }
 
   def _solved_values(self) -> np.ndarray:
     """`exact_values`, computed once and kept (callers must not modify it)."""
@@ -218,5 +229,4 @@ class DagGame:
     return self._legal_jnp[row, index] | terminated
 
   def _observe(self, layer, index):
-    return jnp.concatenate([jnp.arange(self.depth + 1) == layer,
-                            jnp.arange(self.width) == index])
+    return jnp.concatenate([jnp.arange(self.depth + 1) == layer, jnp.arange(self.width) == index])

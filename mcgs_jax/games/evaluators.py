@@ -81,8 +81,7 @@ def random_legal_actions(rng_keys, legal_action_mask) -> jax.Array:
   return jnp.where(jnp.any(legal_action_mask, axis=-1), actions, 0).astype(jnp.int32)
 
 
-def rollout_evaluator(env, *, num_rollouts: int = 1,
-                      max_steps: int | None = None) -> Evaluator:
+def rollout_evaluator(env, *, num_rollouts: int = 1, max_steps: int | None = None) -> Evaluator:
   """Scores states by the average return of uniformly random playouts.
 
   From each state, `num_rollouts` independent games are played to the end by
@@ -175,5 +174,6 @@ def __getattr__(name: str):
   # `make_game`) works without flax; its old names here still resolve.
   if name in ("MLPPolicyValueNet", "init_network"):
     from mcgs_jax.games import networks  # pylint: disable=import-outside-toplevel
+
     return getattr(networks, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,17 +14,17 @@ check each other (`tests/test_2048.py`).
 
 import functools
 import sys
-from typing import Dict, Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
-TILE_PROBS = (0.9, 0.1)   # a new 2 (log2 1) or 4 (log2 2)
+TILE_PROBS = (0.9, 0.1)  # a new 2 (log2 1) or 4 (log2 2)
 NUM_ACTIONS = 4
 
-Board = Tuple[int, ...]   # log2 of each tile, row by row, 0 empty
+Board = tuple[int, ...]  # log2 of each tile, row by row, 0 empty
 
 
-def slide_row(row: Sequence[int]) -> Tuple[Tuple[int, ...], float]:
+def slide_row(row: Sequence[int]) -> tuple[tuple[int, ...], float]:
   """One row slid left, each pair of equal neighbours merged once from the left."""
   tiles = [tile for tile in row if tile]
   merged, reward, index = [], 0.0, 0
@@ -39,7 +39,7 @@ def slide_row(row: Sequence[int]) -> Tuple[Tuple[int, ...], float]:
   return tuple(merged) + (0,) * (len(row) - len(merged)), reward
 
 
-def afterstate(board: Board, action: int) -> Tuple[Board, float, bool]:
+def afterstate(board: Board, action: int) -> tuple[Board, float, bool]:
   """`(afterstate, reward, legal)` of a move (0 left, 1 up, 2 right, 3 down): the
   grid turned `action` quarter turns anticlockwise, rows slid left, turned back."""
   size = int(round(len(board) ** 0.5))
@@ -57,7 +57,7 @@ def outcomes(after: Board):
   """`[(probability, next board)]`: a 2 (0.9) or a 4 (0.1) on a uniform empty cell."""
   empty = [cell for cell, tile in enumerate(after) if tile == 0]
   result = []
-  for tile, probability in zip((1, 2), TILE_PROBS):
+  for tile, probability in zip((1, 2), TILE_PROBS, strict=True):
     for cell in empty:
       board = list(after)
       board[cell] = tile
@@ -69,7 +69,7 @@ class Expectimax:
   """Memoised exact values of 2048 positions on one board size."""
 
   def __init__(self):
-    self._values: Dict[Board, float] = {}
+    self._values: dict[Board, float] = {}
 
   @property
   def num_states(self) -> int:

@@ -56,13 +56,15 @@ def _sorted_hash_rows(hashes, present, *, distinct: bool) -> jax.Array:
   Returns:
     uint32 `[2 * T]`: the rows sorted, followed by absent-row fillers.
   """
+
   def sort_rows(rows):
     return rows[jnp.lexsort((rows[:, 1], rows[:, 0]))]
 
   rows = sort_rows(jnp.where(present[:, None], hashes, _ABSENT_ROW))
   if distinct:
     repeats_previous = jnp.concatenate(
-        [jnp.zeros(1, jnp.bool_), jnp.all(rows[1:] == rows[:-1], axis=1)])
+      [jnp.zeros(1, jnp.bool_), jnp.all(rows[1:] == rows[:-1], axis=1)]
+    )
     rows = sort_rows(jnp.where(repeats_previous[:, None], _ABSENT_ROW, rows))
   return rows.reshape(-1)
 
@@ -97,9 +99,17 @@ def _go_words(state) -> jax.Array:
   hashes in pgx's superko history `[2*T]` (T = pgx's step limit)."""
   x = state._x
   previous_boards = _sorted_hash_rows(
-      x.hash_history, jnp.arange(x.hash_history.shape[0]) < x.step_count, distinct=True)
-  return _words(jnp.sign(x.board), x.step_count, x.consecutive_pass_count, x.ko,
-                x.is_psk, state.terminated, previous_boards)
+    x.hash_history, jnp.arange(x.hash_history.shape[0]) < x.step_count, distinct=True
+  )
+  return _words(
+    jnp.sign(x.board),
+    x.step_count,
+    x.consecutive_pass_count,
+    x.ko,
+    x.is_psk,
+    state.terminated,
+    previous_boards,
+  )
 
 
 def _chess_words(state) -> jax.Array:
@@ -109,8 +119,16 @@ def _chess_words(state) -> jax.Array:
   x = state._x
   since_irreversible = jnp.arange(x.hash_history.shape[0]) <= x.halfmove_count
   positions = _sorted_hash_rows(x.hash_history, since_irreversible, distinct=False)
-  return _words(x.board, x.color, x.castling_rights, x.en_passant, x.halfmove_count,
-                x.step_count, state.terminated, positions)
+  return _words(
+    x.board,
+    x.color,
+    x.castling_rights,
+    x.en_passant,
+    x.halfmove_count,
+    x.step_count,
+    state.terminated,
+    positions,
+  )
 
 
 def _gardner_chess_words(state) -> jax.Array:
@@ -119,8 +137,15 @@ def _gardner_chess_words(state) -> jax.Array:
   of position hashes since the last capture or pawn move `[2*257]`."""
   since_irreversible = jnp.arange(state._hash_history.shape[0]) <= state._halfmove_count
   positions = _sorted_hash_rows(state._hash_history, since_irreversible, distinct=False)
-  return _words(state._board, state._turn, state._halfmove_count, state._step_count,
-                state._zobrist_hash, state.terminated, positions)
+  return _words(
+    state._board,
+    state._turn,
+    state._halfmove_count,
+    state._step_count,
+    state._zobrist_hash,
+    state.terminated,
+    positions,
+  )
 
 
 def _animal_shogi_words(state) -> jax.Array:
@@ -130,90 +155,104 @@ def _animal_shogi_words(state) -> jax.Array:
   `[2*257]`."""
   all_positions = jnp.arange(state._hash_history.shape[0]) <= state._step_count
   positions = _sorted_hash_rows(state._hash_history, all_positions, distinct=False)
-  return _words(state._board, state._hand, state._turn, state._step_count,
-                state._zobrist_hash, state.terminated, positions)
+  return _words(
+    state._board,
+    state._hand,
+    state._turn,
+    state._step_count,
+    state._zobrist_hash,
+    state.terminated,
+    positions,
+  )
 
 
 _WORD_FNS: dict[str, Callable[..., jax.Array]] = {
-    "tic_tac_toe": _tic_tac_toe_words,
-    "connect_four": _connect_four_words,
-    "othello": _othello_words,
-    "hex": _hex_words,
-    "go_9x9": _go_words,
-    "chess": _chess_words,
-    "gardner_chess": _gardner_chess_words,
-    "animal_shogi": _animal_shogi_words,
+  "tic_tac_toe": _tic_tac_toe_words,
+  "connect_four": _connect_four_words,
+  "othello": _othello_words,
+  "hex": _hex_words,
+  "go_9x9": _go_words,
+  "chess": _chess_words,
+  "gardner_chess": _gardner_chess_words,
+  "animal_shogi": _animal_shogi_words,
 }
 
 SUPPORTED_ENV_IDS = tuple(_WORD_FNS)
 
 KEY_CONTENTS: dict[str, str] = {
-    "tic_tac_toe": (
-        "Board (9 cells: empty, X or O), colour to move, terminated. The winner "
-        "follows from the board, and no rule looks at history."),
-    "connect_four": (
-        "Board (42 cells: empty, first or second colour), colour to move, terminated. "
-        "The winner follows from the board, and no rule looks at history."),
-    "othello": (
-        "Board (64 cells, signed from the mover's side), colour to move, whether the "
-        "previous move was a pass, terminated. The pass flag is kept because pgx ends "
-        "the game on the second pass in a row: with it set, the mover's pass ends the "
-        "game at once."),
-    "hex": (
-        "Stone colours (121 cells, signed from the mover's side; pgx's union-find "
-        "group labels depend on move order and are dropped), colour to move, whether "
-        "the swap move is available (second move of the game), terminated. No rule "
-        "looks at history and pgx sets no step limit."),
-    "go_9x9": (
-        "Stone colours (81 points; pgx's chain labels are dropped), step count, "
-        "consecutive passes (two end the game), ko point, superko flag, terminated, "
-        "and the set of every board of the game so far. pgx ends the game as a loss "
-        "for the mover when a move recreates an earlier board (positional superko, "
-        "checked against its hash of the board after every earlier step), so the whole "
-        "set of earlier boards decides which moves lose; it is kept as pgx's own hashes, "
-        "sorted with repeats removed (membership is all pgx asks). The step count is "
-        "kept because pgx ends the game (area scoring) at 162 steps, which a search may "
-        "reach. Cost: move orders meet only if they visited the same set of boards; "
-        "without captures boards only grow, so that means the same stones placed in the "
-        "same order, and go_9x9 finds almost no transpositions. Capture counts are "
-        "dropped (pgx scores by area)."),
-    "chess": (
-        "Board (64 squares, signed from the mover's side), colour to move, castling "
-        "rights, en-passant square (as pgx records it: after every double pawn push), "
-        "half-move clock (100 ends the game), step count (pgx ends the game at 512 "
-        "steps), terminated, and the multiset of position hashes since the last capture "
-        "or pawn move. pgx draws when a position occurs the third time, counting its "
-        "hashes of board, side, castling and en passant; a position from before the last "
-        "capture or pawn move can never recur, so the multiset since then (sorted, with "
-        "repeats kept) decides every future repetition. Cost: move orders meet only if "
-        "they passed through the same positions since the last capture or pawn move, "
-        "e.g. when both end with the same pawn move. 1.Nf3 d5 2.d4 and 1.d4 d5 2.Nf3 do "
-        "not meet: their half-move clocks differ (0 and 1), and in the second the "
-        "position after 1.d4 d5 can recur."),
-    "gardner_chess": (
-        "Board (25 squares, signed from the mover's side), colour to move, half-move "
-        "clock (100 ends the game), step count (pgx ends the game at 256 steps), pgx's "
-        "current position hash, terminated, and the multiset of position hashes since "
-        "the last capture or pawn move (as in chess; this variant has no castling and no "
-        "en passant). The current hash is kept because pgx updates it move by move and "
-        "it is not always a function of the position (a queen promotion is hashed as a "
-        "pawn), while every later repetition check compares hashes derived from it."),
-    "animal_shogi": (
-        "Board (12 squares: the mover's and the opponent's pieces), both hands (mover "
-        "first), colour to move, step count (pgx ends the game at 256 steps), pgx's "
-        "current position hash, terminated, and the multiset of every position hash of "
-        "the game. pgx draws when a position hash occurs the third time; captured pieces "
-        "return to the board as drops, so any earlier position may recur and the whole "
-        "history is kept. pgx's incremental hash is not a function of the position (a "
-        "capture is unhashed on the wrong square, and a move without capture toggles a "
-        "hand term), so the current hash, from which every later one is derived, is kept "
-        "too. Cost: move orders meet only if they visited the same hashes, so "
-        "animal_shogi finds almost no transpositions."),
+  "tic_tac_toe": (
+    "Board (9 cells: empty, X or O), colour to move, terminated. The winner "
+    "follows from the board, and no rule looks at history."
+  ),
+  "connect_four": (
+    "Board (42 cells: empty, first or second colour), colour to move, terminated. "
+    "The winner follows from the board, and no rule looks at history."
+  ),
+  "othello": (
+    "Board (64 cells, signed from the mover's side), colour to move, whether the "
+    "previous move was a pass, terminated. The pass flag is kept because pgx ends "
+    "the game on the second pass in a row: with it set, the mover's pass ends the "
+    "game at once."
+  ),
+  "hex": (
+    "Stone colours (121 cells, signed from the mover's side; pgx's union-find "
+    "group labels depend on move order and are dropped), colour to move, whether "
+    "the swap move is available (second move of the game), terminated. No rule "
+    "looks at history and pgx sets no step limit."
+  ),
+  "go_9x9": (
+    "Stone colours (81 points; pgx's chain labels are dropped), step count, "
+    "consecutive passes (two end the game), ko point, superko flag, terminated, "
+    "and the set of every board of the game so far. pgx ends the game as a loss "
+    "for the mover when a move recreates an earlier board (positional superko, "
+    "checked against its hash of the board after every earlier step), so the whole "
+    "set of earlier boards decides which moves lose; it is kept as pgx's own hashes, "
+    "sorted with repeats removed (membership is all pgx asks). The step count is "
+    "kept because pgx ends the game (area scoring) at 162 steps, which a search may "
+    "reach. Cost: move orders meet only if they visited the same set of boards; "
+    "without captures boards only grow, so that means the same stones placed in the "
+    "same order, and go_9x9 finds almost no transpositions. Capture counts are "
+    "dropped (pgx scores by area)."
+  ),
+  "chess": (
+    "Board (64 squares, signed from the mover's side), colour to move, castling "
+    "rights, en-passant square (as pgx records it: after every double pawn push), "
+    "half-move clock (100 ends the game), step count (pgx ends the game at 512 "
+    "steps), terminated, and the multiset of position hashes since the last capture "
+    "or pawn move. pgx draws when a position occurs the third time, counting its "
+    "hashes of board, side, castling and en passant; a position from before the last "
+    "capture or pawn move can never recur, so the multiset since then (sorted, with "
+    "repeats kept) decides every future repetition. Cost: move orders meet only if "
+    "they passed through the same positions since the last capture or pawn move, "
+    "e.g. when both end with the same pawn move. 1.Nf3 d5 2.d4 and 1.d4 d5 2.Nf3 do "
+    "not meet: their half-move clocks differ (0 and 1), and in the second the "
+    "position after 1.d4 d5 can recur."
+  ),
+  "gardner_chess": (
+    "Board (25 squares, signed from the mover's side), colour to move, half-move "
+    "clock (100 ends the game), step count (pgx ends the game at 256 steps), pgx's "
+    "current position hash, terminated, and the multiset of position hashes since "
+    "the last capture or pawn move (as in chess; this variant has no castling and no "
+    "en passant). The current hash is kept because pgx updates it move by move and "
+    "it is not always a function of the position (a queen promotion is hashed as a "
+    "pawn), while every later repetition check compares hashes derived from it."
+  ),
+  "animal_shogi": (
+    "Board (12 squares: the mover's and the opponent's pieces), both hands (mover "
+    "first), colour to move, step count (pgx ends the game at 256 steps), pgx's "
+    "current position hash, terminated, and the multiset of every position hash of "
+    "the game. pgx draws when a position hash occurs the third time; captured pieces "
+    "return to the board as drops, so any earlier position may recur and the whole "
+    "history is kept. pgx's incremental hash is not a function of the position (a "
+    "capture is unhashed on the wrong square, and a move without capture toggles a "
+    "hand term), so the current hash, from which every later one is derived, is kept "
+    "too. Cost: move orders meet only if they visited the same hashes, so "
+    "animal_shogi finds almost no transpositions."
+  ),
 }
 
 
-def transposition_key_fn(env_id: str, *, lanes: int = DEFAULT_LANES
-                         ) -> Callable[..., jax.Array]:
+def transposition_key_fn(env_id: str, *, lanes: int = DEFAULT_LANES) -> Callable[..., jax.Array]:
   """The transposition key of a pgx game, as a `hash_fn` for the search.
 
   Args:
@@ -229,8 +268,9 @@ def transposition_key_fn(env_id: str, *, lanes: int = DEFAULT_LANES
   """
   if env_id not in _WORD_FNS:
     raise ValueError(
-        f"no transposition key for env id {env_id!r}; supported: "
-        f"{', '.join(SUPPORTED_ENV_IDS)}. Other games can pass their own hash_fn.")
+      f"no transposition key for env id {env_id!r}; supported: "
+      f"{', '.join(SUPPORTED_ENV_IDS)}. Other games can pass their own hash_fn."
+    )
   batched_words = jax.vmap(_WORD_FNS[env_id])
 
   def hash_fn(states) -> jax.Array:

@@ -15,6 +15,7 @@ class MLPPolicyValueNet(nn.Module):
   through `len(hidden)` ReLU layers to `(logits [B, num_actions], value [B])` with
   the value squashed into `[-1, 1]` by `tanh`.
   """
+
   num_actions: int
   hidden: Sequence[int] = (64, 64)
 

@@ -41,6 +41,7 @@ class NimState:
   _step_count: int32 [], moves played so far.
   heaps: int32 [H], stones left in every heap.
   """
+
   current_player: chex.Array
   observation: chex.Array
   rewards: chex.Array
@@ -66,8 +67,9 @@ def transposition_words(state: NimState) -> chex.Array:
   whose first player differs) without changing any value. The terminated flag is kept
   because an illegal action ends the game without touching the heaps.
   """
-  return jnp.concatenate([state.heaps.astype(jnp.uint32),
-                          state.terminated.astype(jnp.uint32)[None]])
+  return jnp.concatenate(
+    [state.heaps.astype(jnp.uint32), state.terminated.astype(jnp.uint32)[None]]
+  )
 
 
 def parse_heaps(text: str) -> tuple[int, ...]:
@@ -77,8 +79,7 @@ def parse_heaps(text: str) -> tuple[int, ...]:
     try:
       heaps.append(int(part.strip()))
     except ValueError:
-      raise ValueError(f"heaps must be integers, got {part.strip()!r} in "
-                       f"{text!r}") from None
+      raise ValueError(f"heaps must be integers, got {part.strip()!r} in {text!r}") from None
   if not heaps or min(heaps) < 0 or max(heaps) < 1:
     raise ValueError(f"heaps must be non-negative with at least one stone, got {text!r}")
   return tuple(heaps)
@@ -151,21 +152,24 @@ class Nim:
     """
     if isinstance(heaps, (tuple, list, np.ndarray)):
       heaps_np = np.asarray(heaps)
-      if heaps_np.shape != (self.num_heaps,) or heaps_np.min() < 0 \
-          or heaps_np.max() > self.max_heap:
-        raise ValueError(f"heaps must be {self.num_heaps} ints in [0, {self.max_heap}], "
-                         f"got {heaps}")
+      if (
+        heaps_np.shape != (self.num_heaps,) or heaps_np.min() < 0 or heaps_np.max() > self.max_heap
+      ):
+        raise ValueError(
+          f"heaps must be {self.num_heaps} ints in [0, {self.max_heap}], got {heaps}"
+        )
     heaps = jnp.asarray(heaps, jnp.int32)
     terminated = jnp.all(heaps == 0)
     return NimState(
-        current_player=jnp.asarray(current_player, jnp.int32),
-        observation=self._observe(heaps),
-        rewards=jnp.zeros(2, jnp.float32),
-        terminated=terminated,
-        truncated=jnp.bool_(False),
-        legal_action_mask=self._legal_action_mask(heaps, terminated),
-        _step_count=jnp.int32(0),
-        heaps=heaps)
+      current_player=jnp.asarray(current_player, jnp.int32),
+      observation=self._observe(heaps),
+      rewards=jnp.zeros(2, jnp.float32),
+      terminated=terminated,
+      truncated=jnp.bool_(False),
+      legal_action_mask=self._legal_action_mask(heaps, terminated),
+      _step_count=jnp.int32(0),
+      heaps=heaps,
+    )
 
   def step(self, state: NimState, action, key=None) -> NimState:
     """Plays `action` (int32 []) for `state.current_player`. `key` is unused."""
@@ -181,17 +185,17 @@ class Nim:
     terminated = took_last | ~is_legal
     # `mover_reward` is +1 for taking the last stone, -1 for an illegal action.
     mover_reward = jnp.where(took_last, 1.0, jnp.where(is_legal, 0.0, -1.0))
-    rewards = jnp.zeros(2, jnp.float32).at[mover].set(mover_reward).at[1 - mover].set(
-        -mover_reward)
+    rewards = jnp.zeros(2, jnp.float32).at[mover].set(mover_reward).at[1 - mover].set(-mover_reward)
     moved = NimState(
-        current_player=1 - mover,
-        observation=self._observe(heaps),
-        rewards=rewards,
-        terminated=terminated,
-        truncated=jnp.bool_(False),
-        legal_action_mask=self._legal_action_mask(heaps, terminated),
-        _step_count=state._step_count + 1,
-        heaps=heaps)
+      current_player=1 - mover,
+      observation=self._observe(heaps),
+      rewards=rewards,
+      terminated=terminated,
+      truncated=jnp.bool_(False),
+      legal_action_mask=self._legal_action_mask(heaps, terminated),
+      _step_count=state._step_count + 1,
+      heaps=heaps,
+    )
     unchanged = state.replace(rewards=jnp.zeros_like(state.rewards))
     return _select(state.terminated | state.truncated, unchanged, moved)
 

@@ -38,7 +38,8 @@ whole turn as one decision, a much larger action space).
 """
 
 import dataclasses
-from typing import Any, Callable, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import chex
 import jax
@@ -52,9 +53,9 @@ from mcgs_jax._src.types import RootFnOutput
 
 NUM_ACTIONS = 4
 ACTION_NAMES = ("left", "up", "right", "down")
-TILE_PROBS = (0.9, 0.1)       # new tile 2 (log2 1) and 4 (log2 2)
-ILLEGAL_MOVE_REWARD = -1.0    # as pgx: an illegal action ends the game with -1
-MAX_EXPONENT = 18             # one-hot width of the network's input (tiles up to 2^17)
+TILE_PROBS = (0.9, 0.1)  # new tile 2 (log2 1) and 4 (log2 2)
+ILLEGAL_MOVE_REWARD = -1.0  # as pgx: an illegal action ends the game with -1
+MAX_EXPONENT = 18  # one-hot width of the network's input (tiles up to 2^17)
 REWARD_EDGES = ("decision", "chance")
 
 
@@ -64,7 +65,7 @@ REWARD_EDGES = ("decision", "chance")
 
 def board_size(board) -> int:
   cells = board.shape[-1]
-  size = int(round(cells ** 0.5))
+  size = int(round(cells**0.5))
   if size * size != cells:
     raise ValueError(f"a board must have size * size cells, got {cells}")
   return size
@@ -123,8 +124,9 @@ def chance_logits(board):
   """`log(chance_probs)`, impossible outcomes at the lowest finite logit (not -inf:
   no NaN in a softmax even if a row had no possible outcome)."""
   probs = chance_probs(board)
-  return jnp.where(probs > 0, jnp.log(jnp.maximum(probs, jnp.finfo(jnp.float32).tiny)),
-                   jnp.finfo(jnp.float32).min)
+  return jnp.where(
+    probs > 0, jnp.log(jnp.maximum(probs, jnp.finfo(jnp.float32).tiny)), jnp.finfo(jnp.float32).min
+  )
 
 
 def place(board, outcome):
@@ -159,6 +161,7 @@ class Afterstate:
   reward: `[B]` float32, what the merges earned (read by `reward_on="chance"`).
   illegal: `[B]` bool, the move did not change the board: the game ends.
   """
+
   board: chex.Array
   reward: chex.Array
   illegal: chex.Array
@@ -196,7 +199,8 @@ def observation(boards):
 class Evaluator2048:
   """Scores 2048 states and afterstates for the search (logits unmasked: the game
   masks illegal moves)."""
-  state: Callable[[Any, jax.Array, jax.Array], Tuple[jax.Array, jax.Array]]
+
+  state: Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
   afterstate: Callable[[Any, jax.Array, jax.Array], jax.Array]
   name: str = "custom"
 
@@ -206,8 +210,10 @@ def uniform_evaluator() -> Evaluator2048:
 
   def state(params, rng_key, boards):
     del params, rng_key
-    return (jnp.zeros((boards.shape[0], NUM_ACTIONS), jnp.float32),
-            jnp.zeros((boards.shape[0],), jnp.float32))
+    return (
+      jnp.zeros((boards.shape[0], NUM_ACTIONS), jnp.float32),
+      jnp.zeros((boards.shape[0],), jnp.float32),
+    )
 
   def afterstate(params, rng_key, boards):
     del params, rng_key
@@ -232,8 +238,7 @@ def random_playout(rng_key, board, num_steps: int, *, from_afterstate: bool = Fa
     action = jnp.where(alive, action, 0)  # argmax of all -inf is garbage: keep 0
     after = afterstates[action]
     following = place(after, sample_outcome(tile_key, after))
-    return (jnp.where(alive, following, board), total + jnp.where(alive, rewards[action], 0.0),
-            key)
+    return (jnp.where(alive, following, board), total + jnp.where(alive, rewards[action], 0.0), key)
 
   _, total, _ = jax.lax.fori_loop(0, num_steps, step, (board, jnp.float32(0.0), rng_key))
   return total
@@ -243,33 +248,37 @@ def rollout_evaluator(num_steps: int = 32, num_rollouts: int = 1) -> Evaluator20
   """Uniform prior; value: mean reward of `num_rollouts` random playouts of
   `num_steps` moves (a truncated return: the game may go on)."""
   if num_steps < 1 or num_rollouts < 1:
-    raise ValueError(f"num_steps and num_rollouts must be >= 1, got {num_steps}, "
-                     f"{num_rollouts}")
+    raise ValueError(f"num_steps and num_rollouts must be >= 1, got {num_steps}, {num_rollouts}")
 
   def mean_return(rng_key, boards, from_afterstate):
     keys = jax.random.split(rng_key, (boards.shape[0], num_rollouts))
-    playout = lambda key, board: random_playout(key, board, num_steps,
-                                                from_afterstate=from_afterstate)
+    playout = lambda key, board: random_playout(
+      key, board, num_steps, from_afterstate=from_afterstate
+    )
     returns = jax.vmap(jax.vmap(playout, in_axes=(0, None)))(keys, boards)
     return jnp.mean(returns, axis=1)
 
   def state(params, rng_key, boards):
     del params
-    return (jnp.zeros((boards.shape[0], NUM_ACTIONS), jnp.float32),
-            mean_return(rng_key, boards, False))
+    return (
+      jnp.zeros((boards.shape[0], NUM_ACTIONS), jnp.float32),
+      mean_return(rng_key, boards, False),
+    )
 
   def afterstate(params, rng_key, boards):
     del params
     return mean_return(rng_key, boards, True)
 
-  return Evaluator2048(state=state, afterstate=afterstate,
-                       name=f"rollout({num_steps} steps x {num_rollouts})")
+  return Evaluator2048(
+    state=state, afterstate=afterstate, name=f"rollout({num_steps} steps x {num_rollouts})"
+  )
 
 
 def init_network(rng_key, size: int = 4, hidden=(64, 64)):
   """A small flax MLP (`mcgs_jax.games.networks.MLPPolicyValueNet`) on one-hot
   boards. Returns `(apply_fn, params)` for `network_evaluator`."""
   from mcgs_jax.games.networks import MLPPolicyValueNet  # pylint: disable=import-outside-toplevel
+
   network = MLPPolicyValueNet(num_actions=NUM_ACTIONS, hidden=tuple(hidden))
   params = network.init(rng_key, observation(jnp.zeros((1, size * size), jnp.int32)))
   return network.apply, params
@@ -304,6 +313,7 @@ class Stochastic2048:
   num_chance_outcomes: `C = 2 * cells`.
   reward_on: `"decision"` or `"chance"`, the edge that carries the merge reward.
   """
+
   size: int
   num_chance_outcomes: int
   reward_on: str
@@ -317,7 +327,8 @@ class Stochastic2048:
   def init(self, rng_key, batch_size: int):
     """`[B, cells]` int32 boards of new games."""
     return jax.vmap(initial_board, in_axes=(0, None))(
-        jax.random.split(rng_key, batch_size), self.size)
+      jax.random.split(rng_key, batch_size), self.size
+    )
 
   def invalid_actions(self, boards):
     """`[B, 4]` bool, the moves that would not change the board."""
@@ -330,8 +341,11 @@ class Stochastic2048:
   def root(self, params, rng_key, boards) -> RootFnOutput:
     """The evaluation of the root boards (illegal moves at the lowest logit)."""
     logits, value = self.evaluator.state(params, rng_key, boards)
-    return RootFnOutput(prior_logits=mask_invalid_actions(logits, self.invalid_actions(boards)),
-                        value=value, embedding=boards)
+    return RootFnOutput(
+      prior_logits=mask_invalid_actions(logits, self.invalid_actions(boards)),
+      value=value,
+      embedding=boards,
+    )
 
   def afterstates(self, boards, actions):
     """`(afterstates [B, cells], rewards [B])` of the moves played."""
@@ -341,8 +355,7 @@ class Stochastic2048:
 
   def sample_outcomes(self, rng_key, afterstates):
     """`[B]` int32 chance outcomes drawn with the game's probabilities."""
-    return jax.vmap(sample_outcome)(jax.random.split(rng_key, afterstates.shape[0]),
-                                    afterstates)
+    return jax.vmap(sample_outcome)(jax.random.split(rng_key, afterstates.shape[0]), afterstates)
 
   def place(self, afterstates, outcomes):
     """`[B, cells]` boards after the chance outcomes."""
@@ -374,8 +387,9 @@ class Stochastic2048:
     return jax.lax.fori_loop(0, max_moves, move, (boards, rng_key))[0]
 
 
-def make_2048(evaluator: Optional[Evaluator2048] = None, *, size: int = 4,
-              reward_on: str = "decision") -> Stochastic2048:
+def make_2048(
+  evaluator: Evaluator2048 | None = None, *, size: int = 4, reward_on: str = "decision"
+) -> Stochastic2048:
   """2048 on a `size x size` board for `mcgs_jax.stochastic_muzero_policy`.
 
   Args:
@@ -398,8 +412,10 @@ def make_2048(evaluator: Optional[Evaluator2048] = None, *, size: int = 4,
   """
   evaluator = evaluator or uniform_evaluator()
   if not isinstance(evaluator, Evaluator2048):
-    raise TypeError(f"evaluator must be an Evaluator2048 (uniform_evaluator(), "
-                    f"rollout_evaluator(), network_evaluator(apply_fn)), got {evaluator!r}")
+    raise TypeError(
+      f"evaluator must be an Evaluator2048 (uniform_evaluator(), "
+      f"rollout_evaluator(), network_evaluator(apply_fn)), got {evaluator!r}"
+    )
   if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
     raise ValueError(f"size must be an int >= 2, got {size!r}")
   if reward_on not in REWARD_EDGES:
@@ -417,9 +433,10 @@ def make_2048(evaluator: Optional[Evaluator2048] = None, *, size: int = 4,
     # An illegal move ends the game: one certain outcome, which leads to the end.
     certain = jnp.full_like(logits, jnp.finfo(logits.dtype).min).at[:, 0].set(0.0)
     output = DecisionRecurrentFnOutput(
-        chance_logits=jnp.where(illegal[:, None], certain, logits),
-        afterstate_value=value + (0.0 if on_decision else reward),
-        reward=reward if on_decision else None)
+      chance_logits=jnp.where(illegal[:, None], certain, logits),
+      afterstate_value=value + (0.0 if on_decision else reward),
+      reward=reward if on_decision else None,
+    )
     return output, Afterstate(board=board, reward=reward, illegal=illegal)
 
   def chance_recurrent_fn(params, rng_key, outcome, afterstate: Afterstate):
@@ -428,17 +445,23 @@ def make_2048(evaluator: Optional[Evaluator2048] = None, *, size: int = 4,
     over = afterstate.illegal | ~jnp.any(legal, axis=-1)
     logits, value = evaluator.state(params, rng_key, boards)
     output = ChanceRecurrentFnOutput(
-        action_logits=mask_invalid_actions(logits, ~legal),
-        value=jnp.where(over, 0.0, value),
-        reward=afterstate.reward if not on_decision else jnp.zeros_like(afterstate.reward),
-        discount=jnp.where(over, 0.0, 1.0))
+      action_logits=mask_invalid_actions(logits, ~legal),
+      value=jnp.where(over, 0.0, value),
+      reward=afterstate.reward if not on_decision else jnp.zeros_like(afterstate.reward),
+      discount=jnp.where(over, 0.0, 1.0),
+    )
     return output, boards
 
   return Stochastic2048(
-      size=int(size), num_chance_outcomes=2 * size * size, reward_on=reward_on,
-      evaluator=evaluator, decision_recurrent_fn=decision_recurrent_fn,
-      chance_recurrent_fn=chance_recurrent_fn, hash_fn=state_key,
-      afterstate_hash_fn=afterstate_key if on_decision else afterstate_key_with_reward)
+    size=int(size),
+    num_chance_outcomes=2 * size * size,
+    reward_on=reward_on,
+    evaluator=evaluator,
+    decision_recurrent_fn=decision_recurrent_fn,
+    chance_recurrent_fn=chance_recurrent_fn,
+    hash_fn=state_key,
+    afterstate_hash_fn=afterstate_key if on_decision else afterstate_key_with_reward,
+  )
 
 
 def board_size_of_spec(spec: str) -> int:
@@ -453,8 +476,7 @@ def board_size_of_spec(spec: str) -> int:
   return int(size)
 
 
-def make_from_spec(spec: str, evaluator: Optional[Evaluator2048] = None,
-                   **kwargs) -> Stochastic2048:
+def make_from_spec(spec: str, evaluator: Evaluator2048 | None = None, **kwargs) -> Stochastic2048:
   """`make_2048` from a game name, `"2048"` or `"2048:SIZE"` (the hook for
   `mcgs_jax.games.adapter.make_game`)."""
   return make_2048(evaluator, size=board_size_of_spec(spec), **kwargs)

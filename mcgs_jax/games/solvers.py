@@ -30,8 +30,11 @@ def _nim_minimax(heaps: tuple[int, ...]) -> int:
   """Plain minimax over every move, memoised on the heap tuple."""
   if not any(heaps):
     return -1  # the previous player took the last stone
-  return max(-_nim_minimax(heaps[:i] + (size - take,) + heaps[i + 1:])
-             for i, size in enumerate(heaps) for take in range(1, size + 1))
+  return max(
+    -_nim_minimax(heaps[:i] + (size - take,) + heaps[i + 1 :])
+    for i, size in enumerate(heaps)
+    for take in range(1, size + 1)
+  )
 
 
 def nim_value(heaps: Sequence[int]) -> int:
@@ -55,8 +58,11 @@ def nim_action_values(heaps: Sequence[int], max_heap: int) -> dict[int, int]:
   heaps = tuple(int(h) for h in heaps)
   if max(heaps, default=0) > max_heap:
     raise ValueError(f"heaps {heaps} exceed max_heap {max_heap}")
-  return {i * max_heap + take - 1: -nim_value(heaps[:i] + (size - take,) + heaps[i + 1:])
-          for i, size in enumerate(heaps) for take in range(1, size + 1)}
+  return {
+    i * max_heap + take - 1: -nim_value(heaps[:i] + (size - take,) + heaps[i + 1 :])
+    for i, size in enumerate(heaps)
+    for take in range(1, size + 1)
+  }
 
 
 # ---------------------------------------------------------------------------------
@@ -66,8 +72,16 @@ def nim_action_values(heaps: Sequence[int], max_heap: int) -> dict[int, int]:
 # moves first, but its board always gives the first mover color 0, so the board alone
 # says whose turn it is.
 
-_TTT_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8),
-              (0, 4, 8), (2, 4, 6))
+_TTT_LINES = (
+  (0, 1, 2),
+  (3, 4, 5),
+  (6, 7, 8),
+  (0, 3, 6),
+  (1, 4, 7),
+  (2, 5, 8),
+  (0, 4, 8),
+  (2, 4, 6),
+)
 
 
 def _ttt_has_line(board: tuple[int, ...]) -> bool:
@@ -79,7 +93,7 @@ def _ttt_children(board: tuple[int, ...]):
   color = sum(cell >= 0 for cell in board) % 2
   for cell in range(9):
     if board[cell] < 0:
-      yield cell, board[:cell] + (color,) + board[cell + 1:]
+      yield cell, board[:cell] + (color,) + board[cell + 1 :]
 
 
 @functools.cache
@@ -166,6 +180,7 @@ class ConnectFourPosition:
   occupied: stones of both players.
   num_moves: stones on the board.
   """
+
   mover: int = 0
   occupied: int = 0
   num_moves: int = 0
@@ -201,20 +216,23 @@ class ConnectFourPosition:
     num_moves = int(np.sum(board >= 0))
     if bin(stones[0]).count("1") - bin(stones[1]).count("1") != num_moves % 2:
       raise ValueError("stone counts do not alternate")
-    return cls(mover=stones[num_moves % 2], occupied=stones[0] | stones[1],
-               num_moves=num_moves)
+    return cls(mover=stones[num_moves % 2], occupied=stones[0] | stones[1], num_moves=num_moves)
 
   def legal_columns(self) -> list[int]:
-    return [] if self.is_terminal else [
-        column for column in range(_COLUMNS) if _move_bit(self.occupied, column)]
+    return (
+      []
+      if self.is_terminal
+      else [column for column in range(_COLUMNS) if _move_bit(self.occupied, column)]
+    )
 
   def play(self, column: int) -> "ConnectFourPosition":
     """The position after the player to move drops a stone in `column`."""
     bit = _move_bit(self.occupied, column) if 0 <= column < _COLUMNS else 0
     if not bit:
       raise ValueError(f"column {column} is not playable")
-    return ConnectFourPosition(mover=self.mover ^ self.occupied, occupied=self.occupied | bit,
-                               num_moves=self.num_moves + 1)
+    return ConnectFourPosition(
+      mover=self.mover ^ self.occupied, occupied=self.occupied | bit, num_moves=self.num_moves + 1
+    )
 
   @property
   def last_move_won(self) -> bool:
@@ -232,8 +250,14 @@ class ConnectFourPosition:
     return -1 if self.last_move_won else 0
 
 
-def _negamax(mover: int, occupied: int, empty_cells: int, alpha: int, beta: int,
-             table: dict[int, tuple[int, int]]) -> int:
+def _negamax(
+  mover: int,
+  occupied: int,
+  empty_cells: int,
+  alpha: int,
+  beta: int,
+  table: dict[int, tuple[int, int]],
+) -> int:
   """Value of a non-terminal position for the player to move, exact within
   `(alpha, beta)` (fail-soft outside). `table` maps `mover + occupied` (unique per
   position) to proven `(lower, upper)` bounds."""
@@ -293,8 +317,7 @@ def connect_four_position_values(position: ConnectFourPosition) -> tuple[int, di
     if child.is_terminal:
       action_values[column] = -child.outcome
     else:
-      action_values[column] = -_negamax(child.mover, child.occupied, empty_cells - 1,
-                                        -1, 1, table)
+      action_values[column] = -_negamax(child.mover, child.occupied, empty_cells - 1, -1, 1, table)
   return max(action_values.values()), dict(sorted(action_values.items()))
 
 

@@ -1,0 +1,77 @@
+"""Why a search step on CPU costs more when the graph's tables are larger.
+
+One step of a search reads a few rows of many `[B, N, A]` tables (one row per game).
+This script times exactly that, alone: a loop of steps, each gathering the row of every
+game from 12 tables `[64, N, 7]` float32, with the rows always among the first 65, so the
+data read per step does not depend on `N`. Run it as it is, then pinned to one core:
+
+  python benchmarks/cpu_gather.py              # every core
+  python benchmarks/cpu_gather.py --one-core   # os.sched_setaffinity to one core
+
+On a 2-core machine (2026-12-01, benchmarks/RESULTS.md) the step took 5 us for N <= 257
+and 38-40 us for N >= 513 with both cores, and 4.5-5.5 us at every N on one core. The
+compiled program says why (`--hlo`): from N = 513 on (a table of 0.9 MB), XLA's CPU
+compiler splits every one of these gathers into two parallel tasks
+(`outer_dimension_partitions`), because its cost model counts the bytes of the whole
+table the gather reads from, not of the rows it reads; handing 64 rows to two threads
+costs far more than reading them. With one core it splits nothing.
+"""
+
+import argparse
+import os
+import time
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+  parser.add_argument(
+    "--capacities",
+    default="65,257,513,1025,4097",
+    help="comma-separated N (default 65,257,513,1025,4097)",
+  )
+  parser.add_argument(
+    "--one-core", action="store_true", help="pin the process to one core before JAX starts (Linux)"
+  )
+  parser.add_argument("--steps", type=int, default=2000)
+  parser.add_argument(
+    "--hlo", action="store_true", help="also print how many gathers the compiler split into tasks"
+  )
+  args = parser.parse_args(argv)
+  if args.one_core:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+
+  batch_size, used_rows, num_tables = 64, 65, 12
+  print(f"cores: {len(os.sched_getaffinity(0))}, B={batch_size}, {num_tables} tables [B, N, 7]")
+  for capacity in (int(c) for c in args.capacities.split(",")):
+    tables = [jnp.full((batch_size, capacity, 7), float(i)) for i in range(num_tables)]
+
+    @jax.jit
+    def steps(tables, rows):
+      def step(unused_index, carry):
+        rows, total = carry
+        gathered = sum(table[jnp.arange(batch_size), rows].sum(-1) for table in tables)
+        # The next rows depend on what was read, so no step can be skipped or hoisted.
+        rows = (rows * 7 + 3 + (gathered > 1e9).astype(jnp.int32)) % used_rows
+        return rows, total + gathered
+
+      return jax.lax.fori_loop(0, args.steps, step, (rows, jnp.zeros(batch_size)))
+
+    rows = jnp.arange(batch_size) % used_rows
+    if args.hlo:
+      program = steps.lower(tables, rows).compile().as_text()
+      split = sum(
+        "gather" in line and "outer_dimension_partitions" in line for line in program.splitlines()
+      )
+      print(f"N={capacity:5d}: {split} gather operations split into parallel tasks")
+    jax.block_until_ready(steps(tables, rows))
+    start = time.perf_counter()
+    for _ in range(5):
+      jax.block_until_ready(steps(tables, rows))
+    micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
+    print(f"N={capacity:5d}: {micros:6.2f} us per step")
+
+
+if __name__ == "__main__":
+  main()
