@@ -2,8 +2,9 @@
 without mcgs_jax, pointed at this checkout by `MCGS_JAX_REPOSITORY`.
 
 The cell runs unchanged. The fresh environment's dependencies (jax, pgx, flax, ...)
-come from the environment running the tests (a `.pth` file adds that environment's
-site-packages after the new one's), so pip finds them satisfied and only fetches the
+come from the environment running the tests (a `.pth` file adds links to that
+environment's packages, mcgs_jax left out, after the new one's), so pip finds them
+satisfied and only fetches the
 build requirements (setuptools, wheel) from the package index, as Colab would. The
 test checks what the cell itself does: pick the install spec, install mcgs_jax with
 the `colab` extra, and leave an environment in which `import mcgs_jax` finds the new
@@ -69,11 +70,19 @@ def test_install_cell_installs_into_a_fresh_environment(tmp_path):
     text=True,
   ).stdout.strip()
   # Dependencies (jax, pgx, flax, ...) from the running environment, after the new
-  # environment's own site-packages; mcgs_jax itself must come from the new one.
-  parent_sites = [
-    path for path in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(path)
-  ]
-  pathlib.Path(new_site, "parent-environment.pth").write_text("\n".join(parent_sites) + "\n")
+  # environment's own site-packages, through links to every entry of its
+  # site-packages but mcgs_jax's own (the running environment may have it installed,
+  # as CI's does; then the cell would find it and install nothing).
+  shared = tmp_path / "dependencies"
+  shared.mkdir()
+  for folder in (*site.getsitepackages(), site.getusersitepackages()):
+    if not os.path.isdir(folder):
+      continue
+    for name in os.listdir(folder):
+      if "mcgs_jax" in name.lower().replace("-", "_") or (shared / name).exists():
+        continue
+      (shared / name).symlink_to(os.path.join(folder, name))
+  pathlib.Path(new_site, "dependencies.pth").write_text(f"{shared}\n")
   cell = install_cell(NOTEBOOKS[0])
   work = tmp_path / "colab"  # no checkout around it, as in Colab
   work.mkdir()
