@@ -5,7 +5,7 @@ pictures, benchmarks and the `mcgs-jax` command line.
 modules themselves (`arena`, `train`, `viz`, `benchmark`, `cli`) import as usual.
 """
 
-import importlib
+from mcgs_jax._src.lazy import lazy_exports
 
 _EXPORTS = {
   "Agent": "mcgs_jax.apps.arena",
@@ -16,11 +16,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-  if name in _EXPORTS:
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
-  raise AttributeError(f"module 'mcgs_jax.apps' has no attribute {name!r}")
-
-
-def __dir__():
-  return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -577,7 +577,7 @@ def play_match(
             file=sys.stderr,
             flush=True,
           )
-        compile_started = time.perf_counter()
+        first_ply_started = time.perf_counter()
       key = jax.random.fold_in(search_key, ply)
       state, action, a_moved, searched, nodes, hits, graphs = step(
         params_a, params_b, key, jnp.int32(ply), state, a_player, opening_actions, graphs
@@ -607,7 +607,7 @@ def play_match(
       finished = np.asarray(now_finished)
       ply += 1
       if ply == 1:
-        first_ply_seconds = time.perf_counter() - compile_started
+        first_ply_seconds = time.perf_counter() - first_ply_started
       if progress and ply == 1:
         print(
           f"compiled and played the first ply in "

@@ -374,10 +374,8 @@ def memory_rows(
         totals[capacity] = analysis.output_size_in_bytes + analysis.temp_size_in_bytes
       per_node = (totals[high] - totals[low]) / (batch_size * (high - low))
       per_game = totals[low] / batch_size - low * per_node
-      stored = jax.eval_shape(game.stored, game.init(jax.random.PRNGKey(0), 1))
-      state_bytes = sum(
-        leaf.size * leaf.dtype.itemsize for leaf in jax.tree_util.tree_leaves(stored)
-      )
+      stored = jax.tree_util.tree_leaves(game.stored(state))
+      state_bytes = sum(leaf.nbytes for leaf in stored) // batch_size
       row = dict(
         kind="memory",
         game=game_id,

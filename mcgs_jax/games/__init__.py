@@ -6,7 +6,7 @@
 `games` extra) and the network needs flax (the `train` extra).
 """
 
-import importlib
+from mcgs_jax._src.lazy import lazy_exports
 
 # Public name -> module that defines it.
 _EXPORTS = {
@@ -34,11 +34,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-  if name in _EXPORTS:
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
-  raise AttributeError(f"module 'mcgs_jax.games' has no attribute {name!r}")
-
-
-def __dir__():
-  return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
