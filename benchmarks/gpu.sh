@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed of mcgs_jax against mctx on a lent GPU, in one call of about five minutes:
+# Speed of mcgs_jax against mctx on a lent GPU, in one call of about six minutes:
 # mcgs_jax.apps.benchmark (throughput and S-scaling) and benchmarks/parallel.py (num_parallel).
 #
 # Here (once, in the repository root), fetch the pure-Python wheels the GPU image
@@ -24,9 +24,9 @@ case "${1:-run}" in
     out="${OUT:-.}"
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
     # B in {1, 1024, 8192} x S in {64, 256}; per-simulation scaling at B=256; capacity
-    # alone at B=1024, S=64. Each part prints a JSON line per measurement as it goes,
+    # alone at B=1024, S=64, new and recycled tables. Each part prints a JSON line per measurement as it goes,
     # so a part cut by its timeout still leaves its finished rows.
-    timeout 220 python3 -m mcgs_jax.apps.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
+    timeout 280 python3 -m mcgs_jax.apps.benchmark --batch-sizes 1,1024,8192 --simulations 64,256 \
       --scaling-batch-size 256 --scaling-simulations 64,1024 --capacities 65,1025,4097 \
       --capacity-batch-size 1024 --repeats 3 \
       --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md" || true

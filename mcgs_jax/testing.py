@@ -78,7 +78,8 @@ def check_graph(
   edge values `n` last used (`edge_values`), `k(n) >= 1`, and no value, prior or
   edge value is NaN or infinite (-inf logits aside, a zero prior). Playouts dropped
   (`parallel_collisions`, `non_finite_evaluations`) count nowhere, and an edge
-  marked `edge_non_finite` has no child and no visit.
+  marked `edge_non_finite` has no child and no visit. Every row from `num_nodes`
+  up holds the empty values of every table (what `recycle=` relies on).
   """
   g = to_numpy(graph)
   batch_size = g["num_nodes"].shape[0]
@@ -87,7 +88,11 @@ def check_graph(
     assert 1 <= used <= g["node_visits"].shape[1]
     children = g["children_index"][game, :used]
     edge_visits = g["edge_visits"][game, :used]
-    assert np.all(g["node_visits"][game, used:] == 0), "unused nodes must be untouched"
+    for name, fill in {**NODE_FIELDS, **EDGE_FIELDS}.items():
+      if name != "embeddings":
+        assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
+    for leaf in jax.tree_util.tree_leaves(graph.embeddings):
+      assert np.all(np.asarray(leaf)[game, used:] == 0), "unused rows of embeddings are not empty"
     assert np.all(children < used), "a child index points past num_nodes"
     assert np.all((edge_visits == 0) | (children >= 0)), "a visited edge has no child"
     assert np.all(edge_visits >= 0)

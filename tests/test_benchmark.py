@@ -47,3 +47,33 @@ def test_memory_names_a_misspelt_game(capsys):
   assert exit_info.value.code == 2
   error = capsys.readouterr().err
   assert "--memory" in error and "did you mean 'chess'" in error
+
+
+@pytest.mark.slow
+def test_capacity_part_times_the_same_search_with_new_and_recycled_tables():
+  """The capacity part runs every capacity with new tables and with the previous
+  search's tables recycled: same keys, so the same searches (nodes, path lengths)."""
+  rows = benchmark.run(
+    game_id="tic_tac_toe",
+    batch_sizes=(),
+    scaling_simulations=(),
+    capacities=(9, 33),
+    capacity_simulations=8,
+    capacity_batch_size=2,
+    repeats=2,
+    progress=lambda row: None,
+  )
+  assert len(rows) == 8
+  for impl in ("tree", "graph"):
+    for capacity in (9, 33):
+      new, recycled = (
+        next(
+          r for r in rows if (r["impl"], r["capacity"], r["recycle"]) == (impl, capacity, recycle)
+        )
+        for recycle in (False, True)
+      )
+      for field in ("edge_steps", "deepest", "mean_nodes"):
+        assert new.get(field) == recycled.get(field), (impl, capacity, field)
+      assert recycled["cost_vs_smallest"] > 0
+  text = benchmark.markdown(rows, {}, "header")
+  assert "| graph | recycled | 33 |" in text

@@ -1,5 +1,6 @@
 """The search graph: fixed-capacity node, edge and hash-slot arrays per game."""
 
+import math
 from typing import Any, ClassVar
 
 import chex
@@ -244,6 +245,7 @@ def empty_graph(
   root_invalid_actions,
   value_bounds=None,
   extra_data=None,
+  recycle: Graph | None = None,
 ) -> Graph:
   """A graph whose only node is the root.
 
@@ -255,6 +257,8 @@ def empty_graph(
     root_invalid_actions: `[B, A]` bool. A root whose every action is invalid is
       terminal: playouts end there and no node is ever added.
     value_bounds: `(lowest, highest)` or None (unbounded).
+    recycle: a graph of these shapes whose arrays are overwritten instead of
+      allocating new ones (see `clear_used_rows`); the result is the same.
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
@@ -283,22 +287,35 @@ def empty_graph(
   assert set(root_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
   assert set(edge_dtypes) == set(EDGE_FIELDS), "an edge table is not set"
 
-  def node_table(root_entry, fill, dtype):
-    root_entry = jnp.asarray(root_entry, dtype)
-    table = jnp.full((batch_size, capacity) + root_entry.shape[1:], fill, dtype)
-    return table.at[:, ROOT_INDEX].set(root_entry)
+  if recycle is None:
+    empty_tables = {
+      name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
+      for name, (entry, dtype) in root_rows.items()
+    }
+    empty_tables["embeddings"] = jax.tree_util.tree_map(
+      lambda leaf: jnp.full(
+        (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
+      ),
+      root.embedding,
+    )
+    for name, dtype in edge_dtypes.items():
+      empty_tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+    hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
+  else:
+    empty_tables = clear_used_rows(recycle)
+    hash_slots = jnp.full_like(recycle.hash_slots, -1)
 
-  tables = {
-    name: node_table(entry, NODE_FIELDS[name], dtype) for name, (entry, dtype) in root_rows.items()
-  }
+  def set_root(table, root_entry):
+    return table.at[:, ROOT_INDEX].set(jnp.asarray(root_entry, table.dtype))
+
+  tables = {name: set_root(empty_tables[name], entry) for name, (entry, _) in root_rows.items()}
   tables["embeddings"] = jax.tree_util.tree_map(
-    lambda leaf: node_table(leaf, NODE_FIELDS["embeddings"], leaf.dtype), root.embedding
+    set_root, empty_tables["embeddings"], root.embedding
   )
-  for name, dtype in edge_dtypes.items():
-    tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+  for name in edge_dtypes:
+    tables[name] = empty_tables[name]
   for name in COUNTER_FIELDS:
     tables[name] = jnp.zeros((batch_size,), jnp.int32)
-  hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
   if num_slots:
     start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
     hash_slots = hash_slots.at[jnp.arange(batch_size), start].set(ROOT_INDEX)
@@ -311,3 +328,50 @@ def empty_graph(
     value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype), (batch_size, 2)),
     extra_data=extra_data,
   )
+
+
+# Rows written per step by `clear_used_rows`: at most this many bytes over all tables.
+_CLEAR_BYTES = 1 << 22
+
+
+def clear_block_rows(graph: Graph) -> int:
+  """Rows per block of `clear_used_rows`: as many as fit in `_CLEAR_BYTES` over all
+  node and edge tables of all games, at least one, at most the capacity."""
+  tables = [getattr(graph, name) for name in (*NODE_FIELDS, *EDGE_FIELDS)]
+  leaves = jax.tree_util.tree_leaves(tables)
+  row_bytes = graph.batch_size * sum(
+    math.prod(leaf.shape[2:]) * leaf.dtype.itemsize for leaf in leaves
+  )
+  return max(1, min(graph.capacity, _CLEAR_BYTES // max(row_bytes, 1)))
+
+
+def clear_used_rows(graph: Graph) -> dict[str, Any]:
+  """Every node and edge table of `graph` (a dict by field name, `embeddings` a
+  pytree) with its empty values written over rows `[0, max_b num_nodes[b])`.
+
+  Rows from `num_nodes` up must hold their empty values already, as in every graph
+  a search, `reroot` or `empty_like` returns; the cost is then proportional to the
+  rows used, not to the capacity. Rows are cleared in blocks of at most
+  `_CLEAR_BYTES` over all tables, the last block ending at the capacity (blocks may
+  overlap: every row below the used count is cleared, rows above it are empty).
+  """
+  names = (*NODE_FIELDS, *EDGE_FIELDS)
+  fills = {**NODE_FIELDS, **EDGE_FIELDS}
+  tables = {name: getattr(graph, name) for name in names}
+  batch_size, capacity = graph.batch_size, graph.capacity
+  block = clear_block_rows(graph)
+
+  def clear_block(index, tables):
+    start = jnp.minimum(index * block, capacity - block)
+
+    def clear(table, fill):
+      empty = jnp.full((batch_size, block) + table.shape[2:], fill, table.dtype)
+      return jax.lax.dynamic_update_slice_in_dim(table, empty, start, axis=1)
+
+    return {
+      name: jax.tree_util.tree_map(lambda table, fill=fills[name]: clear(table, fill), tables[name])
+      for name in names
+    }
+
+  rows_used = jnp.max(graph.num_nodes)
+  return jax.lax.fori_loop(0, (rows_used + block - 1) // block, clear_block, tables)

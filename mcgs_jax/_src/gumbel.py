@@ -240,6 +240,7 @@ def gumbel_muzero_policy(
   max_num_considered_actions: int = 16,
   gumbel_scale: float = 1.0,
   graph: Graph | None = None,
+  recycle: Graph | None = None,
   **graph_options: Any,
 ) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
@@ -275,6 +276,8 @@ def gumbel_muzero_policy(
     graph: a previous graph to continue (see `mcgs_jax.search`). Sequential Halving
       then schedules only this call's playouts, counting root visits above those
       the graph held (a game restarted from an empty graph counts from zero).
+    recycle: a finished graph of the same shapes whose arrays this search
+      overwrites (see `muzero_policy`). Not with `graph`.
     **graph_options: the keywords of `mcgs_jax.GraphOptions`, as for
       `muzero_policy`. With `solver`, both rules skip dominated proven edges and
       where the root is decided `action` is the best proven action; with
@@ -330,6 +333,7 @@ def gumbel_muzero_policy(
     ),
     extra_data=extra_data,
     graph=graph,
+    recycle=recycle,
   )
 
   # The winner of Sequential Halving: the best-scoring of the most visited actions.

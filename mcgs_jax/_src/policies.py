@@ -29,6 +29,7 @@ def muzero_policy(
   pb_c_base: float = 19652.0,
   temperature: float = 1.0,
   graph: Graph | None = None,
+  recycle: Graph | None = None,
   **graph_options: Any,
 ) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph: `mctx.muzero_policy` plus graph keywords.
@@ -53,6 +54,10 @@ def muzero_policy(
       temperature: as in mctx.
     graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
       of `mcgs_jax.reroot(previous.search_graph, action)`.
+    recycle: a finished graph of the same shapes whose arrays this search
+      overwrites instead of allocating new ones (see `mcgs_jax.search`): the same
+      result, a set-up that costs what the old graph used, not its capacity.
+      Donate it. Not with `graph`.
     **graph_options: the keywords of `mcgs_jax.GraphOptions`: `hash_fn` (the
       transposition key; use a game's key from `mcgs_jax.games` for pgx),
       `transpositions`, `stop_rule`, `stop_leak`, `stop_epsilon`, `capacity`,
@@ -93,6 +98,7 @@ def muzero_policy(
     root_action_selection_fn=root_fn,
     interior_action_selection_fn=interior_fn,
     graph=graph,
+    recycle=recycle,
   )
   action_weights = graph.summary().visit_probs
   choice_weights = runner.playable_weights(graph, action_weights, options)
@@ -118,6 +124,7 @@ def uct_policy(
   *,
   c: float = 1.41,
   graph: Graph | None = None,
+  recycle: Graph | None = None,
   **graph_options: Any,
 ) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits), usually with a rollout evaluator, as in the classic
@@ -125,7 +132,7 @@ def uct_policy(
 
   Selection ignores the prior except to recognise illegal actions (prior 0). The
   action is the most visited root action; `action_weights` is the root visit
-  distribution. Arguments as `muzero_policy` (including `graph=` and the graph
+  distribution. Arguments as `muzero_policy` (including `graph=`, `recycle=` and the graph
   keywords); `c` is the exploration constant, >= 0.
   """
   options = options_lib.from_keywords("uct_policy", graph_options)
@@ -146,6 +153,7 @@ def uct_policy(
     root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
     interior_action_selection_fn=rule,
     graph=graph,
+    recycle=recycle,
   )
   action_weights = graph.summary().visit_probs
   choice_weights = runner.playable_weights(graph, action_weights, options)

@@ -41,6 +41,7 @@ Conventions of `reroot`:
     from its new root.
 """
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -270,10 +271,19 @@ def reroot(
 
 
 def empty_like(graph: Any) -> Graph:
-  """A graph of `graph`'s shapes in which every game is empty (`num_nodes == 0`).
+  """A graph of `graph`'s shapes in which every game is empty (`num_nodes == 0`):
+  every table holds its empty value (children -1, hash slots -1, path marks -1,
+  everything else 0), as the rows `reroot` frees.
 
   `graph` may be a `Graph` or its `jax.eval_shape`. A search continuing it starts each
   game afresh from its root, so it is the first `graph=` of a jitted self-play loop
   that reroots after every move: every move then runs the same compiled function.
   """
-  return jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), graph)
+  fills = {**NODE_FIELDS, **EDGE_FIELDS, "hash_slots": -1}
+
+  def empty(name):
+    return jax.tree_util.tree_map(
+      lambda leaf: jnp.full(leaf.shape, fills.get(name, 0), leaf.dtype), getattr(graph, name)
+    )
+
+  return Graph(**{field.name: empty(field.name) for field in dataclasses.fields(Graph)})

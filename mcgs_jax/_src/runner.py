@@ -42,6 +42,7 @@ def run_search(
   interior_action_selection_fn: types.InteriorActionSelectionFn,
   extra_data: Any = None,
   graph: Graph | None = None,
+  recycle: Graph | None = None,
 ) -> Graph:
   """Masks the root's invalid actions (lowest finite logit) and runs the search.
 
@@ -63,6 +64,7 @@ def run_search(
     extra_data=extra_data,
     loop_fn=loop_fn,
     graph=graph,
+    recycle=recycle,
   )
 
 

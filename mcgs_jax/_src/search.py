@@ -582,25 +582,45 @@ def add_path_losses(graph: Graph, path: Path) -> Graph:
 
 
 def _check_continued_graph(
-  graph: Graph, capacity, batch_size: int, num_actions: int, transpositions: bool
+  graph: Graph, capacity, batch_size: int, num_actions: int, transpositions: bool, name: str
 ) -> int:
-  """Checks that `graph` can be continued with these arguments; returns its capacity."""
+  """Checks that `graph` (the argument `name`, `graph` or `recycle`) fits a search
+  with these arguments; returns its capacity."""
   if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
     raise ValueError(
-      f"graph holds B = {graph.batch_size} games of A = {graph.num_actions} "
+      f"{name} holds B = {graph.batch_size} games of A = {graph.num_actions} "
       f"actions; root has B = {batch_size}, A = {num_actions}"
     )
   if capacity is not None and capacity != graph.capacity:
     raise ValueError(
-      f"capacity = {capacity} differs from the capacity of graph "
-      f"({graph.capacity}); a continued search keeps the graph's"
+      f"capacity = {capacity} differs from the capacity of {name} "
+      f"({graph.capacity}); a search on {name} keeps its capacity"
     )
   if transpositions != (graph.hash_slots.shape[1] > 0):
     raise ValueError(
-      f"transpositions = {transpositions}, but graph was built with "
+      f"transpositions = {transpositions}, but {name} was built with "
       f"transpositions = {not transpositions}"
     )
   return graph.capacity
+
+
+def _check_recycled(recycle: Graph, expected: Graph) -> None:
+  """ValueError naming the first table of `recycle` whose shape or dtype differs
+  from those of the graph this search builds (`expected`, from `jax.eval_shape`)."""
+  recycled = jax.tree_util.tree_leaves_with_path(recycle.replace(extra_data=None))
+  wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
+  if [path for path, _ in recycled] != [path for path, _ in wanted]:
+    raise ValueError(
+      "recycle holds other tables than this search builds (a different embedding "
+      "structure?); pass a graph from a search with the same root, game and options"
+    )
+  for (path, old), (_, new) in zip(recycled, wanted, strict=True):
+    if (old.shape, old.dtype) != (new.shape, new.dtype):
+      raise ValueError(
+        f"recycle{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
+        f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
+        f"A, transpositions and embedding)"
+      )
 
 
 def _continue(
@@ -659,6 +679,7 @@ def search(
   extra_data=None,
   loop_fn=jax.lax.fori_loop,
   graph: Graph | None = None,
+  recycle: Graph | None = None,
 ) -> Graph:
   """Runs `num_simulations` playouts in every game and returns the graph.
 
@@ -686,6 +707,14 @@ def search(
       `root`'s. A game whose graph is empty (`num_nodes == 0`, as `reroot` leaves a
       finished game) starts afresh from `root`. Playouts that find the graph full are
       counted in `capacity_overflows`.
+    recycle: a finished graph of the same shapes (e.g. the previous move's
+      `search_graph`) whose arrays this search overwrites instead of allocating and
+      filling new ones, so that setting up costs what the old graph used, not its
+      capacity. The result is exactly that of a search without it; the old graph's
+      contents are lost. Donate it (carry it through `jax.lax.scan`, or
+      `jax.jit(..., donate_argnums=...)`), or XLA copies it first. Rows from
+      `num_nodes` up must hold the empty values, as in every graph that a search,
+      `mcgs_jax.reroot` or `mcgs_jax.empty_like` returns. Not with `graph`.
 
   With `options.num_parallel = K > 1`, the K paths of a step are selected one after
   another, each counting a virtual visit, valued as a loss for the player who chose
@@ -713,8 +742,18 @@ def search(
   max_depth = checks.check_int(
     "max_depth", num_simulations if max_depth is None else max_depth, minimum=1
   )
+  if graph is not None and recycle is not None:
+    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
   if graph is not None:
-    capacity = _check_continued_graph(graph, capacity, batch_size, num_actions, transpositions)
+    capacity = _check_continued_graph(
+      graph, capacity, batch_size, num_actions, transpositions, "graph"
+    )
+  if recycle is not None:
+    if not isinstance(recycle, Graph):
+      raise TypeError(f"recycle must be a mcgs_jax.Graph, got {type(recycle).__name__}")
+    capacity = _check_continued_graph(
+      recycle, capacity, batch_size, num_actions, transpositions, "recycle"
+    )
   capacity = checks.check_int(
     "capacity", num_simulations + 1 if capacity is None else capacity, minimum=2
   )
@@ -726,15 +765,22 @@ def search(
   else:
     root_key = jnp.zeros((batch_size, 0), jnp.uint32)
     num_slots = 0
-  fresh = empty_graph(
-    root,
-    capacity=capacity,
-    num_slots=num_slots,
-    root_key=root_key,
-    root_invalid_actions=invalid_actions,
-    value_bounds=options.value_bounds,
-    extra_data=extra_data,
-  )
+
+  def new_graph(recycle):
+    return empty_graph(
+      root,
+      capacity=capacity,
+      num_slots=num_slots,
+      root_key=root_key,
+      root_invalid_actions=invalid_actions,
+      value_bounds=options.value_bounds,
+      extra_data=extra_data,
+      recycle=recycle,
+    )
+
+  if recycle is not None:
+    _check_recycled(recycle, jax.eval_shape(new_graph, None))
+  fresh = new_graph(recycle)
   graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions, extra_data)
   graph = graph.replace(non_finite_roots=graph.non_finite_roots + root_non_finite)
 

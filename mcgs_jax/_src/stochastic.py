@@ -58,6 +58,7 @@ def stochastic_muzero_policy(
   temperature: float = 1.0,
   afterstate_hash_fn: types.HashFn | None = None,
   graph: Graph | None = None,
+  recycle: Graph | None = None,
   **graph_options,
 ) -> types.PolicyOutput:
   """Stochastic MuZero search with chance nodes on a graph.
@@ -99,6 +100,8 @@ def stochastic_muzero_policy(
       the chance outcome that followed:
       `mg.reroot(mg.reroot(previous.search_graph, action), outcome)`. A game whose
       graph is empty, or whose root is not a decision node, starts afresh.
+    recycle: a finished graph of this policy, same shapes, whose arrays this search
+      overwrites (see `mcgs_jax.muzero_policy`). Not with `graph`.
     **graph_options: the keywords of `mcgs_jax.GraphOptions`; `hash_fn` keys the
       states of decision nodes. `solver=True` is refused (the MCTS-solver proves a
       node from its best proven edge, which a chance node's expectation is not).
@@ -194,6 +197,7 @@ def stochastic_muzero_policy(
     interior_action_selection_fn=interior_fn,
     extra_data=ChanceData(root_invalid_actions=invalid_actions),
     graph=None if graph is None else _continuable(graph, width),
+    recycle=None if recycle is None else _plain(recycle, "recycle"),
   )
   searched = StochasticGraph(
     **{field.name: getattr(searched, field.name) for field in dataclasses.fields(Graph)}
@@ -237,5 +241,13 @@ def _continuable(graph: Graph, width: int) -> Graph:
       "graph must come from stochastic_muzero_policy (its embeddings are StochasticRecurrentState)"
     )
   decision_root = graph.embeddings.is_decision_node[:, ROOT_INDEX]
-  plain = Graph(**{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)})
+  plain = _plain(graph, "graph")
   return plain.replace(num_nodes=jnp.where(decision_root, plain.num_nodes, 0), extra_data=None)
+
+
+def _plain(graph: Graph, name: str) -> Graph:
+  """The same arrays as the plain `Graph` the search takes; a TypeError naming the
+  argument `name` when `graph` is not a `Graph`."""
+  if not isinstance(graph, Graph):
+    raise TypeError(f"{name} must be a mcgs_jax.Graph, got {type(graph).__name__}")
+  return Graph(**{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)})

@@ -261,7 +261,9 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
 
   Finished games get an all-invalid root (a trivial search, action 0). With
   `agent.reuse`, `graph` is the previous search's graph rerooted (or an all-empty
-  graph) and the search continues it; otherwise it is None and returned as None.
+  graph) and the search continues it; otherwise the search recycles its arrays
+  (`recycle=`: the same search, without allocating and filling new tables). None
+  starts a search on new tables.
   """
   game = _agent_game(game, agent)
   capacity = agent.capacity or (
@@ -289,23 +291,17 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
       game.recurrent_fn,
       agent.num_simulations,
       invalid_actions=invalid,
-      graph=graph,
+      graph=graph if agent.reuse else None,
+      recycle=None if agent.reuse else graph,
     )
     searched = out.search_graph
-    return (
-      out.action,
-      searched.num_nodes,
-      searched.transposition_hits,
-      searched if agent.reuse else None,
-    )
+    return out.action, searched.num_nodes, searched.transposition_hits, searched
 
   return search
 
 
-def _initial_graph(search: Callable, params, state, agent: Agent):
-  """An all-empty graph of the shapes `search` produces (None without reuse)."""
-  if not agent.reuse:
-    return None
+def _initial_graph(search: Callable, params, state):
+  """An all-empty graph of the shapes `search` produces, to continue or recycle."""
   shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3], params, state)
   return mg.empty_like(shapes)
 
@@ -329,9 +325,10 @@ def _make_step(
   returns `(state, action, a_moved, searched, nodes, hits, graphs)`: the states after
   the ply, the action played, whether A was to move, whether a search chose the move
   (not finished, not an opening ply), the nodes and transposition hits of the
-  search of the agent to move, and the agents' graphs `(graph_a, graph_b)` rerooted
-  by the move played (None for an agent without `reuse`; during the opening plies
-  the graphs stay as they are, empty).
+  search of the agent to move, and the agents' graphs `(graph_a, graph_b)`: rerooted
+  by the move played for an agent with `reuse`, as searched for the others (to be
+  recycled); during the opening plies they stay as they are, empty. `graphs` is
+  donated: the step overwrites the arrays it is given.
   """
   search_a = _make_search(game, agent_a)
   search_b = _make_search(game, agent_b)
@@ -355,7 +352,7 @@ def _make_step(
     zeros = jnp.zeros(action.shape, jnp.int32)
     return action, zeros, zeros, graphs
 
-  @jax.jit
+  @functools.partial(jax.jit, donate_argnames="graphs")
   def step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs):
     finished = evaluators.is_finished(state)
     a_to_move = state.current_player == a_player
@@ -374,7 +371,10 @@ def _make_step(
     new_state = _tree_where(finished, state, game.step(state, action))
     searched = ~finished & ~in_opening
     # Rerooting an empty graph (opening plies) gives an empty graph again.
-    graphs = tuple(None if graph is None else mg.reroot(graph, action) for graph in searched_graphs)
+    graphs = tuple(
+      mg.reroot(graph, action) if agent.reuse else graph
+      for graph, agent in zip(searched_graphs, (agent_a, agent_b), strict=True)
+    )
     return new_state, action, a_to_move, searched, nodes, hits, graphs
 
   return step, search_a, search_b
@@ -546,8 +546,8 @@ def play_match(
   a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
 
   graphs = (
-    _initial_graph(search_a, params_a, state, agent_a),
-    _initial_graph(search_b, params_b, state, agent_b),
+    _initial_graph(search_a, params_a, state),
+    _initial_graph(search_b, params_b, state),
   )
   sharding = _mesh_sharding(num_games)
   if sharding is not None:

@@ -13,7 +13,8 @@ a change of load on a shared machine hits all of them alike; the median of
     one simulation grows from the smallest S to the largest (capacity S + 1);
   * capacity (`--capacities`, at `--capacity-simulations` and
     `--capacity-batch-size`): the same search with a larger graph, so the cost of
-    one simulation against capacity alone, depth fixed (tree and graph mode);
+    one simulation against capacity alone, depth fixed (tree and graph mode), each
+    allocating new tables and recycling the previous search's (`recycle=`, donated);
   * probe window (`--probe-windows`, graph mode at `--probe-batch-size` and
     `--probe-simulations`): time, transposition hits and dropped inserts per
     window size, as an A/B;
@@ -75,12 +76,15 @@ def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   return state
 
 
-def make_policy(game, impl: str, num_simulations: int, **graph_options) -> Callable:
+def make_policy(
+  game, impl: str, num_simulations: int, *, recycle: bool = False, **graph_options
+) -> Callable:
   """`impl`'s muzero policy, `(params, key, state) -> PolicyOutput`, jitted.
 
   `impl` is `"mctx"`, `"tree"` (ours, `transpositions=False`) or `"graph"` (ours,
   with the game's transposition key); `graph_options` (`capacity`, `probe_window`,
-  ...) go to ours.
+  ...) go to ours. With `recycle` (ours only), the policy takes a fourth argument,
+  the previous output's `search_graph` (or None), which it recycles and donates.
   """
   if impl == "mctx":
     import mctx  # pylint: disable=import-outside-toplevel
@@ -103,7 +107,7 @@ def make_policy(game, impl: str, num_simulations: int, **graph_options) -> Calla
     raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLEMENTATIONS}")
   from mcgs_jax.apps.registry import POLICIES  # pylint: disable=import-outside-toplevel
 
-  def ours(params, key, state):
+  def ours(params, key, state, recycled=None):
     root = game.root(params, key, state)
     return POLICIES["muzero"](
       params,
@@ -114,10 +118,11 @@ def make_policy(game, impl: str, num_simulations: int, **graph_options) -> Calla
       invalid_actions=game.invalid_actions(state),
       hash_fn=game.hash_fn,
       transpositions=impl == "graph",
+      recycle=recycled,
       **graph_options,
     )
 
-  return jax.jit(ours)
+  return jax.jit(ours, donate_argnames="recycled") if recycle else jax.jit(ours)
 
 
 def make_policies(game, num_simulations: int):
@@ -141,25 +146,31 @@ def time_policy(policy, params, key, state, repeats: int):
   return compile_seconds, statistics.median(runs)
 
 
-def time_group(policies: dict, params, key, state, repeats: int) -> dict:
+def time_group(policies: dict, params, key, state, repeats: int, recycling=()) -> dict:
   """Times several policies on the same inputs, interleaved.
 
   Every policy is compiled and run once (warm-up) first; then `repeats` rounds each
-  run every policy once, in order. Returns `{name: (compile seconds, median run
-  seconds, output of the last run)}`.
+  run every policy once, in order. A policy named in `recycling` (made with
+  `make_policy(..., recycle=True)`) is handed its previous output's graph at every
+  run; its warm-up runs twice (a first graph, then the recycling program).
+  Returns `{name: (compile seconds, median run seconds, output of the last run)}`.
   """
   compiled, compile_seconds, outputs = {}, {}, {}
   for name, policy in policies.items():
+    extra = ()
+    if name in recycling:
+      extra = (jax.block_until_ready(policy(params, key, state)).search_graph,)
     start = time.perf_counter()
-    compiled[name] = policy.lower(params, key, state).compile()
+    compiled[name] = policy.lower(params, key, state, *extra).compile()
     compile_seconds[name] = time.perf_counter() - start
-    outputs[name] = jax.block_until_ready(compiled[name](params, key, state))
+    outputs[name] = jax.block_until_ready(compiled[name](params, key, state, *extra))
   runs: dict[str, list] = {name: [] for name in policies}
   for repeat in range(repeats):
     run_key = jax.random.fold_in(key, repeat)
     for name in policies:
+      extra = (outputs[name].search_graph,) if name in recycling else ()
       start = time.perf_counter()
-      outputs[name] = jax.block_until_ready(compiled[name](params, run_key, state))
+      outputs[name] = jax.block_until_ready(compiled[name](params, run_key, state, *extra))
       runs[name].append(time.perf_counter() - start)
   return {
     name: (compile_seconds[name], statistics.median(runs[name]), outputs[name]) for name in policies
@@ -250,8 +261,9 @@ def run(
   def positions(batch_size):
     return random_positions(game, positions_key, batch_size, max_opening_moves=8)
 
-  def record(kind, configs, batch_size):
-    """`configs`: `{label: (impl, num_simulations, capacity, probe_window)}`."""
+  def record(kind, configs, batch_size, recycling=()):
+    """`configs`: `{label: (impl, num_simulations, capacity, probe_window)}`;
+    `recycling`: the labels whose searches recycle the previous graph."""
     policies = {}
     for label, (impl, num_simulations, capacity, probe_window) in configs.items():
       options = {}
@@ -259,14 +271,19 @@ def run(
         options["capacity"] = capacity
       if probe_window is not None:
         options["probe_window"] = probe_window
-      policies[label] = make_policy(game, impl, num_simulations, **options)
-    timings = time_group(policies, params, search_key, positions(batch_size), repeats)
+      policies[label] = make_policy(
+        game, impl, num_simulations, recycle=label in recycling, **options
+      )
+    timings = time_group(
+      policies, params, search_key, positions(batch_size), repeats, recycling=recycling
+    )
     group = []
     for label, (impl, num_simulations, capacity, probe_window) in configs.items():
       compile_seconds, seconds, output = timings[label]
       row = dict(
         kind=kind,
         impl=impl,
+        recycle=label in recycling,
         batch_size=batch_size,
         num_simulations=num_simulations,
         capacity=capacity
@@ -316,17 +333,23 @@ def run(
     for capacity in capacities:
       if capacity < capacity_simulations + 1:
         raise ValueError(f"capacity {capacity} is below S + 1 = {capacity_simulations + 1}")
+    configs = {
+      (impl, c, recycle): (impl, capacity_simulations, c, None)
+      for c in capacities
+      for impl in ("tree", "graph")
+      for recycle in (False, True)
+    }
     group = record(
       "capacity",
-      {
-        (impl, c): (impl, capacity_simulations, c, None)
-        for c in capacities
-        for impl in ("tree", "graph")
-      },
+      configs,
       capacity_batch_size,
+      recycling=tuple(label for label in configs if label[2]),
     )
     for row in group:
-      smallest = min((r for r in group if r["impl"] == row["impl"]), key=lambda r: r["capacity"])
+      smallest = min(
+        (r for r in group if (r["impl"], r["recycle"]) == (row["impl"], row["recycle"])),
+        key=lambda r: r["capacity"],
+      )
       row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
     finish(group)
   if probe_windows:
@@ -474,15 +497,19 @@ def markdown(rows, scaling, header: str) -> str:
       f"B={first['batch_size']}): per-simulation cost relative to capacity "
       f"{smallest}:",
       "",
-      f"| impl | capacity | run s | cost vs capacity {smallest} | nodes used (mean) |",
-      "|---|---|---|---|---|",
+      f"| impl | tables | capacity | run s | cost vs capacity {smallest} | nodes used (mean) |",
+      "|---|---|---|---|---|---|",
     ]
     for impl in ("tree", "graph"):
-      for r in sorted((r for r in capacity_rows if r["impl"] == impl), key=lambda r: r["capacity"]):
-        nodes = r.get("mean_nodes", "-")
-        lines.append(
-          f"| {impl} | {r['capacity']} | {r['run_s']} | {r['cost_vs_smallest']}x | {nodes} |"
-        )
+      for recycle in (False, True):
+        same = (r for r in capacity_rows if (r["impl"], r["recycle"]) == (impl, recycle))
+        for r in sorted(same, key=lambda r: r["capacity"]):
+          nodes = r.get("mean_nodes", "-")
+          tables = "recycled" if recycle else "new"
+          lines.append(
+            f"| {impl} | {tables} | {r['capacity']} | {r['run_s']} | "
+            f"{r['cost_vs_smallest']}x | {nodes} |"
+          )
   path_rows = [r for r in rows if "edge_steps" in r]
   if path_rows:
     lines += [
@@ -494,7 +521,8 @@ def markdown(rows, scaling, header: str) -> str:
       "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
-      f"| {r['kind']} | {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
+      f"| {r['kind']} | {r['impl']}{' (recycled)' if r.get('recycle') else ''} | "
+      f"{r['batch_size']} | {r['num_simulations']} | "
       f"{r['capacity']} | {r['edge_steps']} | {r['deepest']} | "
       f"{r['ns_per_edge_step']} |"
       for r in path_rows

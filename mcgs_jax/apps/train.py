@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import mcgs_jax as mg
 from mcgs_jax.apps.registry import POLICIES, make_evaluator
 from mcgs_jax.games import evaluators, networks
 from mcgs_jax.games.adapter import Game, make_game
@@ -168,7 +169,7 @@ def make_self_play(game: Game, config: Config):
   extra = dict(temperature=config.temperature) if config.policy == "muzero" else {}
   search_policy = POLICIES[config.policy]
 
-  def policy(params, key, root, invalid):
+  def policy(params, key, root, invalid, recycle):
     return search_policy(
       params,
       key,
@@ -178,15 +179,17 @@ def make_self_play(game: Game, config: Config):
       invalid_actions=invalid,
       hash_fn=game.hash_fn,
       transpositions=config.transpositions,
+      recycle=recycle,
       **extra,
     )
 
   def move(carry, key):
-    params, state = carry
+    # Each search writes over the previous one's graph (`recycle`) in the carry.
+    params, state, graph = carry
     root_key, search_key = jax.random.split(key)
     invalid = game.invalid_actions(state)
     root = game.root(params, root_key, state)
-    output = policy(params, search_key, root, invalid)
+    output = policy(params, search_key, root, invalid, graph)
     valid = ~evaluators.is_finished(state)
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
@@ -199,13 +202,21 @@ def make_self_play(game: Game, config: Config):
       valid=valid,
       rewards=jnp.asarray(next_state.rewards, jnp.float32),
     )
-    return (params, next_state), record
+    return (params, next_state, output.search_graph), record
 
   @jax.jit
   def self_play(params, rng_key):
     init_key, moves_key = jax.random.split(rng_key)
     state = game.init(init_key, config.num_games)
-    _, trajectory = jax.lax.scan(move, (params, state), jax.random.split(moves_key, length))
+    shapes = jax.eval_shape(
+      lambda: (
+        policy(
+          params, init_key, game.root(params, init_key, state), game.invalid_actions(state), None
+        ).search_graph
+      )
+    )
+    graph = mg.empty_like(shapes)
+    _, trajectory = jax.lax.scan(move, (params, state, graph), jax.random.split(moves_key, length))
     returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
     player = trajectory.pop("player")  # [T, B]
     value = jnp.take_along_axis(returns[None], player[..., None], axis=-1)[..., 0]
