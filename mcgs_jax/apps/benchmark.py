@@ -157,7 +157,7 @@ def time_group(policies: dict, params, key, state, repeats: int, recycling=()) -
   """
   compiled, compile_seconds, outputs = {}, {}, {}
   for name, policy in policies.items():
-    extra = ()
+    extra: tuple = ()
     if name in recycling:
       extra = (jax.block_until_ready(policy(params, key, state)).search_graph,)
     start = time.perf_counter()
