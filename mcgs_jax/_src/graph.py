@@ -13,8 +13,9 @@ ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 
 # Every table of the graph, declared once with the value of an unused row:
-# `empty_graph` fills with it, `link` writes every node table of a new node,
-# `reroot` moves rows and refills freed ones, and `mcgs_jax.testing` reads them all.
+# `empty_graph` fills with it (or `clear_used_rows` writes it over the rows a recycled
+# graph used), `link` writes every node table of a new node, `reroot` moves rows and
+# refills freed ones, and `mcgs_jax.testing` checks that unused rows hold it.
 NODE_FIELDS: dict[str, Any] = {  # [B, N, ...]: one row per node
   "node_visits": 0,
   "node_evaluations": 0,
