@@ -21,6 +21,18 @@ from mcgs_jax.testing import check_graph, commuting_game
 ROOT, RECURRENT = commuting_game()
 BATCH = 3
 CAPACITY = 48
+# Rows are cleared in blocks of at most this many bytes (4 rows of these graphs):
+# graphs that fit in one block are filled anew instead, and every graph here would.
+SMALL_BLOCK_BYTES = 1600
+
+
+@pytest.fixture(autouse=True, scope="module")
+def small_blocks():
+  """Every search of this module is traced with blocks of 4 rows, so that it takes
+  the path of large graphs (the block size is read when a search is traced)."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(graph_lib, "_CLEAR_BYTES", SMALL_BLOCK_BYTES)
+    yield
 
 
 def policy_search(
@@ -107,11 +119,11 @@ def test_recycled_search_equals_a_fresh_one(config, old_simulations):
   )
 
 
-@pytest.mark.parametrize("block_bytes", [graph_lib._CLEAR_BYTES, 1600], ids=["one-block", "4-rows"])
+@pytest.mark.parametrize("block_bytes", [1 << 22, SMALL_BLOCK_BYTES], ids=["filled-anew", "4-rows"])
 def test_a_full_graph_and_a_rerooted_or_empty_one_recycle_cleanly(monkeypatch, block_bytes):
-  """A graph filled to capacity (cleared in one block, or in blocks of 4 rows whose
-  last one is moved back to end at the capacity), a rerooted graph, and `empty_like`
-  all recycle to a fresh search."""
+  """A graph filled to capacity (small enough to be filled anew, or cleared in blocks
+  of 4 rows whose last one is moved back to end at the capacity), a rerooted graph,
+  and `empty_like` all recycle to a fresh search."""
   monkeypatch.setattr(graph_lib, "_CLEAR_BYTES", block_bytes)
   capacity = 9
   full = fresh_search(jax.random.PRNGKey(2), ROOT(BATCH), 30, capacity=capacity)
@@ -129,7 +141,9 @@ def test_a_full_graph_and_a_rerooted_or_empty_one_recycle_cleanly(monkeypatch, b
 
 
 @pytest.mark.parametrize(
-  "block_bytes, block_rows", [(1, 1), (1600, 4), (1 << 30, CAPACITY)], ids=["row", "rows", "all"]
+  "block_bytes, block_rows",
+  [(1, 1), (SMALL_BLOCK_BYTES, 4), (1 << 30, CAPACITY)],
+  ids=["row", "rows", "all"],
 )
 def test_clearing_writes_every_used_row_in_blocks(monkeypatch, block_bytes, block_rows):
   """Blocks of one row, of a few rows, or the whole capacity: every used row is
@@ -151,14 +165,10 @@ def test_clearing_writes_every_used_row_in_blocks(monkeypatch, block_bytes, bloc
   np.testing.assert_array_equal(visits[:, last_written:], -7)
 
 
-def test_recycled_buffers_are_donated_and_not_copied(monkeypatch):
+def test_recycled_buffers_are_donated_and_not_copied():
   """Under `jax.jit(..., donate_argnames=...)` the old graph's buffers are taken (its
   arrays are deleted), and the compiled search holds no copy of a whole `[B, N, ...]`
-  table: the set-up writes the used rows in place. (Tables whose every row fits in
-  one block of `_CLEAR_BYTES` are filled whole instead; a smaller block is set here
-  so that these small tables take the path of large ones.)"""
-  monkeypatch.setattr(graph_lib, "_CLEAR_BYTES", 1600)
-  recycled_search = jax.jit(policy_search, static_argnames=STATIC, donate_argnames="recycle")
+  table: the set-up writes the used rows in place."""
   old = fresh_search(jax.random.PRNGKey(5), ROOT(BATCH), 12)
   lowered = recycled_search.lower(jax.random.PRNGKey(6), ROOT(BATCH), 12, old)
   text = lowered.compile().as_text()

@@ -259,7 +259,8 @@ def empty_graph(
       terminal: playouts end there and no node is ever added.
     value_bounds: `(lowest, highest)` or None (unbounded).
     recycle: a graph of these shapes whose arrays are overwritten instead of
-      allocating new ones (see `clear_used_rows`); the result is the same.
+      allocating new ones (see `clear_used_rows`); the result is the same. Ignored
+      when the whole graph fits in one clearing block (`_CLEAR_BYTES`).
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
@@ -288,7 +289,9 @@ def empty_graph(
   assert set(root_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
   assert set(edge_dtypes) == set(EDGE_FIELDS), "an edge table is not set"
 
-  if recycle is None:
+  # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
+  # writes new buffers directly instead of broadcasting and copying into old ones.
+  if recycle is None or clear_block_rows(recycle) >= capacity:
     empty_tables = {
       name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
       for name, (entry, dtype) in root_rows.items()

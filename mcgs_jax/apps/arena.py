@@ -261,9 +261,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
 
   Finished games get an all-invalid root (a trivial search, action 0). With
   `agent.reuse`, `graph` is the previous search's graph rerooted (or an all-empty
-  graph) and the search continues it; otherwise the search recycles its arrays
-  (`recycle=`: the same search, without allocating and filling new tables). None
-  starts a search on new tables.
+  graph) and the search continues it; otherwise it is None and returned as None.
   """
   game = _agent_game(game, agent)
   capacity = agent.capacity or (
@@ -291,17 +289,23 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
       game.recurrent_fn,
       agent.num_simulations,
       invalid_actions=invalid,
-      graph=graph if agent.reuse else None,
-      recycle=None if agent.reuse else graph,
+      graph=graph,
     )
     searched = out.search_graph
-    return out.action, searched.num_nodes, searched.transposition_hits, searched
+    return (
+      out.action,
+      searched.num_nodes,
+      searched.transposition_hits,
+      searched if agent.reuse else None,
+    )
 
   return search
 
 
-def _initial_graph(search: Callable, params, state):
-  """An all-empty graph of the shapes `search` produces, to continue or recycle."""
+def _initial_graph(search: Callable, params, state, agent: Agent):
+  """An all-empty graph of the shapes `search` produces (None without reuse)."""
+  if not agent.reuse:
+    return None
   shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3], params, state)
   return mg.empty_like(shapes)
 
@@ -325,10 +329,9 @@ def _make_step(
   returns `(state, action, a_moved, searched, nodes, hits, graphs)`: the states after
   the ply, the action played, whether A was to move, whether a search chose the move
   (not finished, not an opening ply), the nodes and transposition hits of the
-  search of the agent to move, and the agents' graphs `(graph_a, graph_b)`: rerooted
-  by the move played for an agent with `reuse`, as searched for the others (to be
-  recycled); during the opening plies they stay as they are, empty. `graphs` is
-  donated: the step overwrites the arrays it is given.
+  search of the agent to move, and the agents' graphs `(graph_a, graph_b)` rerooted
+  by the move played (None for an agent without `reuse`; during the opening plies
+  the graphs stay as they are, empty).
   """
   search_a = _make_search(game, agent_a)
   search_b = _make_search(game, agent_b)
@@ -352,7 +355,7 @@ def _make_step(
     zeros = jnp.zeros(action.shape, jnp.int32)
     return action, zeros, zeros, graphs
 
-  @functools.partial(jax.jit, donate_argnames="graphs")
+  @jax.jit
   def step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs):
     finished = evaluators.is_finished(state)
     a_to_move = state.current_player == a_player
@@ -371,10 +374,7 @@ def _make_step(
     new_state = _tree_where(finished, state, game.step(state, action))
     searched = ~finished & ~in_opening
     # Rerooting an empty graph (opening plies) gives an empty graph again.
-    graphs = tuple(
-      mg.reroot(graph, action) if agent.reuse else graph
-      for graph, agent in zip(searched_graphs, (agent_a, agent_b), strict=True)
-    )
+    graphs = tuple(None if graph is None else mg.reroot(graph, action) for graph in searched_graphs)
     return new_state, action, a_to_move, searched, nodes, hits, graphs
 
   return step, search_a, search_b
@@ -546,8 +546,8 @@ def play_match(
   a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
 
   graphs = (
-    _initial_graph(search_a, params_a, state),
-    _initial_graph(search_b, params_b, state),
+    _initial_graph(search_a, params_a, state, agent_a),
+    _initial_graph(search_b, params_b, state, agent_b),
   )
   sharding = _mesh_sharding(num_games)
   if sharding is not None:

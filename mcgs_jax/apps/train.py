@@ -50,7 +50,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-import mcgs_jax as mg
 from mcgs_jax.apps.registry import POLICIES, make_evaluator
 from mcgs_jax.games import evaluators, networks
 from mcgs_jax.games.adapter import Game, make_game
@@ -169,7 +168,7 @@ def make_self_play(game: Game, config: Config):
   extra = dict(temperature=config.temperature) if config.policy == "muzero" else {}
   search_policy = POLICIES[config.policy]
 
-  def policy(params, key, root, invalid, recycle):
+  def policy(params, key, root, invalid):
     return search_policy(
       params,
       key,
@@ -179,17 +178,15 @@ def make_self_play(game: Game, config: Config):
       invalid_actions=invalid,
       hash_fn=game.hash_fn,
       transpositions=config.transpositions,
-      recycle=recycle,
       **extra,
     )
 
   def move(carry, key):
-    # Each search writes over the previous one's graph (`recycle`) in the carry.
-    params, state, graph = carry
+    params, state = carry
     root_key, search_key = jax.random.split(key)
     invalid = game.invalid_actions(state)
     root = game.root(params, root_key, state)
-    output = policy(params, search_key, root, invalid, graph)
+    output = policy(params, search_key, root, invalid)
     valid = ~evaluators.is_finished(state)
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
@@ -202,21 +199,13 @@ def make_self_play(game: Game, config: Config):
       valid=valid,
       rewards=jnp.asarray(next_state.rewards, jnp.float32),
     )
-    return (params, next_state, output.search_graph), record
+    return (params, next_state), record
 
   @jax.jit
   def self_play(params, rng_key):
     init_key, moves_key = jax.random.split(rng_key)
     state = game.init(init_key, config.num_games)
-    shapes = jax.eval_shape(
-      lambda: (
-        policy(
-          params, init_key, game.root(params, init_key, state), game.invalid_actions(state), None
-        ).search_graph
-      )
-    )
-    graph = mg.empty_like(shapes)
-    _, trajectory = jax.lax.scan(move, (params, state, graph), jax.random.split(moves_key, length))
+    _, trajectory = jax.lax.scan(move, (params, state), jax.random.split(moves_key, length))
     returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
     player = trajectory.pop("player")  # [T, B]
     value = jnp.take_along_axis(returns[None], player[..., None], axis=-1)[..., 0]
