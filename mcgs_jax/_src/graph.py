@@ -358,6 +358,8 @@ def clear_used_rows(graph: Graph) -> dict[str, Any]:
   rows used, not to the capacity. Rows are cleared in blocks of at most
   `_CLEAR_BYTES` over all tables, the last block ending at the capacity (blocks may
   overlap: every row below the used count is cleared, rows above it are empty).
+  Under an outer `jax.vmap` the loop's length is batched, and JAX then selects over
+  whole tables at every block: the result is the same, the saving is lost.
   """
   names = (*NODE_FIELDS, *EDGE_FIELDS)
   fills = {**NODE_FIELDS, **EDGE_FIELDS}

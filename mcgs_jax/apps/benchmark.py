@@ -587,8 +587,8 @@ def main(argv=None):
     "--capacities",
     default="none",
     help="comma-separated graph capacities at fixed S, e.g. "
-    "65,1025,4097: per-simulation cost against capacity "
-    "(default: none)",
+    "65,1025,4097: per-simulation cost against capacity, with "
+    "new tables and with the previous search's recycled (default: none)",
   )
   parser.add_argument(
     "--capacity-simulations", type=int, default=64, help="S of the capacity part (default 64)"
