@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src.graph import COUNTER_FIELDS, EDGE_FIELDS, NODE_FIELDS
+from mcgs_jax._src.graph import COUNTER_FIELDS, ROW_FIELDS
 from mcgs_jax._src.policies import muzero_policy
 from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
@@ -46,7 +46,7 @@ def node_formula(graph_np, game, node, *, stored_edge_values=False):
 
 def to_numpy(graph):
   """Every node, edge and counter table of `graph` (embeddings aside) as numpy."""
-  names = [name for name in (*NODE_FIELDS, *EDGE_FIELDS) if name != "embeddings"]
+  names = [name for name in ROW_FIELDS if name != "embeddings"]
   return {name: np.asarray(getattr(graph, name)) for name in (*names, *COUNTER_FIELDS, "num_nodes")}
 
 
@@ -88,7 +88,7 @@ def check_graph(
     assert 1 <= used <= g["node_visits"].shape[1]
     children = g["children_index"][game, :used]
     edge_visits = g["edge_visits"][game, :used]
-    for name, fill in {**NODE_FIELDS, **EDGE_FIELDS}.items():
+    for name, fill in ROW_FIELDS.items():
       if name != "embeddings":
         assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
     for leaf in jax.tree_util.tree_leaves(graph.embeddings):

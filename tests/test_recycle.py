@@ -156,7 +156,7 @@ def test_clearing_writes_every_used_row_in_blocks(monkeypatch, block_bytes, bloc
   assert 0 < used < CAPACITY and (block_rows == 1 or used % block_rows)
   sentinel = old.replace(node_visits=old.node_visits.at[:, used:].set(-7))
   cleared = graph_lib.clear_used_rows(sentinel)
-  for name, fill in {**graph_lib.NODE_FIELDS, **graph_lib.EDGE_FIELDS}.items():
+  for name, fill in graph_lib.ROW_FIELDS.items():
     for leaf in jax.tree_util.tree_leaves(cleared[name]):
       np.testing.assert_array_equal(np.asarray(leaf)[:, :used], fill, err_msg=name)
   last_written = min(-(-used // block_rows) * block_rows, CAPACITY)

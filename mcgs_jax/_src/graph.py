@@ -37,6 +37,7 @@ EDGE_FIELDS: dict[str, Any] = {  # [B, N, A]: one row per node, one column per a
   "edge_values": 0.0,
   "edge_non_finite": False,
 }
+ROW_FIELDS: dict[str, Any] = {**NODE_FIELDS, **EDGE_FIELDS}  # every [B, N, ...] table
 COUNTER_FIELDS = (  # [B] int32: events counted over the graph's life
   "transposition_hits",
   "dropped_inserts",
@@ -341,7 +342,7 @@ _CLEAR_BYTES = 1 << 22
 def clear_block_rows(graph: Graph) -> int:
   """Rows per block of `clear_used_rows`: as many as fit in `_CLEAR_BYTES` over all
   node and edge tables of all games, at least one, at most the capacity."""
-  tables = [getattr(graph, name) for name in (*NODE_FIELDS, *EDGE_FIELDS)]
+  tables = [getattr(graph, name) for name in ROW_FIELDS]
   leaves = jax.tree_util.tree_leaves(tables)
   row_bytes = graph.batch_size * sum(
     math.prod(leaf.shape[2:]) * leaf.dtype.itemsize for leaf in leaves
@@ -361,9 +362,7 @@ def clear_used_rows(graph: Graph) -> dict[str, Any]:
   Under an outer `jax.vmap` the loop's length is batched, and JAX then selects over
   whole tables at every block: the result is the same, the saving is lost.
   """
-  names = (*NODE_FIELDS, *EDGE_FIELDS)
-  fills = {**NODE_FIELDS, **EDGE_FIELDS}
-  tables = {name: getattr(graph, name) for name in names}
+  tables = {name: getattr(graph, name) for name in ROW_FIELDS}
   batch_size, capacity = graph.batch_size, graph.capacity
   block = clear_block_rows(graph)
 
@@ -375,8 +374,8 @@ def clear_used_rows(graph: Graph) -> dict[str, Any]:
       return jax.lax.dynamic_update_slice_in_dim(table, empty, start, axis=1)
 
     return {
-      name: jax.tree_util.tree_map(lambda table, fill=fills[name]: clear(table, fill), tables[name])
-      for name in names
+      name: jax.tree_util.tree_map(lambda table, fill=fill: clear(table, fill), tables[name])
+      for name, fill in ROW_FIELDS.items()
     }
 
   rows_used = jnp.max(graph.num_nodes)

@@ -51,9 +51,9 @@ import numpy as np
 from mcgs_jax._src import hashing
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
-  EDGE_FIELDS,
   NODE_FIELDS,
   ROOT_INDEX,
+  ROW_FIELDS,
   UNEXPANDED,
   Graph,
 )
@@ -252,7 +252,7 @@ def reroot(
 
   moved = {
     name: jax.tree_util.tree_map(lambda table, fill=fill: move(table, fill), getattr(graph, name))
-    for name, fill in {**NODE_FIELDS, **EDGE_FIELDS}.items()
+    for name, fill in ROW_FIELDS.items()
   }
   moved.update(
     node_keys=node_keys,
@@ -279,7 +279,7 @@ def empty_like(graph: Any) -> Graph:
   game afresh from its root, so it is the first `graph=` of a jitted self-play loop
   that reroots after every move: every move then runs the same compiled function.
   """
-  fills = {**NODE_FIELDS, **EDGE_FIELDS, "hash_slots": -1}
+  fills = {**ROW_FIELDS, "hash_slots": -1}
 
   def empty(name):
     return jax.tree_util.tree_map(
