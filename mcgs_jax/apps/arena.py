@@ -6,13 +6,21 @@ point of view: wins, draws, losses, score, an Elo difference with a 95% interval
 game lengths and what each agent's searches used (nodes, transposition hits).
 
 How a match is played:
-  * All games advance together, one ply per call of a jitted step over the whole
-    batch; a Python loop calls it until every game is over (with progress on stderr
-    when `progress=True`). The step compiles once per match configuration (the ply
-    number is an argument, not a constant).
+  * All games advance together, one ply at a time over the whole batch; a Python
+    loop calls the jitted pieces (each agent's search, then the move) until every
+    game is over (with progress on stderr when `progress=True`). Each piece
+    compiles once per match configuration (the ply number is an argument, not a
+    constant).
   * At every ply both agents search every game and each game keeps the action of
     the agent whose turn it is there. This costs two searches per ply, but it is
-    right for any turn order (a player may move twice in a row).
+    right for any turn order (a player may move twice in a row). Each agent's
+    search is timed on its own (`search_seconds_per_ply` in the result), and an
+    agent that keeps its graph (`reuse`) reroots it by every move played, its own
+    and the opponent's, inside its timed search.
+  * An agent's engine is this library (`"mcgs"`) or DeepMind's mctx (`"mctx"`,
+    `mctx.muzero_policy` / `mctx.gumbel_muzero_policy` on the same evaluator), so
+    "this library against mctx" is one match; `equal_time=True` first chooses B's
+    simulations so that both take the same time per move.
   * Colours alternate: agent A moves first in games `0 .. N/2 - 1` and second in
     games `N/2 .. N - 1` (`MatchResult.a_first`). Game `i` and game `i + N/2` start
     from the same initial state and, with `opening_moves > 0`, play the same
@@ -56,48 +64,64 @@ Z_95 = 1.959963984540054  # two-sided 95% quantile of the standard normal
 _MAX_PLIES = 100_000  # safety cap on a match's length, far above any supported game
 
 
+ENGINES = ("mcgs", "mctx")
+# What mctx's search offers of the arena's policies (it has no UCT).
+MCTX_POLICIES = ("muzero", "gumbel")
+
+
 @dataclasses.dataclass(frozen=True)
 class Agent:
-  """A search agent: a policy, a leaf evaluator and the search's settings.
+  """A search agent: an engine, a policy, a leaf evaluator and the search's settings.
 
-  The defaults are those of `mcgs-jax arena` (`arena_command.DEFAULTS`): UCT with
-  random-rollout leaves, 512 simulations, searching a graph.
+  The defaults are this library's default agent: a graph search (MCGS) that keeps its
+  graph between moves (`reuse`), UCT with random-rollout leaves, 512 simulations.
+  `mcgs-jax arena` plays `muzero` with a trained network (see `arena_command`).
 
   Attributes:
     policy: `"muzero"`, `"gumbel"` or `"uct"`.
     evaluator: `"uniform"` (uniform prior, value 0), `"rollout"` (random
       playouts, `num_rollouts` per leaf) or `"network"` (`apply_fn` with the
       params passed to `play_match`).
-    num_simulations: simulations per move.
-    transpositions: search a graph (MCGS, True) or a tree (MCTS, False).
-    solver: prove exact values during the search (MCTS-solver).
-    num_parallel: playouts per game per search step (virtual visits).
+    num_simulations: simulations per move (new playouts, whatever a kept graph
+      already holds).
+    engine: `"mcgs"` (this library) or `"mctx"` (DeepMind's `mctx.muzero_policy` or
+      `mctx.gumbel_muzero_policy` on the same evaluator: a tree searched from
+      scratch at every move; needs the `mctx` package).
+    transpositions: search a graph (MCGS, True) or a tree (MCTS, False). Default:
+      True for `mcgs`; `mctx` searches a tree.
+    solver: prove exact values during the search (MCTS-solver; `mcgs` only).
+    num_parallel: playouts per game per search step (virtual visits; `mcgs` only).
     num_rollouts: random playouts per evaluation with `evaluator="rollout"`.
     apply_fn: `apply_fn(params, observation) -> (logits, value)` for
       `evaluator="network"`.
     reuse: keep the graph between plies (`mcgs_jax.reroot` by the move played, the
-      agent's own and the opponent's) and continue it at the next search.
+      agent's own and the opponent's) and continue it at the next search. Default:
+      True for `mcgs` (measured: about +250 Elo at equal simulations on connect
+      four, `benchmarks/RESULTS.md`); `mctx` cannot.
     capacity: nodes per game of the graph; default `num_simulations + 1`, or
       `4 * num_simulations + 1` with `reuse` (what does not fit is counted in the
-      graph's `capacity_overflows`, never corrupts it).
+      graph's `capacity_overflows`, never corrupts it; `mcgs` only).
     name: a label for reports; `describe()` is used when empty.
   """
 
   policy: str = "uct"
   evaluator: str = "rollout"
   num_simulations: int = 512
-  transpositions: bool = True
+  engine: str = "mcgs"
+  transpositions: bool | None = None
   solver: bool = False
   num_parallel: int = 1
   num_rollouts: int = 1
   apply_fn: Callable | None = None
-  reuse: bool = False
+  reuse: bool | None = None
   capacity: int | None = None
   name: str = ""
 
   def __post_init__(self):
     registry.check_policy(self.policy)
     registry.check_evaluator(self.evaluator)
+    if self.engine not in ENGINES:
+      raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
     if self.evaluator == "network" and self.apply_fn is None:
       raise ValueError("evaluator 'network' needs apply_fn")
     for field in ("num_simulations", "num_parallel", "num_rollouts"):
@@ -110,15 +134,45 @@ class Agent:
         f"num_simulations ({self.num_simulations}) must be a multiple of "
         f"num_parallel ({self.num_parallel})"
       )
+    mctx_engine = self.engine == "mctx"
+    if mctx_engine:
+      if self.policy not in MCTX_POLICIES:
+        raise ValueError(
+          f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
+        )
+      unsupported = [
+        name
+        for name, value in (
+          ("transpositions=True", self.transpositions),
+          ("reuse=True", self.reuse),
+          ("solver=True", self.solver),
+          ("num_parallel > 1", self.num_parallel > 1),
+          ("capacity", self.capacity is not None),
+        )
+        if value
+      ]
+      if unsupported:
+        raise ValueError(
+          f"engine 'mctx' searches a tree from scratch at every move: "
+          f"{', '.join(unsupported)} is for engine 'mcgs'"
+        )
+    # Frozen: the engine's defaults are written once, here.
+    if self.transpositions is None:
+      object.__setattr__(self, "transpositions", not mctx_engine)
+    if self.reuse is None:
+      object.__setattr__(self, "reuse", not mctx_engine)
 
   def describe(self) -> str:
-    """`name`, or e.g. `"muzero/rollout/64 graph"`."""
+    """`name`, or e.g. `"muzero/rollout/64 graph reuse"` (`"mctx muzero/..."` for
+    mctx's search)."""
     if self.name:
       return self.name
     text = (
       f"{self.policy}/{self.evaluator}/{self.num_simulations} "
       f"{'graph' if self.transpositions else 'tree'}"
     )
+    if self.engine == "mctx":
+      return f"mctx {self.policy}/{self.evaluator}/{self.num_simulations}"
     if self.solver:
       text += " solver"
     if self.reuse:
@@ -142,16 +196,23 @@ class MatchResult:
     mean_game_length: mean number of plies per game, openings included.
     agents: `{"a": stats, "b": stats}`; each `stats` dict has `name`, `searches`
       (searches whose move was played), `mean_nodes` and `mean_transposition_hits`
-      (per search), and `nodes_per_ply` (a list: the mean nodes of that agent's
-      searches at each ply, `nan` where it did not move).
+      (per search), `nodes_per_ply` (a list: the mean nodes of that agent's
+      searches at each ply, `nan` where it did not move), `engine`,
+      `num_simulations`, `search_seconds_per_ply` (wall time of one search of the
+      whole batch of games, its `reroot` included, averaged over the searched
+      plies after the first; every ply both agents search every game) and
+      `first_search_seconds` (the first searched ply, which compiles).
     outcomes: `[games]` float, the rewards A collected in each game.
     a_first: `[games]` bool, A moved first.
     game_lengths: `[games]` int, plies played.
     openings: `[games, opening_moves]` int, the random opening of each game.
     seconds: wall-clock time of the match, compilation included.
     num_devices: devices the games were spread over.
-    first_ply_seconds: wall-clock time of the first ply, which includes compiling
-      the match step when this configuration was not compiled before in the process.
+    first_ply_seconds: wall-clock time of the first searched ply (the first after
+      the openings), which includes compiling both searches when this
+      configuration was not compiled before in the process.
+    calibration: with `equal_time`, what `calibrate_simulations` measured; else
+      None.
   """
 
   wins: int
@@ -171,6 +232,7 @@ class MatchResult:
   seconds: float
   num_devices: int
   first_ply_seconds: float = 0.0
+  calibration: dict[str, Any] | None = None
 
   def to_dict(self) -> dict[str, Any]:
     """A JSON-ready dict: arrays and tuples as lists, `nan` as None."""
@@ -256,14 +318,71 @@ def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   return dataclasses.replace(game, evaluator=evaluator)
 
 
+def _mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:
+  """`policy(params, key, root, invalid) -> (action, nodes)` with mctx's own search,
+  set to play (no root noise, most visited move for muzero)."""
+  try:
+    import mctx  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    raise ValueError("engine 'mctx' needs the mctx package: pip install mcgs-jax[bench]") from None
+
+  def recurrent_fn(params, key, action, embedding):
+    output, embedding = game.recurrent_fn(params, key, action, embedding)
+    return (
+      mctx.RecurrentFnOutput(
+        reward=output.reward,
+        discount=output.discount,
+        prior_logits=output.prior_logits,
+        value=output.value,
+      ),
+      embedding,
+    )
+
+  if agent.policy == "muzero":
+    mctx_policy = functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0, temperature=0.0)
+  else:
+    mctx_policy = mctx.gumbel_muzero_policy
+
+  def policy(params, key, root, invalid):
+    out = mctx_policy(
+      params,
+      key,
+      mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
+      recurrent_fn,
+      agent.num_simulations,
+      invalid_actions=invalid,
+    )
+    # mctx's tree: one node per simulation plus the root, visited or not.
+    return out.action, jnp.sum(out.search_tree.node_visits > 0, axis=-1).astype(jnp.int32)
+
+  return policy
+
+
 def _make_search(game: adapter.Game, agent: Agent) -> Callable:
-  """`search(params, key, state, graph) -> (action [B], nodes [B], hits [B], graph)`.
+  """`search(params, key, state, graph, played) -> (action [B], nodes [B], hits [B],
+  graph)`, not jitted.
 
   Finished games get an all-invalid root (a trivial search, action 0). With
-  `agent.reuse`, `graph` is the previous search's graph rerooted (or an all-empty
-  graph) and the search continues it; otherwise it is None and returned as None.
+  `agent.reuse`, `graph` is the agent's graph of the previous ply (or an all-empty
+  graph); it is rerooted by `played` `[B]`, the move played since (rerooting an
+  empty graph gives an empty graph), and the search continues it. `hits` counts
+  this search's transposition hits only. Without reuse `graph` is None and returned
+  as None.
   """
   game = _agent_game(game, agent)
+  if agent.engine == "mctx":
+    mctx_policy = _mctx_search_policy(game, agent)
+
+    def search_mctx(params, key, state, graph, played):
+      del graph, played
+      root_key, search_key = jax.random.split(key)
+      invalid = game.invalid_actions(state) | evaluators.is_finished(state)[:, None]
+      root = game.root(params, root_key, state)
+      action, nodes = mctx_policy(params, search_key, root, invalid)
+      return action.astype(jnp.int32), nodes, jnp.zeros_like(nodes), None
+
+    return search_mctx
+
   capacity = agent.capacity or (
     4 * agent.num_simulations + 1 if agent.reuse else agent.num_simulations + 1
   )
@@ -277,11 +396,16 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     capacity=capacity,
   )
 
-  def search(params, key, state, graph):
+  def search(params, key, state, graph, played):
     root_key, search_key = jax.random.split(key)
     finished = evaluators.is_finished(state)
     invalid = game.invalid_actions(state) | finished[:, None]
     root = game.root(params, root_key, state)
+    earlier_hits = 0
+    if graph is not None:
+      graph = mg.reroot(graph, played)
+      # A kept graph counts hits over its whole life; an emptied one starts at 0.
+      earlier_hits = graph.transposition_hits
     out = policy(
       params,
       search_key,
@@ -295,7 +419,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     return (
       out.action,
       searched.num_nodes,
-      searched.transposition_hits,
+      searched.transposition_hits - earlier_hits,
       searched if agent.reuse else None,
     )
 
@@ -306,7 +430,10 @@ def _initial_graph(search: Callable, params, state, agent: Agent):
   """An all-empty graph of the shapes `search` produces (None without reuse)."""
   if not agent.reuse:
     return None
-  shapes = jax.eval_shape(lambda p, s: search(p, jax.random.PRNGKey(0), s, None)[3], params, state)
+  played = jnp.zeros(state.current_player.shape, jnp.int32)
+  shapes = jax.eval_shape(
+    lambda p, s: search(p, jax.random.PRNGKey(0), s, None, played)[3], params, state
+  )
   return mg.empty_like(shapes)
 
 
@@ -319,65 +446,51 @@ def _tree_where(mask, new, old):
   return jax.tree_util.tree_map(pick, new, old)
 
 
-@functools.lru_cache(maxsize=16)
-def _make_step(
-  game: adapter.Game, agent_a: Agent, agent_b: Agent, opening_moves: int
-) -> tuple[Callable, Callable, Callable]:
-  """The jitted per-ply step of a match (cached per configuration).
+@functools.lru_cache(maxsize=32)
+def _jitted_search(game: adapter.Game, agent: Agent) -> Callable:
+  """`jax.jit(_make_search(game, agent))`, cached: a match and the calibration before
+  it share compiled searches."""
+  return jax.jit(_make_search(game, agent))
 
-  `step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs)`
-  returns `(state, action, a_moved, searched, nodes, hits, graphs)`: the states after
-  the ply, the action played, whether A was to move, whether a search chose the move
-  (not finished, not an opening ply), the nodes and transposition hits of the
-  search of the agent to move, and the agents' graphs `(graph_a, graph_b)` rerooted
-  by the move played (None for an agent without `reuse`; during the opening plies
-  the graphs stay as they are, empty).
+
+@dataclasses.dataclass(frozen=True)
+class _MatchSteps:
+  """The jitted pieces of a match (cached per configuration by `_match_steps`).
+
+  `search_a` / `search_b`: `_make_search`'s function of each agent, jitted, so that
+  each agent's search (its `reroot` included) is timed on its own. `opening(state,
+  opening_actions, ply) -> (state, action)` plays the ply's opening move;
+  `advance(state, a_player, action_a, action_b) -> (state, action, a_moved)` plays
+  the move of the agent to move (finished games stay as they are).
   """
-  search_a = _make_search(game, agent_a)
-  search_b = _make_search(game, agent_b)
 
-  def searched_actions(params_a, params_b, key, state, a_to_move, graphs):
-    key_a, key_b = jax.random.split(key)
-    action_a, nodes_a, hits_a, graph_a = search_a(params_a, key_a, state, graphs[0])
-    action_b, nodes_b, hits_b, graph_b = search_b(params_b, key_b, state, graphs[1])
-    action = jnp.where(a_to_move, action_a, action_b)
-    return (
-      action,
-      jnp.where(a_to_move, nodes_a, nodes_b),
-      jnp.where(a_to_move, hits_a, hits_b),
-      (graph_a, graph_b),
-    )
+  search_a: Callable
+  search_b: Callable
+  opening: Callable
+  advance: Callable
 
-  def random_actions(state, opening_actions, ply, graphs):
-    del state
+
+@functools.lru_cache(maxsize=16)
+def _match_steps(game: adapter.Game, agent_a: Agent, agent_b: Agent) -> _MatchSteps:
+  def opening(state, opening_actions, ply):
+    finished = evaluators.is_finished(state)
     column = jnp.minimum(ply, opening_actions.shape[1] - 1)
     action = jax.lax.dynamic_index_in_dim(opening_actions, column, axis=1, keepdims=False)
-    zeros = jnp.zeros(action.shape, jnp.int32)
-    return action, zeros, zeros, graphs
+    action = jnp.where(finished, 0, action).astype(jnp.int32)
+    return _tree_where(finished, state, game.step(state, action)), action
 
-  @jax.jit
-  def step(params_a, params_b, key, ply, state, a_player, opening_actions, graphs):
+  def advance(state, a_player, action_a, action_b):
     finished = evaluators.is_finished(state)
     a_to_move = state.current_player == a_player
-    in_opening = ply < opening_moves
-    if opening_moves > 0:
-      action, nodes, hits, searched_graphs = jax.lax.cond(
-        in_opening,
-        lambda: random_actions(state, opening_actions, ply, graphs),
-        lambda: searched_actions(params_a, params_b, key, state, a_to_move, graphs),
-      )
-    else:
-      action, nodes, hits, searched_graphs = searched_actions(
-        params_a, params_b, key, state, a_to_move, graphs
-      )
-    action = jnp.where(finished, 0, action).astype(jnp.int32)
-    new_state = _tree_where(finished, state, game.step(state, action))
-    searched = ~finished & ~in_opening
-    # Rerooting an empty graph (opening plies) gives an empty graph again.
-    graphs = tuple(None if graph is None else mg.reroot(graph, action) for graph in searched_graphs)
-    return new_state, action, a_to_move, searched, nodes, hits, graphs
+    action = jnp.where(finished, 0, jnp.where(a_to_move, action_a, action_b)).astype(jnp.int32)
+    return _tree_where(finished, state, game.step(state, action)), action, a_to_move
 
-  return step, search_a, search_b
+  return _MatchSteps(
+    search_a=_jitted_search(game, agent_a),
+    search_b=_jitted_search(game, agent_b),
+    opening=jax.jit(opening),
+    advance=jax.jit(advance),
+  )
 
 
 # ---------------------------------------------------------------------------------
@@ -486,6 +599,7 @@ def play_match(
   params_a=None,
   params_b=None,
   opening_moves: int = 0,
+  equal_time: bool = False,
   progress: bool = False,
 ) -> MatchResult:
   """Plays `num_games` games between `agent_a` and `agent_b`; see the module doc.
@@ -498,13 +612,18 @@ def play_match(
     seed: the only source of randomness (initial states, openings, searches).
     params_a, params_b: evaluator parameters (network weights) of A and B.
     opening_moves: plies of uniformly random legal moves at the start of each game.
+    equal_time: before the match, choose B's simulations so that B's search takes
+      A's time per move, measured on the match's positions after the openings
+      (`calibrate_simulations`); the match is then played with that B, and
+      `MatchResult.calibration` holds what was measured.
     progress: on stderr, a line while the step compiles (the first ply), then a
       tqdm bar of plies (of at most the game's length, where known) with the games
       finished so far.
 
   Returns:
-    A `MatchResult`. The same arguments give the same result, on any number of
-    devices.
+    A `MatchResult`. The same arguments give the same games on any number of
+    devices (with `equal_time`, B's simulations come from timings and may differ
+    between runs).
 
   Raises:
     ValueError: for a bad game spec, an odd or non-positive `num_games`, a
@@ -524,35 +643,31 @@ def play_match(
   else:
     game = game_spec_or_game
   started = time.perf_counter()
-  step, search_a, search_b = _make_step(game, agent_a, agent_b, opening_moves)
-
-  half = num_games // 2
-  init_key, opening_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
-  # Game i and game i + N/2 share their initial state and opening keys.
-  pair_init_keys = jax.random.split(init_key, half)
-  state = jax.vmap(game.env.init)(jnp.concatenate([pair_init_keys, pair_init_keys]))
-  pair_openings = draw_openings(
-    game,
-    jax.vmap(game.env.init)(pair_init_keys),
-    opening_moves,
-    int(jax.random.randint(opening_key, (), 0, 2**31 - 1)),
+  state, a_player, opening_actions, a_first, search_key = _match_start(
+    game, num_games, seed, opening_moves
   )
-  opening_actions = jnp.asarray(
-    np.concatenate([pair_openings, pair_openings]).reshape(num_games, max(opening_moves, 1)),
-    jnp.int32,
-  )
-  a_first = np.arange(num_games) < half
-  first_player = np.asarray(state.current_player)
-  a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
-
-  graphs = (
-    _initial_graph(search_a, params_a, state, agent_a),
-    _initial_graph(search_b, params_b, state, agent_b),
-  )
+  calibration = None
+  if equal_time:
+    agent_b, calibration = calibrate_simulations(
+      game,
+      agent_a,
+      agent_b,
+      _after_openings(game, state, opening_actions, opening_moves),
+      params_a=params_a,
+      params_b=params_b,
+      seed=seed,
+      progress=progress,
+    )
+  steps = _match_steps(game, agent_a, agent_b)
+  graphs = [
+    _initial_graph(steps.search_a, params_a, state, agent_a),
+    _initial_graph(steps.search_b, params_b, state, agent_b),
+  ]
+  played = jnp.zeros((num_games,), jnp.int32)
   sharding = _mesh_sharding(num_games)
   if sharding is not None:
-    state, a_player, opening_actions, graphs = jax.device_put(
-      (state, a_player, opening_actions, graphs), sharding
+    state, a_player, opening_actions, graphs, played = jax.device_put(
+      (state, a_player, opening_actions, graphs, played), sharding
     )
 
   outcomes = np.zeros(num_games, np.float64)
@@ -561,8 +676,11 @@ def play_match(
   totals: dict[str, dict[str, Any]] = {
     side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []} for side in ("a", "b")
   }
+  # Search wall time per agent: the first searched ply (which compiles) apart.
+  timing = {side: {"first": 0.0, "seconds": 0.0, "plies": 0} for side in ("a", "b")}
   bar = None
   first_ply_seconds = 0.0
+  first_ply_started = time.perf_counter()
   limit = _max_game_length(game)
   try:
     finished = np.asarray(_fetch(evaluators.is_finished(state)))
@@ -570,33 +688,54 @@ def play_match(
     while not finished.all():
       if ply >= _MAX_PLIES:
         raise RuntimeError(f"games still running after {_MAX_PLIES} plies")
-      if ply == 0:
+      in_opening = ply < opening_moves
+      first_searched = ply == opening_moves
+      if first_searched:
         if progress:
           print(
-            f"compiling the match step ({agent_a.describe()} vs {agent_b.describe()}) ...",
+            f"compiling the searches ({agent_a.describe()} vs {agent_b.describe()}) ...",
             file=sys.stderr,
             flush=True,
           )
         first_ply_started = time.perf_counter()
-      key = jax.random.fold_in(search_key, ply)
-      state, action, a_moved, searched, nodes, hits, graphs = step(
-        params_a, params_b, key, jnp.int32(ply), state, a_player, opening_actions, graphs
-      )
-      action, a_moved, searched, nodes, hits, now_finished, rewards = _fetch(
-        (
-          action,
-          a_moved,
-          searched,
-          nodes,
-          hits,
-          evaluators.is_finished(state),
-          evaluators.rewards_of(state, a_player),
-        )
+      if in_opening:
+        state, action = steps.opening(state, opening_actions, jnp.int32(ply))
+        searched = np.zeros(num_games, bool)
+        a_moved = np.zeros(num_games, bool)
+        nodes = hits = np.zeros(num_games, np.int64)
+      else:
+        key_a, key_b = jax.random.split(jax.random.fold_in(search_key, ply))
+        outputs = []
+        for side, search, key, params in (
+          ("a", steps.search_a, key_a, params_a),
+          ("b", steps.search_b, key_b, params_b),
+        ):
+          index = 0 if side == "a" else 1
+          search_started = time.perf_counter()
+          output = search(params, key, state, graphs[index], played)
+          output = jax.block_until_ready(output)
+          took = time.perf_counter() - search_started
+          if timing[side]["plies"] == 0 and timing[side]["first"] == 0.0:
+            timing[side]["first"] = took
+          else:
+            timing[side]["seconds"] += took
+            timing[side]["plies"] += 1
+          graphs[index] = output[3]
+          outputs.append(output)
+        (action_a, nodes_a, hits_a, _), (action_b, nodes_b, hits_b, _) = outputs
+        before_finished = evaluators.is_finished(state)
+        state, action, a_to_move = steps.advance(state, a_player, action_a, action_b)
+        nodes = jnp.where(a_to_move, nodes_a, nodes_b)
+        hits = jnp.where(a_to_move, hits_a, hits_b)
+        a_moved, searched, nodes, hits = _fetch((a_to_move, ~before_finished, nodes, hits))
+      played = action
+      action, now_finished, rewards = _fetch(
+        (action, evaluators.is_finished(state), evaluators.rewards_of(state, a_player))
       )
       active = ~finished
       outcomes += np.where(active, rewards, 0.0)
       lengths += active
-      if ply < opening_moves:
+      if in_opening:
         openings[:, ply] = np.where(active, action, -1)
       for side, mask in (("a", searched & a_moved), ("b", searched & ~a_moved)):
         count = int(mask.sum())
@@ -606,11 +745,11 @@ def play_match(
         totals[side]["nodes_per_ply"].append(float(nodes[mask].mean()) if count else float("nan"))
       finished = np.asarray(now_finished)
       ply += 1
-      if ply == 1:
+      if first_searched:
         first_ply_seconds = time.perf_counter() - first_ply_started
-      if progress and ply == 1:
+      if progress and first_searched:
         print(
-          f"compiled and played the first ply in "
+          f"compiled and played the first searched ply in "
           f"{first_ply_seconds:.1f} s; now one ply at a time "
           f"for all {num_games} games" + (f" (at most {limit} plies)" if limit else ""),
           file=sys.stderr,
@@ -618,7 +757,7 @@ def play_match(
         )
         from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
 
-        bar = tqdm(total=limit, initial=1, unit="ply", file=sys.stderr, leave=False, desc="plies")
+        bar = tqdm(total=limit, initial=ply, unit="ply", file=sys.stderr, leave=False, desc="plies")
       elif bar is not None:
         bar.update(1)
       if bar is not None:
@@ -635,12 +774,19 @@ def play_match(
   agents = {}
   for side, agent in (("a", agent_a), ("b", agent_b)):
     searches = totals[side]["searches"]
+    timed = timing[side]
     agents[side] = {
       "name": agent.describe(),
+      "engine": agent.engine,
+      "num_simulations": agent.num_simulations,
       "searches": searches,
       "mean_nodes": totals[side]["nodes"] / searches if searches else 0.0,
       "mean_transposition_hits": totals[side]["hits"] / searches if searches else 0.0,
       "nodes_per_ply": totals[side]["nodes_per_ply"],
+      "search_seconds_per_ply": (
+        timed["seconds"] / timed["plies"] if timed["plies"] else float("nan")
+      ),
+      "first_search_seconds": timed["first"],
     }
   return MatchResult(
     wins=wins,
@@ -660,4 +806,127 @@ def play_match(
     seconds=time.perf_counter() - started,
     num_devices=1 if sharding is None else len(jax.devices()),
     first_ply_seconds=first_ply_seconds,
+    calibration=calibration,
   )
+
+
+def _match_start(game: adapter.Game, num_games: int, seed: int, opening_moves: int):
+  """`(state, a_player, opening_actions, a_first, search_key)` of a match: the
+  initial states (game i and i + N/2 share theirs and their opening), A's player id
+  per game, the `[N, max(opening_moves, 1)]` opening plies, whether A moves first,
+  and the key of the searches."""
+  half = num_games // 2
+  init_key, opening_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
+  pair_init_keys = jax.random.split(init_key, half)
+  state = jax.vmap(game.env.init)(jnp.concatenate([pair_init_keys, pair_init_keys]))
+  pair_openings = draw_openings(
+    game,
+    jax.vmap(game.env.init)(pair_init_keys),
+    opening_moves,
+    int(jax.random.randint(opening_key, (), 0, 2**31 - 1)),
+  )
+  opening_actions = jnp.asarray(
+    np.concatenate([pair_openings, pair_openings]).reshape(num_games, max(opening_moves, 1)),
+    jnp.int32,
+  )
+  a_first = np.arange(num_games) < half
+  first_player = np.asarray(state.current_player)
+  a_player = jnp.asarray(np.where(a_first, first_player, 1 - first_player), jnp.int32)
+  return state, a_player, opening_actions, a_first, search_key
+
+
+def _after_openings(game: adapter.Game, state, opening_actions, opening_moves: int):
+  """The states after the opening plies (where the agents take over)."""
+  step = _batched_env_step(game.env)
+  for ply in range(opening_moves):
+    state = step(state, opening_actions[:, ply])
+  return state
+
+
+_CALIBRATION_REPEATS = 3  # timed calls per measurement (the median counts)
+_CALIBRATION_ROUNDS = 4  # measurements of B at most, the first two included
+
+
+def _search_seconds(game: adapter.Game, agent: Agent, params, state, seed: int) -> float:
+  """The median wall time of `agent`'s search of every game in `state` (compiled
+  first, not counted), from an empty graph."""
+  search = _jitted_search(game, agent)
+  graph = _initial_graph(search, params, state, agent)
+  played = jnp.zeros(state.current_player.shape, jnp.int32)
+  key = jax.random.PRNGKey(seed)
+  jax.block_until_ready(search(params, key, state, graph, played))
+  times = []
+  for repeat in range(_CALIBRATION_REPEATS):
+    started = time.perf_counter()
+    jax.block_until_ready(search(params, jax.random.fold_in(key, repeat), state, graph, played))
+    times.append(time.perf_counter() - started)
+  return float(np.median(times))
+
+
+def calibrate_simulations(
+  game: adapter.Game,
+  agent_a: Agent,
+  agent_b: Agent,
+  state,
+  *,
+  params_a=None,
+  params_b=None,
+  seed: int = 0,
+  progress: bool = False,
+) -> tuple[Agent, dict[str, Any]]:
+  """`agent_b` with the simulations that make its search take `agent_a`'s time.
+
+  Both searches are timed on `state` (a batch of positions: a match's positions
+  after its openings), compiled first and timed as the median of a few calls, from
+  an empty graph. B's time is modelled as `c0 + c1 * S` through the two nearest
+  measurements and solved for A's time, at most `_CALIBRATION_ROUNDS` measurements
+  of B (B's simulations a multiple of its `num_parallel`, at least one step).
+
+  Returns:
+    `(agent_b with num_simulations set, calibration)`, `calibration` a dict:
+    `a_simulations`, `a_seconds` (per search of the batch), `b_simulations`,
+    `b_seconds` (B's measured time at the chosen simulations) and `measurements`
+    (every `[simulations, seconds]` of B).
+  """
+  target = _search_seconds(game, agent_a, params_a, state, seed)
+  step = agent_b.num_parallel
+  measured: dict[int, float] = {}
+
+  def measure(simulations: int) -> float:
+    simulations = max(step, simulations // step * step)
+    if simulations not in measured:
+      trial = dataclasses.replace(agent_b, num_simulations=simulations)
+      measured[simulations] = _search_seconds(game, trial, params_b, state, seed)
+      if progress:
+        print(
+          f"calibrating B: {simulations} simulations take {measured[simulations]:.3f} s "
+          f"per search (A: {target:.3f} s)",
+          file=sys.stderr,
+          flush=True,
+        )
+    return measured[simulations]
+
+  first = max(step, agent_a.num_simulations // step * step)
+  seconds = measure(first)
+  measure(first * 2 if seconds < target else max(step, first // 2))
+  for _ in range(_CALIBRATION_ROUNDS - 2):
+    # The two measurements nearest the target in time define the line.
+    (s0, t0), (s1, t1) = sorted(measured.items(), key=lambda item: abs(item[1] - target))[:2]
+    slope = (t1 - t0) / (s1 - s0) if s1 != s0 else 0.0
+    if slope <= 0:
+      break
+    guess = int(round(s0 + (target - t0) / slope))
+    guess = min(max(guess, step), 64 * first)
+    guess = max(step, guess // step * step)
+    if guess in measured:
+      break
+    measure(guess)
+  chosen = min(measured, key=lambda simulations: abs(measured[simulations] - target))
+  calibration = {
+    "a_simulations": agent_a.num_simulations,
+    "a_seconds": target,
+    "b_simulations": chosen,
+    "b_seconds": measured[chosen],
+    "measurements": sorted([simulations, seconds] for simulations, seconds in measured.items()),
+  }
+  return dataclasses.replace(agent_b, num_simulations=chosen), calibration

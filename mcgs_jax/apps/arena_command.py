@@ -1,30 +1,34 @@
 """`mcgs-jax arena`: a match between two search agents, with its score and Elo.
 
-Without arguments it plays the default match, graph against tree: agent A is UCT
-with random-rollout leaves searching a graph (MCGS), agent B the same search on a
-tree (MCTS), both with 512 simulations per move, 128 games of connect four from 64
-random 3-ply openings, each played once with each colour assignment. Every flag
-changes one side of that (`--a-...`, `--b-...`) or the match (`--game`, `--games`,
-`--openings`, `--seed`). `--a-checkpoint FILE` gives A a trained network (a file
-written by `mcgs_jax.apps.train`: `--checkpoint-dir` or `--save-params`) as its
-evaluator, e.g. a trained network searching a graph against the same network on a
-tree:
+Without arguments it plays this library's default agent against DeepMind's mctx on
+connect four: both sides `muzero` (greedy, no root noise) with the same trained
+network (shipped with the package: `builtin_checkpoint("connect_four")`) and 64
+simulations per move; agent A searches a graph and keeps it between moves (MCGS with
+`reuse`), agent B is `mctx.muzero_policy`, which searches a tree from scratch at every
+move. 128 games from 64 random 3-ply openings, each played once with each colour
+assignment. Every flag changes one side of that (`--a-...`, `--b-...`) or the match
+(`--game`, `--games`, `--openings`, `--seed`, `--equal-time`). `--a-checkpoint FILE`
+gives A another network (a file written by `mcgs_jax.apps.train`: `--checkpoint-dir`
+or `--save-params`); for a game without a built-in network the evaluator defaults to
+random rollouts. What each part buys on its own (the graph alone, reuse alone):
 
-    mcgs-jax arena --a-policy muzero --b-policy muzero --a-simulations 64 \
-        --b-simulations 64 --a-checkpoint net.msgpack --b-checkpoint net.msgpack
+    mcgs-jax arena --b-engine mcgs --b-mode tree --b-reuse   # graph + reuse vs tree + reuse
+    mcgs-jax arena --a-no-reuse                              # graph alone vs mctx
 
-It prints the match and each agent's settings, the result from A's side (wins,
-draws, losses, score, Elo difference with a 95% interval) and what each agent's
-searches used (nodes and transposition hits per move). `--json` prints one JSON
-object instead; `--plot FILE.png` draws the score with its interval and the nodes
-per move of both agents. Progress goes to stderr: a line while the match step
-compiles (during the first ply), then a bar of plies with the games finished so far.
-`--simulations N` sets both agents' simulations (`--a-simulations`/`--b-simulations`
-still override it). The report ends with a verdict from the score's 95% interval:
-"A stronger (95%)", "B stronger (95%)" or "no significant difference at 95%".
+`--equal-time` keeps A's simulations and first measures B's search on the match's
+positions, choosing B's simulations so that it takes A's time per move; both figures
+are printed. It prints the match and each agent's settings, the result from A's side
+(wins, draws, losses, score, Elo difference with a 95% interval) and what each agent's
+searches used (nodes and transposition hits per move, and search seconds per ply of
+the whole batch). `--json` prints one JSON object instead; `--plot FILE.png` draws the
+score with its interval and the nodes per move of both agents. Progress goes to
+stderr. `--simulations N` sets both agents' simulations (`--a-simulations` /
+`--b-simulations` still override it). The report ends with a verdict from the score's
+95% interval: "A stronger (95%)", "B stronger (95%)" or "no significant difference at
+95%".
 
 Bad input exits with status 2 and a single line `mcgs-jax arena: error: ...` on
-stderr.
+stderr, before any search.
 """
 
 import argparse
@@ -39,14 +43,40 @@ from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
-EVALUATORS = EVALUATOR_NAMES  # "network" needs --a-checkpoint / --b-checkpoint
+EVALUATORS = EVALUATOR_NAMES  # "network" needs a checkpoint (or the game's built-in one)
+ENGINES = ("mcgs", "mctx")
 DEFAULTS: dict[str, Any] = dict(
-  game="connect_four", policy="uct", evaluator="rollout", simulations=512, games=128, openings=3
+  game="connect_four",
+  policy="muzero",
+  evaluator="network",  # with the game's built-in network; "rollout" without one
+  fallback_evaluator="rollout",
+  simulations=64,
+  games=128,
+  openings=3,
+  engine_a="mcgs",
+  engine_b="mctx",
 )
+MAX_SIMULATIONS = 1_000_000
+MAX_SEED = 2**32 - 1
+# Trained networks shipped with the package, by game (see `builtin_checkpoint`).
+BUILTIN_NETWORKS = {"connect_four": "connect_four.msgpack"}
+# Where RESULTS.md measures what each part of the default agent buys.
+PARTS_TABLE = "benchmarks/RESULTS.md, 'Switching from mctx: the default agent against mctx'"
 
 
 _positive_int = int_at_least(1)
 _non_negative_int = int_at_least(0)
+_simulations_int = int_at_least(1, MAX_SIMULATIONS)
+_seed_int = int_at_least(0, MAX_SEED)
+
+
+def builtin_checkpoint(game: str) -> str | None:
+  """The path of the trained network shipped for `game` (connect four: 40 AlphaZero
+  iterations of `mcgs-jax train`, see `benchmarks/RESULTS.md`), or None."""
+  name = BUILTIN_NETWORKS.get(game)
+  if name is None:
+    return None
+  return os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints", name)
 
 
 def _even_games(text: str) -> int:
@@ -64,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     prog=PROG,
     description=(
       "Play a match between two search agents (A and B) and print A's score and Elo "
-      "difference. Default: UCT with rollouts, graph (MCGS) against tree (MCTS), on "
-      "connect four."
+      "difference. Default: this library's default agent (muzero on a graph kept "
+      "between moves) against mctx's muzero_policy, the same built-in network, 64 "
+      "simulations each, on connect four."
     ),
   )
   parser.add_argument(
@@ -89,10 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     "and game i + games/2 share their opening "
     "(default: %(default)s)",
   )
-  parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument(
+    "--seed", type=_seed_int, default=0, help=f"random seed, 0 to {MAX_SEED} (default: 0)"
+  )
+  parser.add_argument(
+    "--equal-time",
+    action="store_true",
+    help="choose B's simulations so that B's search takes A's time per move, measured "
+    "before the match on its positions (both printed)",
+  )
   parser.add_argument(
     "--simulations",
-    type=_positive_int,
+    type=_simulations_int,
     help="simulations per move of both agents (--a-simulations and "
     f"--b-simulations override it; default: "
     f"{DEFAULTS['simulations']})",
@@ -100,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
   for side, mode in (("a", "graph"), ("b", "tree")):
     upper = side.upper()
     group = parser.add_argument_group(f"agent {upper}")
+    group.add_argument(
+      f"--{side}-engine",
+      choices=ENGINES,
+      default=DEFAULTS[f"engine_{side}"],
+      help=f"{upper}'s search: this library (mcgs) or DeepMind's mctx (a tree searched "
+      "from scratch every move; muzero and gumbel only) (default: %(default)s)",
+    )
     group.add_argument(
       f"--{side}-policy",
       choices=list(POLICY_NAMES),
@@ -109,13 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument(
       f"--{side}-evaluator",
       choices=list(EVALUATORS),
-      help=f"{upper}'s leaf evaluator (default: network with "
-      f"--{side}-checkpoint, else {DEFAULTS['evaluator']})",
+      help=f"{upper}'s leaf evaluator (default: network, with --{side}-checkpoint or the "
+      f"game's built-in network; {DEFAULTS['fallback_evaluator']} for a game without one)",
     )
     group.add_argument(
       f"--{side}-checkpoint",
       metavar="FILE",
-      help=f"network weights for {upper}'s network evaluator (a checkpoint of mcgs_jax.apps.train)",
+      help=f"network weights for {upper}'s network evaluator (a checkpoint of "
+      "mcgs_jax.apps.train; default: the game's built-in network, connect four only)",
     )
     group.add_argument(
       f"--{side}-rollouts",
@@ -125,15 +172,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
       f"--{side}-simulations",
-      type=_positive_int,
+      type=_simulations_int,
       help=f"{upper}'s simulations per move (default: --simulations, "
       f"else {DEFAULTS['simulations']})",
     )
     group.add_argument(
       f"--{side}-mode",
       choices=("graph", "tree"),
-      default=mode,
-      help=f"{upper} searches a graph (MCGS) or a tree (MCTS) (default: %(default)s)",
+      help=f"{upper} searches a graph (MCGS) or a tree (MCTS) (default: {mode}; mctx "
+      "searches a tree)",
     )
     group.add_argument(
       f"--{side}-no-transpositions", action="store_true", help=f"same as --{side}-mode tree"
@@ -145,8 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
       f"--{side}-reuse",
-      action="store_true",
-      help=f"{upper} keeps its graph between moves (reroot) and continues it",
+      action=argparse.BooleanOptionalAction,
+      default=None,
+      help=f"{upper} keeps its graph between moves (reroot) and continues it "
+      "(default: on for engine mcgs; mctx cannot)",
     )
     group.add_argument(
       f"--{side}-parallel",
@@ -166,18 +215,56 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _evaluator(args, side: str) -> str:
-  """The side's evaluator name: as given, else network with a checkpoint, else the
-  default."""
-  name = getattr(args, f"{side}_evaluator")
+def _checkpoint(args, side: str) -> str | None:
+  """The side's checkpoint: `--SIDE-checkpoint`, else the game's built-in network
+  when the side's evaluator is unset or `network`, else None."""
   checkpoint = getattr(args, f"{side}_checkpoint")
+  if checkpoint:
+    return checkpoint
+  if getattr(args, f"{side}_evaluator") in (None, "network"):
+    return builtin_checkpoint(args.game)
+  return None
+
+
+def _evaluator(args, side: str) -> str:
+  """The side's evaluator name: as given, else network with a checkpoint (given or
+  built in), else the fallback."""
+  name = getattr(args, f"{side}_evaluator")
+  given = getattr(args, f"{side}_checkpoint")
+  checkpoint = _checkpoint(args, side)
   if name is None:
-    name = "network" if checkpoint else DEFAULTS["evaluator"]
+    name = "network" if checkpoint else DEFAULTS["fallback_evaluator"]
   if name == "network" and not checkpoint:
-    raise ValueError(f"--{side}-evaluator network needs --{side}-checkpoint FILE")
-  if checkpoint and name != "network":
+    raise ValueError(
+      f"--{side}-evaluator network needs --{side}-checkpoint FILE (no built-in network for "
+      f"{args.game}; built in: {', '.join(BUILTIN_NETWORKS)})"
+    )
+  if given and name != "network":
     raise ValueError(f"--{side}-checkpoint is for --{side}-evaluator network, not {name}")
   return name
+
+
+def _check_engine(args, side: str) -> None:
+  """ValueError naming the flags that the side's engine cannot honour."""
+  get = lambda name: getattr(args, f"{side}_{name}")
+  if get("engine") != "mctx":
+    return
+  if get("policy") not in ("muzero", "gumbel"):
+    raise ValueError(
+      f"--{side}-engine mctx has policies muzero and gumbel, not --{side}-policy "
+      f"{get('policy')} (mctx has no UCT; use --{side}-engine mcgs)"
+    )
+  for flag, used in (
+    ("mode graph", get("mode") == "graph"),
+    ("reuse", get("reuse")),
+    ("solver", get("solver")),
+    (f"parallel {get('parallel')}", get("parallel") > 1),
+  ):
+    if used:
+      raise ValueError(
+        f"--{side}-{flag} is for --{side}-engine mcgs: mctx searches a tree from scratch "
+        "at every move"
+      )
 
 
 def _simulations(args, side: str) -> int:
@@ -212,23 +299,36 @@ def _agent(args, side: str, apply_fn=None):
   from mcgs_jax.apps.arena import Agent  # pylint: disable=import-outside-toplevel
 
   get = lambda name: getattr(args, f"{side}_{name}")
-  transpositions = get("mode") == "graph" and not get("no_transpositions")
+  _check_engine(args, side)
+  mctx_engine = get("engine") == "mctx"
+  mode = get("mode") or ("graph" if side == "a" else "tree")
+  transpositions = mode == "graph" and not get("no_transpositions")
   evaluator = _evaluator(args, side)
   _check_parallel(args, side)
   simulations = _simulations(args, side)
   name = ""
   if evaluator == "network":
-    name = (
-      f"{get('policy')}/network {os.path.basename(get('checkpoint'))}/"
-      f"{simulations} {'graph' if transpositions else 'tree'}"
+    checkpoint = _checkpoint(args, side)
+    label = (
+      "built-in" if checkpoint == builtin_checkpoint(args.game) else os.path.basename(checkpoint)
     )
+    search = "mctx" if mctx_engine else "graph" if transpositions else "tree"
+    reuse = get("reuse") if get("reuse") is not None else not mctx_engine
+    name = f"{get('policy')}/network {label}/{simulations} {search}" + (
+      " reuse" if reuse and not mctx_engine else ""
+    )
+    if get("solver"):
+      name += " solver"
+    if get("parallel") > 1:
+      name += f" K={get('parallel')}"
   return Agent(
     policy=get("policy"),
     evaluator=evaluator,
     num_simulations=simulations,
-    transpositions=transpositions,
+    engine=get("engine"),
+    transpositions=None if mctx_engine else transpositions,
     solver=get("solver"),
-    reuse=get("reuse"),
+    reuse=get("reuse") if not mctx_engine else None,
     num_parallel=get("parallel"),
     num_rollouts=get("rollouts"),
     apply_fn=apply_fn,
@@ -237,10 +337,11 @@ def _agent(args, side: str, apply_fn=None):
 
 
 def _network(args, side: str):
-  """`(apply_fn, params)` from the side's checkpoint, or `(None, None)`."""
-  path = getattr(args, f"{side}_checkpoint")
-  if not path:
+  """`(apply_fn, params)` from the side's checkpoint (given or built in), or `(None,
+  None)` for an evaluator without weights."""
+  if _evaluator(args, side) != "network":
     return None, None
+  path = _checkpoint(args, side)
   from mcgs_jax.apps import arena, train  # pylint: disable=import-outside-toplevel
 
   env = arena._game_from_spec(args.game).env  # pylint: disable=protected-access
@@ -282,13 +383,29 @@ def format_result(game: str, result, openings: int) -> str:
     f"Elo of A over B: {result.elo:+.0f} (95% interval {low:+.0f} to {high:+.0f})",
     f"verdict: {verdict(result)}",
     f"mean game length {result.mean_game_length:.1f} plies",
-    f"{'':<3}{'searches':>9}  {'nodes/move':>10}  {'transposition hits/move':>23}",
+    f"{'':<3}{'simulations':>11}  {'searches':>9}  {'nodes/move':>10}  "
+    f"{'transposition hits/move':>23}  {'search s/ply':>12}",
   ]
   for side in ("a", "b"):
     stats = agents[side]
     lines.append(
-      f"{side.upper():<3}{stats['searches']:>9}  {stats['mean_nodes']:>10.1f}  "
-      f"{stats['mean_transposition_hits']:>23.1f}"
+      f"{side.upper():<3}{stats.get('num_simulations', 0):>11}  {stats['searches']:>9}  "
+      f"{stats['mean_nodes']:>10.1f}  {stats['mean_transposition_hits']:>23.1f}  "
+      f"{stats.get('search_seconds_per_ply', float('nan')):>12.4f}"
+    )
+  a_time = agents["a"].get("search_seconds_per_ply", float("nan"))
+  b_time = agents["b"].get("search_seconds_per_ply", float("nan"))
+  if math.isfinite(a_time) and math.isfinite(b_time) and b_time > 0:
+    lines.append(
+      f"search time per ply (all {result.games} games at once, after the first, which "
+      f"compiles): A {a_time:.4f} s, B {b_time:.4f} s, A/B {a_time / b_time:.2f}"
+    )
+  calibration = result.calibration
+  if calibration:
+    lines.append(
+      f"equal time: A {calibration['a_simulations']} simulations take "
+      f"{calibration['a_seconds']:.4f} s per search; B given {calibration['b_simulations']} "
+      f"simulations ({calibration['b_seconds']:.4f} s measured before the match)"
     )
   return "\n".join(lines)
 
@@ -349,19 +466,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
   except SystemExit as exit_:
     return exit_.code if isinstance(exit_.code, int) else 2
-  if args.plot is not None:
-    directory = os.path.dirname(os.path.abspath(args.plot))
-    if not os.path.isdir(directory):
-      print(
-        f"{PROG}: error: cannot write {args.plot!r}: no directory {directory!r}", file=sys.stderr
-      )
-      return 2
   try:
     from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
 
     for side in ("a", "b"):  # flag errors before loading anything
+      _check_engine(args, side)
       _evaluator(args, side)
       _check_parallel(args, side)
+    _check_output(args)
     (apply_a, params_a), (apply_b, params_b) = _network(args, "a"), _network(args, "b")
     agent_a, agent_b = _agent(args, "a", apply_a), _agent(args, "b", apply_b)
     result = arena.play_match(
@@ -373,6 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
       opening_moves=args.openings,
       params_a=params_a,
       params_b=params_b,
+      equal_time=args.equal_time,
       progress=True,
     )
   except (ValueError, TypeError) as error:
@@ -396,4 +509,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_result(args.game, result, args.openings))
     if args.plot is not None:
       print(f"plot saved to {args.plot}")
+    if _is_default_match(args):
+      print(f"what the graph alone and reuse alone buy: {PARTS_TABLE}")
   return 0
+
+
+def _is_default_match(args) -> bool:
+  """Whether the sides are the default agents (A: mcgs, B: mctx)."""
+  return args.a_engine == "mcgs" and args.b_engine == "mctx"
+
+
+def _check_output(args) -> None:
+  """ValueError when `--plot`'s directory does not exist (before the match)."""
+  if args.plot is None:
+    return
+  directory = os.path.dirname(os.path.abspath(args.plot))
+  if not os.path.isdir(directory):
+    raise ValueError(f"cannot write --plot {args.plot!r}: no directory {directory!r}")

@@ -10,16 +10,20 @@ class OneLineErrorParser(argparse.ArgumentParser):
     self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def int_at_least(minimum: int):
-  """An argparse `type` accepting integers >= `minimum`, with a one-line error."""
-  expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+def int_at_least(minimum: int, maximum: int | None = None):
+  """An argparse `type` accepting integers in `[minimum, maximum]` (no upper bound
+  when `maximum` is None), with a one-line error naming the range."""
+  if maximum is not None:
+    expected = f"an integer from {minimum} to {maximum}"
+  else:
+    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
 
   def parse(text: str) -> int:
     try:
       value = int(text)
     except ValueError:
       raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-    if value < minimum:
+    if value < minimum or (maximum is not None and value > maximum):
       raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 

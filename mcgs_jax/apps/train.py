@@ -5,9 +5,13 @@ One iteration of `train(config)`:
 1. **Self-play.** `config.num_games` games are played to the end in one jitted
    `lax.scan` over the longest possible game. Every move is chosen by a search in
    graph mode (`hash_fn=game.hash_fn`, `transpositions=True`) guided by the current
-   network. Each position yields `(observation, policy target = the search's
-   action_weights, value target = the game's final outcome for the player to move)`,
-   plus a mask that is False for the padding after a game has ended.
+   network, and by default each game keeps its graph between moves (`reuse`: the
+   next search continues the graph rerooted by the move played, with new Dirichlet
+   noise at its root). Each position yields `(observation, policy target = the
+   search's action_weights, value target = the game's final outcome for the player
+   to move)`, plus a mask that is False for the padding after a game has ended.
+   `engine="mctx"` runs the same loop with DeepMind's mctx search instead (a tree
+   from scratch at every move), for comparisons.
 2. **Replay.** The valid positions go into a fixed-size ring buffer
    (`ReplayBuffer`, numpy on the host).
 3. **Training.** `config.train_steps` Adam steps on minibatches drawn uniformly from
@@ -19,9 +23,10 @@ One iteration of `train(config)`:
    initial network) and after the last one.
 5. **Evaluation** (every `eval_every` iterations, `eval_games > 0`). With
    `mcgs_jax.arena.play_match`, the network agent (same policy, same number of
-   simulations, graph mode) plays the uniform-prior MCTS baseline
-   (`Agent(policy="muzero", evaluator="uniform", transpositions=False)`) and the
-   network of the previous evaluation (at the first one: the initial network).
+   simulations, graph mode, reuse) plays the uniform-prior MCTS baseline
+   (`Agent(policy="muzero", evaluator="uniform", transpositions=False, reuse=False)`)
+   and the network of the previous evaluation (at the first one: the initial
+   network).
 
 `train` returns the history: one dict per iteration (losses, timings, scores).
 `plot_history(history, path)` draws the learning curve. From the shell:
@@ -38,6 +43,7 @@ the checkpoints.
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -50,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import mcgs_jax as mg
 from mcgs_jax.apps.registry import POLICIES, make_evaluator
 from mcgs_jax.games import evaluators, networks
 from mcgs_jax.games.adapter import Game, make_game
@@ -70,7 +77,22 @@ class Config:
     num_simulations: search playouts per move (self-play and evaluation).
     policy: `"muzero"` (PUCT, Dirichlet noise, move sampled from the visit counts
       at `temperature`) or `"gumbel"` (Gumbel MuZero).
+    engine: `"mcgs"` (this library) or `"mctx"` (self-play searches with DeepMind's
+      `mctx.muzero_policy` / `gumbel_muzero_policy`: a tree from scratch at every
+      move, the baseline a switching user compares with; `transpositions` and
+      `reuse` must then be False).
     transpositions: search a graph (True, the point of this package) or a tree.
+    reuse: each self-play game keeps its searched graph between moves
+      (`mcgs_jax.reroot` by the move played) and the next search continues it;
+      Dirichlet noise is mixed into every new root's prior all the same. A game
+      that ends gets an empty graph.
+    capacity: nodes per game of the self-play graph (default `num_simulations +
+      1`, or `4 * num_simulations + 1` with `reuse`); playouts that find it full
+      are counted per iteration (`capacity_overflows`).
+    policy_target: with `reuse`, what the muzero policy target counts at a reused
+      root: `"all"` (the visit distribution over every root edge visit, those the
+      previous searches left included: `action_weights`) or `"new"` (only this
+      search's visits). Gumbel's target is its improved policy either way.
     temperature: self-play move temperature of the muzero policy.
     hidden: widths of the MLP policy-value network's hidden layers.
     learning_rate: Adam step size.
@@ -90,6 +112,10 @@ class Config:
       iterations (0: only at `checkpoint_at` and after the last iteration).
     checkpoint_at: with `checkpoint_dir`, iterations that also get a checkpoint;
       0 means the initial network, before any training.
+    max_seconds: a wall-time budget (compilation included): no iteration starts
+      when the time since the start plus the last iteration's time would pass it
+      (None: run every iteration). With it, runs that differ in speed can be
+      compared at equal wall time.
     progress: show a tqdm bar.
   """
 
@@ -97,7 +123,11 @@ class Config:
   num_games: int = 64
   num_simulations: int = 32
   policy: str = "muzero"
+  engine: str = "mcgs"
   transpositions: bool = True
+  reuse: bool = True
+  capacity: int | None = None
+  policy_target: str = "all"
   temperature: float = 1.0
   hidden: Sequence[int] = (128, 128)
   learning_rate: float = 1e-3
@@ -113,7 +143,18 @@ class Config:
   checkpoint_dir: str | None = None
   checkpoint_every: int = 1
   checkpoint_at: Sequence[int] = ()
+  max_seconds: float | None = None
   progress: bool = True
+
+  def __post_init__(self):
+    check_config(self)
+
+  @property
+  def search_capacity(self) -> int:
+    """Nodes per game of the self-play graph (`capacity` or its default)."""
+    if self.capacity is not None:
+      return int(self.capacity)
+    return 4 * self.num_simulations + 1 if self.reuse else self.num_simulations + 1
 
   @classmethod
   def quick(cls, **overrides) -> "Config":
@@ -148,27 +189,118 @@ def max_game_length(game: Game, game_id: str) -> int:
   return int(length)
 
 
-def make_self_play(game: Game, config: Config):
-  """Returns `self_play(params, rng_key) -> dict of [T, B, ...] arrays` (jitted).
+ENGINES = ("mcgs", "mctx")
+POLICY_TARGETS = ("all", "new")
+MAX_SIMULATIONS = 1_000_000
+MAX_SEED = 2**32 - 1
 
-  The returned dict holds, for move `t` of game `b`:
-    * `observation` `[T, B, ...]`: the position before the move, from the mover's
-      point of view (pgx observations);
-    * `policy` `[T, B, A]`: the search's `action_weights` (visit distribution for
-      muzero, improved policy for gumbel): sums to 1 over legal actions;
-    * `value` `[T, B]`: the final outcome (+1 win, 0 draw, -1 loss) for the player
-      who moves at `t`;
-    * `legal` `[T, B, A]`: the legal actions at `t`;
-    * `valid` `[T, B]`: False for padding (the game had already ended).
-  """
-  length = max_game_length(game, config.game)
-  if config.policy not in TRAINING_POLICIES:
-    raise ValueError(f"policy must be one of {TRAINING_POLICIES}, got {config.policy!r}")
+
+def check_config(config: "Config") -> None:
+  """ValueError naming the first field of `config` out of its range (what every
+  `Config` runs at construction; `mcgs-jax train` reports it with the flag)."""
+
+  def need(ok: bool, field: str, expected: str) -> None:
+    if not ok:
+      raise ValueError(f"{field} must be {expected}, got {getattr(config, field)!r}")
+
+  def integer(field: str, minimum: int, maximum: int | None = None) -> None:
+    value = getattr(config, field)
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    ok = ok and value >= minimum and (maximum is None or value <= maximum)
+    expected = (
+      f"an integer >= {minimum}" if maximum is None else (f"an integer from {minimum} to {maximum}")
+    )
+    need(ok, field, expected)
+
+  def real(field: str, low: float, *, strict: bool) -> None:
+    value = getattr(config, field)
+    ok = isinstance(value, (int, float, np.floating)) and math.isfinite(float(value))
+    ok = ok and (float(value) > low if strict else float(value) >= low)
+    need(ok, field, f"a finite number {'>' if strict else '>='} {low:g}")
+
+  need(isinstance(config.game, str) and bool(config.game), "game", "a pgx game id")
+  integer("num_games", 1)
+  integer("num_simulations", 1, MAX_SIMULATIONS)
+  need(config.policy in TRAINING_POLICIES, "policy", f"one of {TRAINING_POLICIES}")
+  need(config.engine in ENGINES, "engine", f"one of {ENGINES}")
+  need(config.policy_target in POLICY_TARGETS, "policy_target", f"one of {POLICY_TARGETS}")
+  if config.engine == "mctx":
+    need(not config.transpositions, "transpositions", "False with engine 'mctx' (a tree)")
+    need(not config.reuse, "reuse", "False with engine 'mctx' (mctx cannot keep its tree)")
+    need(config.capacity is None, "capacity", "None with engine 'mctx'")
+  if config.policy_target == "new":
+    need(config.policy == "muzero", "policy_target", "'all' with policy 'gumbel'")
+  if config.capacity is not None:
+    integer("capacity", 2)
+  real("temperature", 0.0, strict=False)
+  hidden = tuple(config.hidden)
+  need(
+    len(hidden) > 0
+    and all(isinstance(width, (int, np.integer)) and width >= 1 for width in hidden),
+    "hidden",
+    "one or more positive layer widths",
+  )
+  real("learning_rate", 0.0, strict=True)
+  real("l2", 0.0, strict=False)
+  integer("buffer_size", 1)
+  integer("train_batch_size", 1)
+  integer("train_steps", 1)
+  integer("iterations", 1)
+  integer("eval_games", 0)
+  need(
+    config.eval_games == 0 or config.eval_games % 2 == 0,
+    "eval_games",
+    "0 or even (each arena opening is played with both colours)",
+  )
+  integer("eval_every", 1)
+  integer("eval_opening_moves", 0)
+  integer("seed", 0, MAX_SEED)
+  integer("checkpoint_every", 0)
+  need(
+    all(isinstance(at, (int, np.integer)) and at >= 0 for at in config.checkpoint_at),
+    "checkpoint_at",
+    "iterations >= 0",
+  )
+  if config.max_seconds is not None:
+    real("max_seconds", 0.0, strict=True)
+
+
+def _search_policy(game: Game, config: Config):
+  """`policy(params, key, root, invalid, graph) -> PolicyOutput` of self-play."""
   # muzero explores by sampling its move at `temperature`; gumbel by its own noise.
   extra = dict(temperature=config.temperature) if config.policy == "muzero" else {}
+  if config.engine == "mctx":
+    import mctx  # pylint: disable=import-outside-toplevel
+
+    mctx_policy = {"muzero": mctx.muzero_policy, "gumbel": mctx.gumbel_muzero_policy}[config.policy]
+
+    def recurrent_fn(params, key, action, embedding):
+      output, embedding = game.recurrent_fn(params, key, action, embedding)
+      return mctx.RecurrentFnOutput(
+        reward=output.reward,
+        discount=output.discount,
+        prior_logits=output.prior_logits,
+        value=output.value,
+      ), embedding
+
+    def mctx_search(params, key, root, invalid, graph):
+      del graph
+      return mctx_policy(
+        params,
+        key,
+        mctx.RootFnOutput(
+          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+        ),
+        recurrent_fn,
+        config.num_simulations,
+        invalid_actions=invalid,
+        **extra,
+      )
+
+    return mctx_search
   search_policy = POLICIES[config.policy]
 
-  def policy(params, key, root, invalid):
+  def search(params, key, root, invalid, graph):
     return search_policy(
       params,
       key,
@@ -178,34 +310,94 @@ def make_self_play(game: Game, config: Config):
       invalid_actions=invalid,
       hash_fn=game.hash_fn,
       transpositions=config.transpositions,
+      capacity=config.search_capacity,
+      graph=graph,
       **extra,
     )
 
+  return search
+
+
+def make_self_play(game: Game, config: Config):
+  """Returns `self_play(params, rng_key) -> dict of [T, B, ...] arrays` (jitted).
+
+  With `config.reuse` each game keeps its graph from move to move: the search of
+  move `t` continues the graph of move `t - 1` rerooted by the move played (fresh
+  Dirichlet noise on the root's prior every move; a game over gets an empty graph).
+
+  The returned dict holds, for move `t` of game `b`:
+    * `observation` `[T, B, ...]`: the position before the move, from the mover's
+      point of view (pgx observations);
+    * `policy` `[T, B, A]`: the policy target: the search's `action_weights`
+      (visit distribution for muzero, improved policy for gumbel), or with
+      `policy_target="new"` the distribution of this search's own root visits;
+      sums to 1 over legal actions;
+    * `value` `[T, B]`: the final outcome (+1 win, 0 draw, -1 loss) for the player
+      who moves at `t`;
+    * `legal` `[T, B, A]`: the legal actions at `t`;
+    * `valid` `[T, B]`: False for padding (the game had already ended);
+    * `carried_visits` `[T, B]`: root visits the search started with (kept from
+      the previous move with `reuse`; 0 otherwise);
+    * `capacity_overflows` `[T, B]`: playouts of this search that found the graph
+      full (0 for mctx).
+  """
+  length = max_game_length(game, config.game)
+  search = _search_policy(game, config)
+  keep_graph = config.reuse and config.engine == "mcgs"
+
   def move(carry, key):
-    params, state = carry
+    params, state, graph = carry
     root_key, search_key = jax.random.split(key)
     invalid = game.invalid_actions(state)
     root = game.root(params, root_key, state)
-    output = policy(params, search_key, root, invalid)
+    output = search(params, search_key, root, invalid, graph)
     valid = ~evaluators.is_finished(state)
+    target = output.action_weights
+    carried = jnp.zeros(valid.shape, jnp.int32)
+    overflows = jnp.zeros(valid.shape, jnp.int32)
+    if config.engine == "mcgs":
+      searched = output.search_graph
+      earlier_overflows = 0 if graph is None else graph.capacity_overflows
+      overflows = searched.capacity_overflows - earlier_overflows
+      if graph is not None:
+        carried = graph.node_visits[:, 0]
+        if config.policy_target == "new":
+          new_visits = searched.edge_visits[:, 0] - graph.edge_visits[:, 0]
+          total = jnp.sum(new_visits, axis=-1, keepdims=True)
+          # A search always adds visits to a live root; the guard keeps a
+          # finished game's row finite (it is masked out below).
+          target = jnp.where(total > 0, new_visits / jnp.maximum(total, 1), target)
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
     next_state = game.step(state, output.action)
+    next_graph = mg.reroot(output.search_graph, output.action) if keep_graph else None
     record = dict(
       observation=state.observation,
-      policy=output.action_weights,
+      policy=target,
       legal=state.legal_action_mask & valid[:, None],
       player=state.current_player,
       valid=valid,
       rewards=jnp.asarray(next_state.rewards, jnp.float32),
+      carried_visits=jnp.where(valid, carried, 0),
+      capacity_overflows=jnp.where(valid, overflows, 0),
     )
-    return (params, next_state), record
+    return (params, next_state, next_graph), record
 
   @jax.jit
   def self_play(params, rng_key):
     init_key, moves_key = jax.random.split(rng_key)
     state = game.init(init_key, config.num_games)
-    _, trajectory = jax.lax.scan(move, (params, state), jax.random.split(moves_key, length))
+    graph = None
+    if keep_graph:
+      shapes = jax.eval_shape(
+        lambda: (
+          search(
+            params, init_key, game.root(params, init_key, state), game.invalid_actions(state), None
+          ).search_graph
+        )
+      )
+      graph = mg.empty_like(shapes)
+    _, trajectory = jax.lax.scan(move, (params, state, graph), jax.random.split(moves_key, length))
     returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
     player = trajectory.pop("player")  # [T, B]
     value = jnp.take_along_axis(returns[None], player[..., None], axis=-1)[..., 0]
@@ -368,8 +560,9 @@ def checkpoint_path(directory: str, iteration: int) -> str:
 
 
 def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "network"):
-  """The arena agent of a trained network: `policy` in graph mode with the network
-  as evaluator (playing greedily, no noise: see `mcgs_jax.apps.arena`)."""
+  """The arena agent of a trained network: `policy` in graph mode, keeping its graph
+  between moves (the arena's default agent), with the network as evaluator (playing
+  greedily, no noise: see `mcgs_jax.apps.arena`)."""
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
 
   return arena.Agent(
@@ -392,6 +585,7 @@ def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
     evaluator="uniform",
     num_simulations=num_simulations,
     transpositions=False,
+    reuse=False,
     name=name,
   )
 
@@ -466,15 +660,17 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   """Runs the AlphaZero loop; returns the history (one dict per iteration).
 
   Each history entry holds `iteration`, `positions` (new valid positions),
-  `buffer_size`, `loss`, `policy_loss`, `value_loss` (means over the iteration's
-  training steps), `first_loss` / `last_loss` (first and last step), `selfplay_s`,
-  `train_s`, `eval_s` (`eval_compiles`: True at the first evaluation, whose time
-  includes compiling the arena; `eval_first_ply_s`: the part spent on the matches'
-  first plies, which is where that compiling happens), `compile_s` (iteration 1
-  only: compiling self-play and the train step, ahead of time and apart from
-  `selfplay_s` and `train_s`), `elapsed_s` (wall time since the start of `train`,
-  compilation included), `checkpoint` (its path, when one was written) and, when
-  evaluated, `vs_baseline` / `vs_previous` (see `evaluate`). The final network is
+  `carried_visits` (mean root visits a self-play search started with, kept from the
+  previous move with `reuse`), `capacity_overflows` (self-play playouts that found the
+  graph full, summed over the iteration), `buffer_size`, `loss`, `policy_loss`,
+  `value_loss` (means over the iteration's training steps), `first_loss` / `last_loss`
+  (first and last step), `selfplay_s`, `train_s`, `eval_s` (`eval_compiles`: True at the
+  first evaluation, whose time includes compiling the arena; `eval_first_ply_s`: the
+  part spent on the matches' first plies, which is where that compiling happens),
+  `compile_s` (iteration 1 only: compiling self-play and the train step, ahead of time
+  and apart from `selfplay_s` and `train_s`), `elapsed_s` (wall time since the start of
+  `train`, compilation included), `checkpoint` (its path, when one was written) and,
+  when evaluated, `vs_baseline` / `vs_previous` (see `evaluate`). The final network is
   `history.params` / `history.apply_fn`.
 
   Args:
@@ -510,7 +706,12 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
 
     iterations = bar = tqdm(iterations, desc=f"alphazero {config.game}")
+  last_iteration_s = 0.0
   for iteration in iterations:
+    elapsed = time.perf_counter() - started
+    if config.max_seconds is not None and elapsed + last_iteration_s > config.max_seconds:
+      break
+    iteration_started = time.perf_counter()
     entry: dict[str, Any] = dict(iteration=iteration)
     key, play_key = jax.random.split(key)
     if iteration == 1:  # compile ahead of time, so that it is timed on its own
@@ -520,6 +721,9 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     start = time.perf_counter()
     trajectory = jax.device_get(self_play(params, play_key))
     entry["positions"] = buffer.add(trajectory)
+    valid = np.asarray(trajectory["valid"])
+    entry["carried_visits"] = float(np.asarray(trajectory["carried_visits"])[valid].mean())
+    entry["capacity_overflows"] = int(np.asarray(trajectory["capacity_overflows"]).sum())
     entry["buffer_size"] = buffer.size
     entry["selfplay_s"] = time.perf_counter() - start
 
@@ -560,6 +764,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
       entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)
       previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
+    last_iteration_s = time.perf_counter() - iteration_started
     history.append(entry)
     if on_iteration is not None:
       on_iteration(history)
@@ -585,6 +790,10 @@ def format_entry(entry: dict) -> str:
     f"positions {entry['positions']}  self-play {entry['selfplay_s']:.1f}s  "
     f"train {entry['train_s']:.1f}s"
   )
+  if entry.get("carried_visits"):
+    text += f"  carried root visits {entry['carried_visits']:.1f}"
+  if entry.get("capacity_overflows"):
+    text += f"  capacity overflows {entry['capacity_overflows']}"
   for label in ("vs_baseline", "vs_previous"):
     result = entry.get(label)
     if result:
