@@ -16,8 +16,8 @@ from mcgs_jax.apps.arena import Agent, play_match
 
 # One match configuration for every test that plays (the sharding test, in a
 # subprocess, and the command-line tests too), so its step compiles once per process.
-STRONG = Agent(policy="uct", evaluator="rollout", num_simulations=64)
-WEAK = Agent(policy="muzero", evaluator="uniform", num_simulations=2)
+STRONG = Agent(policy="uct", evaluator="rollout", num_simulations=64, reuse=False)
+WEAK = Agent(policy="muzero", evaluator="uniform", num_simulations=2, reuse=False)
 NUM_GAMES = 16
 OPENING = 2
 SEED = 3
@@ -227,6 +227,10 @@ MATCH_FLAGS = [
   "2",
   "--b-mode",
   "graph",
+  "--b-engine",
+  "mcgs",
+  "--a-no-reuse",
+  "--b-no-reuse",
 ]
 
 
@@ -236,7 +240,11 @@ def test_cli_flags_make_the_agents():
   assert arena_command._agent(args, "b") == WEAK  # pylint: disable=protected-access
   args = arena_command.build_parser().parse_args(
     [
+      "--game",
+      "tic_tac_toe",
       "--a-no-transpositions",
+      "--b-engine",
+      "mcgs",
       "--b-mode",
       "graph",
       "--b-solver",
@@ -249,10 +257,10 @@ def test_cli_flags_make_the_agents():
   a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")  # pylint: disable=protected-access
   assert not a.transpositions and b.transpositions
   assert b.solver and b.num_parallel == 4 and b.num_rollouts == 3
-  assert not a.reuse and not b.reuse
-  args = arena_command.build_parser().parse_args(["--a-reuse"])
-  assert arena_command._agent(args, "a").reuse  # pylint: disable=protected-access
-  assert (a.policy, a.evaluator, a.num_simulations) == ("uct", "rollout", 512)
+  assert a.reuse and b.reuse  # the default of this library's engine
+  args = arena_command.build_parser().parse_args(["--game", "tic_tac_toe", "--a-no-reuse"])
+  assert not arena_command._agent(args, "a").reuse  # pylint: disable=protected-access
+  assert (a.policy, a.evaluator, a.num_simulations) == ("muzero", "rollout", 64)
 
 
 def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
@@ -298,7 +306,7 @@ def test_cli_text(capsys, strong_vs_weak):
   assert f"verdict: {arena_command.verdict(strong_vs_weak)}" in out.splitlines()
   # Progress: a compiling line before the first ply returns, then plies.
   err = captured.err
-  assert err.index("compiling the match step") < err.index("compiled and played")
+  assert err.index("compiling the searches") < err.index("compiled and played")
   assert "at most 9 plies" in err
 
 
@@ -330,19 +338,21 @@ TEMPLATE_RESULT = arena.MatchResult(
 
 
 def test_agent_defaults_are_the_command_defaults():
-  agent = Agent()
+  """The command's A is `Agent` with the command's policy and simulations (its other
+  settings are `Agent`'s defaults: a graph kept between moves)."""
   defaults = arena_command.DEFAULTS
-  assert (agent.policy, agent.evaluator, agent.num_simulations) == (
-    defaults["policy"],
-    defaults["evaluator"],
-    defaults["simulations"],
+  args = arena_command.build_parser().parse_args(["--game", "tic_tac_toe"])
+  expected = Agent(
+    policy=defaults["policy"],
+    evaluator=defaults["fallback_evaluator"],
+    num_simulations=defaults["simulations"],
   )
-  args = arena_command.build_parser().parse_args([])
-  assert arena_command._agent(args, "a") == Agent()  # pylint: disable=protected-access
+  assert arena_command._agent(args, "a") == expected  # pylint: disable=protected-access
+  assert expected.reuse and expected.transpositions
 
 
 def test_simulations_flag_sets_both_sides():
-  parse = arena_command.build_parser().parse_args
+  parse = lambda argv: arena_command.build_parser().parse_args(["--game", "tic_tac_toe"] + argv)
   args = parse(["--simulations", "32"])
   agents = [arena_command._agent(args, side) for side in "ab"]  # pylint: disable=protected-access
   assert [agent.num_simulations for agent in agents] == [32, 32]
@@ -369,10 +379,10 @@ def test_openings_are_distinct_and_playable():
   [
     (
       ["--a-parallel", "3", "--games", "2"],
-      "--a-parallel 3 must divide the simulations per move (the default simulations: 512)",
+      "--a-parallel 3 must divide the simulations per move (the default simulations: 64)",
     ),
     (
-      ["--simulations", "10", "--b-parallel", "4", "--games", "2"],
+      ["--simulations", "10", "--b-engine", "mcgs", "--b-parallel", "4", "--games", "2"],
       "--b-parallel 4 must divide the simulations per move (--simulations: 10)",
     ),
     (

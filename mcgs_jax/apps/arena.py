@@ -197,11 +197,8 @@ class MatchResult:
     agents: `{"a": stats, "b": stats}`; each `stats` dict has `name`, `searches`
       (searches whose move was played), `mean_nodes` and `mean_transposition_hits`
       (per search), `nodes_per_ply` (a list: the mean nodes of that agent's
-      searches at each ply, `nan` where it did not move), `engine`,
-      `num_simulations`, `search_seconds_per_ply` (wall time of one search of the
-      whole batch of games, its `reroot` included, averaged over the searched
-      plies after the first; every ply both agents search every game) and
-      `first_search_seconds` (the first searched ply, which compiles).
+      searches at each ply, `nan` where it did not move), `engine` and
+      `num_simulations`.
     outcomes: `[games]` float, the rewards A collected in each game.
     a_first: `[games]` bool, A moved first.
     game_lengths: `[games]` int, plies played.
@@ -213,6 +210,11 @@ class MatchResult:
       configuration was not compiled before in the process.
     calibration: with `equal_time`, what `calibrate_simulations` measured; else
       None.
+    timing: `{"a": times, "b": times}` (wall time, so not part of what the same
+      seed reproduces); each `times` has `search_seconds_per_ply` (one search of
+      the whole batch of games, its `reroot` included, averaged over the searched
+      plies after the first; every ply both agents search every game) and
+      `first_search_seconds` (the first searched ply, which compiles).
   """
 
   wins: int
@@ -233,6 +235,7 @@ class MatchResult:
   num_devices: int
   first_ply_seconds: float = 0.0
   calibration: dict[str, Any] | None = None
+  timing: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
   def to_dict(self) -> dict[str, Any]:
     """A JSON-ready dict: arrays and tuples as lists, `nan` as None."""
@@ -771,7 +774,7 @@ def play_match(
   draws = num_games - wins - losses
   points = np.where(outcomes > 0, 1.0, np.where(outcomes < 0, 0.0, 0.5))
   score, elo, elo_ci, score_ci = elo_interval(points)
-  agents = {}
+  agents, timings = {}, {}
   for side, agent in (("a", agent_a), ("b", agent_b)):
     searches = totals[side]["searches"]
     timed = timing[side]
@@ -783,6 +786,8 @@ def play_match(
       "mean_nodes": totals[side]["nodes"] / searches if searches else 0.0,
       "mean_transposition_hits": totals[side]["hits"] / searches if searches else 0.0,
       "nodes_per_ply": totals[side]["nodes_per_ply"],
+    }
+    timings[side] = {
       "search_seconds_per_ply": (
         timed["seconds"] / timed["plies"] if timed["plies"] else float("nan")
       ),
@@ -807,6 +812,7 @@ def play_match(
     num_devices=1 if sharding is None else len(jax.devices()),
     first_ply_seconds=first_ply_seconds,
     calibration=calibration,
+    timing=timings,
   )
 
 

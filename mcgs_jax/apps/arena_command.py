@@ -192,10 +192,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
       f"--{side}-reuse",
-      action=argparse.BooleanOptionalAction,
+      action="store_true",
       default=None,
       help=f"{upper} keeps its graph between moves (reroot) and continues it "
       "(default: on for engine mcgs; mctx cannot)",
+    )
+    group.add_argument(
+      f"--{side}-no-reuse",
+      dest=f"{side}_reuse",
+      action="store_false",
+      default=None,
+      help=f"{upper} searches every move from scratch",
     )
     group.add_argument(
       f"--{side}-parallel",
@@ -391,10 +398,10 @@ def format_result(game: str, result, openings: int) -> str:
     lines.append(
       f"{side.upper():<3}{stats.get('num_simulations', 0):>11}  {stats['searches']:>9}  "
       f"{stats['mean_nodes']:>10.1f}  {stats['mean_transposition_hits']:>23.1f}  "
-      f"{stats.get('search_seconds_per_ply', float('nan')):>12.4f}"
+      f"{result.timing.get(side, {}).get('search_seconds_per_ply', float('nan')):>12.4f}"
     )
-  a_time = agents["a"].get("search_seconds_per_ply", float("nan"))
-  b_time = agents["b"].get("search_seconds_per_ply", float("nan"))
+  a_time = result.timing.get("a", {}).get("search_seconds_per_ply", float("nan"))
+  b_time = result.timing.get("b", {}).get("search_seconds_per_ply", float("nan"))
   if math.isfinite(a_time) and math.isfinite(b_time) and b_time > 0:
     lines.append(
       f"search time per ply (all {result.games} games at once, after the first, which "

@@ -709,7 +709,10 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   last_iteration_s = 0.0
   for iteration in iterations:
     elapsed = time.perf_counter() - started
-    if config.max_seconds is not None and elapsed + last_iteration_s > config.max_seconds:
+    over_budget = config.max_seconds is not None and (
+      elapsed + last_iteration_s > config.max_seconds
+    )
+    if iteration > 1 and over_budget:
       break
     iteration_started = time.perf_counter()
     entry: dict[str, Any] = dict(iteration=iteration)
@@ -859,27 +862,135 @@ def save_history(path: str, history: History) -> None:
 
 
 def _int_list(text: str):
-  return tuple(int(value) for value in text.split(",") if value.strip())
+  try:
+    return tuple(int(value) for value in text.split(",") if value.strip())
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-def main(argv=None):
-  """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
-  returns the exit status, 0. `train(config)` returns the history."""
+def _float(text: str) -> float:
+  try:
+    return float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _int(text: str) -> int:
+  try:
+    return int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+# The flags that mirror `Config` fields: (flag, field, type, help). Their ranges are
+# `check_config`'s, reported with the flag's name.
+_CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+  ("--game", "game", str, "pgx game id"),
+  ("--policy", "policy", str, f"self-play search policy, one of {TRAINING_POLICIES}"),
+  ("--engine", "engine", str, "self-play search: mcgs (this library) or mctx (DeepMind's)"),
+  ("--games", "num_games", _int, "self-play games per iteration"),
+  ("--simulations", "num_simulations", _int, "search simulations per move"),
+  ("--capacity", "capacity", _int, "nodes per game of the self-play graph"),
+  ("--policy-target", "policy_target", str, "with reuse: all root visits or the new ones"),
+  ("--temperature", "temperature", _float, "self-play move temperature (muzero)"),
+  ("--iterations", "iterations", _int, "self-play / training iterations"),
+  ("--train-steps", "train_steps", _int, "training steps per iteration"),
+  ("--eval-games", "eval_games", _int, "arena games per opponent per evaluation, 0 for none"),
+  ("--eval-every", "eval_every", _int, "evaluate every N iterations and after the last"),
+  ("--hidden", "hidden", _int_list, "comma-separated hidden layer widths"),
+  ("--learning-rate", "learning_rate", _float, "Adam step size"),
+  ("--buffer-size", "buffer_size", _int, "positions in the replay buffer"),
+  ("--train-batch-size", "train_batch_size", _int, "positions per training step"),
+  ("--seed", "seed", _int, "random seed"),
+  ("--max-seconds", "max_seconds", _float, "wall-time budget: start no iteration past it"),
+)
+_FLAG_OF_FIELD = {field: flag for flag, field, _, _ in _CONFIG_FLAGS}
+_FLAG_OF_FIELD.update(
+  transpositions="--tree",
+  reuse="--no-reuse",
+  checkpoint_dir="--checkpoint-dir",
+  checkpoint_every="--checkpoint-every",
+  checkpoint_at="--checkpoint-at",
+)
+
+
+def _config_error(error: ValueError) -> str:
+  """`check_config`'s message with the field named by its flag."""
+  message = str(error)
+  field = message.split(" ", 1)[0]
+  if field in _FLAG_OF_FIELD:
+    message = f"{_FLAG_OF_FIELD[field]}: {message}"
+  return message
+
+
+def _check_game(config: Config) -> None:
+  """ValueError when `config.game` cannot be trained on: unknown, no observation
+  for the network, or no known game length."""
+  try:
+    game = make_game(config.game)
+  except (ValueError, KeyError, TypeError) as error:
+    raise ValueError(f"--game {config.game!r}: {' '.join(str(error).split())}") from None
+  state = game.init(jax.random.PRNGKey(0), 1)
+  if getattr(state, "observation", None) is None or not hasattr(state, "current_player"):
+    raise ValueError(
+      f"--game {config.game!r}: training needs a pgx board game with an observation "
+      f"for the network (e.g. {', '.join(MAX_GAME_LENGTH)})"
+    )
+  try:
+    max_game_length(game, config.game)
+  except ValueError as error:
+    raise ValueError(f"--game {config.game!r}: {error}") from None
+
+
+def _check_writable(flag: str, path: str | None, directory: bool = False) -> None:
+  """ValueError when `path` (a file, or with `directory` a folder to create) cannot
+  be written: checked before any work."""
+  if not path:
+    return
+  target = os.path.abspath(path)
+  if directory:
+    existing = target
+    while not os.path.exists(existing):
+      existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
+      raise ValueError(f"{flag} {path!r}: cannot create a directory under {existing!r}")
+    return
+  if os.path.isdir(target):
+    raise ValueError(f"{flag} {path!r} is a directory, expected a file")
+  parent = os.path.dirname(target)
+  if not os.path.isdir(parent):
+    raise ValueError(f"{flag} {path!r}: no directory {parent!r}")
+  if not os.access(parent, os.W_OK):
+    raise ValueError(f"{flag} {path!r}: directory {parent!r} is not writable")
+
+
+def build_parser():
+  """The `mcgs-jax train` parser (one flag per `Config` field it mirrors)."""
+  from mcgs_jax.apps.cli_args import OneLineErrorParser  # pylint: disable=import-outside-toplevel
+
   defaults, quick = Config(), Config.quick()
+
+  unset = {
+    "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
+    "max_seconds": "no budget",
+  }
 
   def shown(field: str) -> str:
     value, small = getattr(defaults, field), getattr(quick, field)
-    show = lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    show = lambda v: (
+      unset[field] if v is None else ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    )
     text = f"default: {show(value)}"
     if small != value:
       text += f"; with --quick: {show(small)}"
     return f"({text})"
 
-  parser = argparse.ArgumentParser(
+  parser = OneLineErrorParser(
     prog="mcgs-jax train",
     description=__doc__.splitlines()[0],
     epilog="Defaults in parentheses; --quick changes some of them (shown). Compile "
-    "time is reported apart from self-play, training and arena time.",
+    "time is reported apart from self-play, training and arena time. Bad input exits "
+    "with status 2 and one line naming the flag, before any work.",
   )
   parser.add_argument(
     "--quick",
@@ -887,67 +998,23 @@ def main(argv=None):
     help="smoke test: a tiny tic_tac_toe run (Config.quick(), ~30 s on "
     "2 cores) that checks the pipeline, not a useful network",
   )
-  parser.add_argument("--game", help=f"pgx game id {shown('game')}")
+  for flag, field, kind, text in _CONFIG_FLAGS:
+    parser.add_argument(flag, dest=field, type=kind, help=f"{text} {shown(field)}")
   parser.add_argument(
-    "--policy", choices=TRAINING_POLICIES, help=f"self-play search policy {shown('policy')}"
+    "--tree",
+    dest="transpositions",
+    action="store_false",
+    default=None,
+    help="self-play searches a tree (MCTS) instead of a graph (implied by --engine mctx)",
   )
   parser.add_argument(
-    "--games",
-    type=int,
-    dest="num_games",
-    help=f"self-play games per iteration {shown('num_games')}",
+    "--no-reuse",
+    dest="reuse",
+    action="store_false",
+    default=None,
+    help="search every self-play move from scratch instead of continuing the graph kept "
+    "from the previous move (implied by --engine mctx)",
   )
-  parser.add_argument(
-    "--simulations",
-    type=int,
-    dest="num_simulations",
-    help=f"search simulations per move {shown('num_simulations')}",
-  )
-  parser.add_argument(
-    "--iterations", type=int, help=f"self-play / training iterations {shown('iterations')}"
-  )
-  parser.add_argument(
-    "--train-steps",
-    type=int,
-    dest="train_steps",
-    help=f"training steps per iteration {shown('train_steps')}",
-  )
-  parser.add_argument(
-    "--eval-games",
-    type=int,
-    dest="eval_games",
-    help=f"arena games per opponent per evaluation, 0 for none {shown('eval_games')}",
-  )
-  parser.add_argument(
-    "--eval-every",
-    type=int,
-    dest="eval_every",
-    help=f"evaluate every N iterations and after the last {shown('eval_every')}",
-  )
-  parser.add_argument(
-    "--hidden",
-    type=lambda s: tuple(int(w) for w in s.split(",")),
-    help=f"comma-separated hidden layer widths {shown('hidden')}",
-  )
-  parser.add_argument(
-    "--learning-rate",
-    type=float,
-    dest="learning_rate",
-    help=f"Adam step size {shown('learning_rate')}",
-  )
-  parser.add_argument(
-    "--buffer-size",
-    type=int,
-    dest="buffer_size",
-    help=f"positions in the replay buffer {shown('buffer_size')}",
-  )
-  parser.add_argument(
-    "--train-batch-size",
-    type=int,
-    dest="train_batch_size",
-    help=f"positions per training step {shown('train_batch_size')}",
-  )
-  parser.add_argument("--seed", type=int, help=f"random seed {shown('seed')}")
   parser.add_argument(
     "--checkpoint-dir",
     dest="checkpoint_dir",
@@ -955,7 +1022,7 @@ def main(argv=None):
   )
   parser.add_argument(
     "--checkpoint-every",
-    type=int,
+    type=_int,
     dest="checkpoint_every",
     help="checkpoint every N iterations (default 1; 0 with "
     "--checkpoint-at: only those and the last)",
@@ -980,7 +1047,11 @@ def main(argv=None):
     help="save the history as JSON to this file (rewritten after "
     "every iteration; default: not saved)",
   )
-  args = parser.parse_args(argv)
+  return parser
+
+
+def config_from_args(args) -> Config:
+  """The `Config` of parsed flags; ValueError naming the flag when out of range."""
   if args.checkpoint_at is not None and args.checkpoint_every is None:
     args.checkpoint_every = 0
   overrides = {
@@ -988,8 +1059,33 @@ def main(argv=None):
     for name, value in vars(args).items()
     if name not in ("quick", "plot", "history", "save_params") and value is not None
   }
+  if overrides.get("engine") == "mctx":  # mctx searches a tree from scratch
+    overrides.setdefault("transpositions", False)
+    overrides.setdefault("reuse", False)
   overrides.setdefault("progress", False)
-  config = Config.quick(**overrides) if args.quick else Config(**overrides)
+  try:
+    return Config.quick(**overrides) if args.quick else Config(**overrides)
+  except ValueError as error:
+    raise ValueError(_config_error(error)) from None
+
+
+def main(argv=None):
+  """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
+  returns the exit status: 0, or 2 for bad input (one line on stderr, before any
+  work; a flag argparse refuses raises `SystemExit(2)` with one line).
+  `train(config)` returns the history."""
+  parser = build_parser()
+  args = parser.parse_args(argv)  # bad flags: SystemExit(2), one line; --help: 0
+  try:
+    config = config_from_args(args)
+    _check_game(config)
+    for flag, path in (("--plot", args.plot), ("--history", args.history)):
+      _check_writable(flag, path)
+    _check_writable("--save-params", args.save_params)
+    _check_writable("--checkpoint-dir", config.checkpoint_dir, directory=True)
+  except ValueError as error:
+    print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return 2
   if args.quick:
     print(
       "--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
