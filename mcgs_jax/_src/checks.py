@@ -11,6 +11,44 @@ def _shape(x):
   return tuple(np.shape(x))
 
 
+def concrete(value) -> np.ndarray | None:
+  """`value` as a numpy array when it is known at trace time; None when it is traced
+  (e.g. an argument of a jitted function), so that a check of its range is skipped."""
+  if isinstance(value, jax.core.Tracer):
+    return None
+  try:
+    return np.asarray(value)
+  except (TypeError, jax.errors.ConcretizationTypeError):
+    return None
+
+
+def check_real(name: str, value, *, low=None, high=None, low_open=False, expected=None):
+  """Checks a real hyperparameter (a Python number or an array) when its value is
+  known at trace time: a number in `[low, high]` (`(low, high]` with `low_open`; NaN
+  is refused). A traced value is taken as given, as mctx takes it. Returns `value`.
+  """
+  array = concrete(value)
+  if array is None:
+    return value
+  if array.dtype.kind not in "biuf":
+    raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+  if expected is None:
+    if low is not None and high is not None:
+      expected = f"in ({low}, {high}]" if low_open else f"in [{low}, {high}]"
+    elif low is not None:
+      expected = f"> {low}" if low_open else f">= {low}"
+    else:
+      expected = f"<= {high}"
+  ok = ~np.isnan(array.astype(np.float64))
+  if low is not None:
+    ok &= (array > low) if low_open else (array >= low)
+  if high is not None:
+    ok &= array <= high
+  if not np.all(ok):
+    raise ValueError(f"{name} must be {expected}, got {value!r}")
+  return value
+
+
 def check_int(name: str, value, *, minimum: int):
   if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
     raise TypeError(f"{name} must be a Python int, got {type(value).__name__} {value!r}")
@@ -21,6 +59,19 @@ def check_int(name: str, value, *, minimum: int):
 
 def check_root(root):
   """Checks a `RootFnOutput` and returns `(batch_size, num_actions)`."""
+  for name in ("prior_logits", "value", "embedding"):
+    if not hasattr(root, name):
+      raise TypeError(
+        f"root must be a RootFnOutput(prior_logits [B, A], value [B], embedding), "
+        f"got {type(root).__name__} without {name!r}"
+      )
+  for name in ("prior_logits", "value"):
+    array = getattr(root, name)
+    if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+      raise TypeError(
+        f"root.{name} must be an array ({'[B, A]' if name == 'prior_logits' else '[B]'} "
+        f"jax or numpy), got {type(array).__name__}"
+      )
   logits_shape = _shape(root.prior_logits)
   if len(logits_shape) != 2:
     raise ValueError(f"root.prior_logits must have shape [B, A], got {logits_shape}")
@@ -38,10 +89,8 @@ def check_root(root):
     )
   if not jnp.issubdtype(jnp.result_type(root.value), jnp.floating):
     raise TypeError(f"root.value must be floating point, got {jnp.result_type(root.value)}")
-  leaves = jax.tree_util.tree_leaves_with_path(root.embedding)
-  if not leaves:
-    raise ValueError("root.embedding must hold at least one array")
-  for path, leaf in leaves:
+  # An empty embedding (mctx's bandit tests use `()`) is allowed: see `keyable`.
+  for path, leaf in jax.tree_util.tree_leaves_with_path(root.embedding):
     if len(_shape(leaf)) < 1 or _shape(leaf)[0] != batch_size:
       raise ValueError(
         f"root.embedding{jax.tree_util.keystr(path)} must have leading batch "
@@ -54,12 +103,53 @@ def check_invalid_actions(invalid_actions, batch_size: int, num_actions: int):
   """Returns `invalid_actions` as bool `[B, A]` (all False when None)."""
   if invalid_actions is None:
     return jnp.zeros((batch_size, num_actions), jnp.bool_)
-  if _shape(invalid_actions) != (batch_size, num_actions):
+  shape = _shape(invalid_actions)
+  if len(shape) == 2 and shape[0] == batch_size and shape[1] != num_actions:
+    raise ValueError(
+      f"invalid_actions must have shape [B, A] = ({batch_size}, {num_actions}), got "
+      f"{shape}: its A = {shape[1]} differs from root.prior_logits's A = {num_actions} "
+      f"(root.prior_logits has shape ({batch_size}, {num_actions}); both must be [B, A] "
+      "with the same A)"
+    )
+  if shape != (batch_size, num_actions):
     raise ValueError(
       f"invalid_actions must have shape [B, A] = ({batch_size}, {num_actions}), "
       f"got {_shape(invalid_actions)}"
     )
   return jnp.asarray(invalid_actions).astype(jnp.bool_)
+
+
+def check_callable(name: str, fn, signature: str):
+  """TypeError naming `name` unless `fn` is callable."""
+  if not callable(fn):
+    raise TypeError(f"{name} must be callable as {signature}, got {fn!r}")
+  return fn
+
+
+def unpack_recurrent_result(result, name: str = "recurrent_fn"):
+  """`(output, embedding)` from what `recurrent_fn` returned; a TypeError naming it
+  when that is not a pair whose first element has the fields of `RecurrentFnOutput`."""
+  if not isinstance(result, (tuple, list)) or len(result) != 2:
+    what = (
+      f"a {type(result).__name__} of {len(result)}"
+      if isinstance(result, (tuple, list))
+      else (f"one {type(result).__name__}")
+    )
+    raise TypeError(f"{name} must return a pair (RecurrentFnOutput, embedding), got {what}")
+  output, embedding = result
+  missing = [
+    field for field in ("reward", "discount", "prior_logits", "value") if not hasattr(output, field)
+  ]
+  if missing:
+    raise TypeError(
+      f"{name} must return a pair (RecurrentFnOutput, embedding); the first element, "
+      f"a {type(output).__name__}, has no {missing[0]!r}"
+    )
+  return output, embedding
+
+
+def _dtype(x):
+  return np.dtype(jnp.asarray(x).dtype)
 
 
 def check_recurrent_output(
@@ -92,6 +182,13 @@ def check_recurrent_output(
       raise ValueError(
         f"recurrent_fn returned embedding{jax.tree_util.keystr(path)} of shape "
         f"{_shape(new)}; root.embedding has {_shape(old)}"
+      )
+    if _dtype(new) != _dtype(old):
+      # Storing it would cast it silently (1.5 stored in an int32 leaf is 1).
+      raise TypeError(
+        f"recurrent_fn returned embedding{jax.tree_util.keystr(path)} of dtype "
+        f"{_dtype(new)}; root.embedding{jax.tree_util.keystr(path)} is {_dtype(old)} "
+        "(a leaf must keep its dtype)"
       )
 
 

@@ -38,7 +38,6 @@ from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mcgs_jax._src import checks, qtransforms, runner, types
 from mcgs_jax._src import options as options_lib
@@ -220,10 +219,7 @@ def gumbel_muzero_interior_action_selection(
 def _check_gumbel_scale(gumbel_scale):
   """Rejects a negative or NaN `gumbel_scale` when its value is known at trace time
   (a traced scale, e.g. an argument of a jitted function, is taken as given)."""
-  if isinstance(gumbel_scale, jax.core.Tracer):
-    return
-  if not np.all(np.asarray(gumbel_scale) >= 0):
-    raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
+  checks.check_real("gumbel_scale", gumbel_scale, low=0)
 
 
 def gumbel_muzero_policy(
@@ -289,7 +285,14 @@ def gumbel_muzero_policy(
     actions, the policy-improvement target of the paper.
   """
   options = options_lib.from_keywords("gumbel_muzero_policy", graph_options)
-  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  root, invalid_actions = runner.checked_root(
+    root,
+    invalid_actions,
+    num_simulations,
+    recurrent_fn=recurrent_fn,
+    graph=graph,
+    recycle=recycle,
+  )
   # The weights below read the root logits: a NaN there must not reach them (the
   # search replaces and counts it the same way, in `non_finite_roots`).
   finite, _ = search_lib.finite_root(root, invalid_actions)

@@ -10,6 +10,8 @@ import difflib
 import warnings
 from typing import Any
 
+import jax
+
 from mcgs_jax._src import checks, hashing, types
 
 # What a playout does when it reaches a child that other parents have visited more
@@ -24,7 +26,9 @@ class GraphOptions:
   hash_fn: `embedding [B, ...] -> uint32 [B, L]`, the transposition key (None:
     `mcgs_jax.hash_pytree`, every bit of the embedding). Unused in tree mode.
   transpositions: search a graph (True) or a tree (False, classic MCTS, mctx's
-    search exactly).
+    search exactly). An empty embedding (no array leaf, e.g. `()`) without a
+    `hash_fn` gives the default key nothing to tell states apart by, so that search
+    runs as a tree (`keyable`).
   stop_rule: whether a playout ends at a child visited more often than its edge
     (`N(child) > N(n, a)`: visits came through other parents).
     `"catch_up"` (KataGo's rule, "Monte-Carlo Graph Search from First
@@ -106,6 +110,19 @@ class GraphOptions:
   def resolved_hash_fn(self) -> types.HashFn:
     """`hash_fn`, or the default key of every bit of the embedding."""
     return self.hash_fn or hashing.hash_pytree
+
+
+def keyable(options: GraphOptions, embedding: Any) -> GraphOptions:
+  """`options`, switched to tree mode (`transpositions=False`) when the default key
+  has nothing to hash: an embedding without array leaves (mctx's bandit tests pass
+  `()`) and no `hash_fn`. Every state would get the same key, so the search could not
+  tell states apart; as a tree it needs no key, as in mctx. A user `hash_fn` is
+  kept (it may key states from outside the embedding)."""
+  if (
+    options.transpositions and options.hash_fn is None and not jax.tree_util.tree_leaves(embedding)
+  ):
+    return dataclasses.replace(options, transpositions=False)
+  return options
 
 
 GRAPH_KEYWORDS = tuple(field.name for field in dataclasses.fields(GraphOptions))

@@ -7,8 +7,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from mcgs_jax._src import checks, qtransforms, runner, selection, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src import qtransforms, runner, selection, types
 from mcgs_jax._src.graph import Graph
 
 
@@ -42,16 +42,21 @@ def muzero_policy(
   Args:
     params: passed to `recurrent_fn`.
     rng_key: the only source of randomness.
-    root: `RootFnOutput`: prior logits `[B, A]`, value `[B]`, embedding `[B, ...]`.
+    root: `RootFnOutput`: prior logits `[B, A]`, value `[B]`, embedding `[B, ...]`
+      (or empty, `()`: with no state to key, the default key cannot tell states
+      apart, so the search runs as a tree; a `hash_fn` of your own still works).
     recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
-      embedding)`.
+      embedding)`; every embedding leaf keeps its shape and dtype.
     num_simulations: playouts per game, >= 1.
     invalid_actions: `[B, A]` bool, actions the root may not take. A game whose row
-      is all True gets `action_weights` of zeros and action 0.
+      is all True gets `action_weights` of zeros and action 0; a game whose every
+      playout was dropped (non-finite evaluations) plays its valid action with the
+      highest prior.
     max_depth: most edges in a playout (default `num_simulations`).
     loop_fn: loop over simulations.
     qtransform, dirichlet_fraction, dirichlet_alpha, pb_c_init, pb_c_base,
-      temperature: as in mctx.
+      temperature: as in mctx (`temperature >= 0`, 0 greedy); each may be traced,
+      and its range is checked when it is known at trace time.
     graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
       of `mcgs_jax.reroot(previous.search_graph, action)`.
     recycle: a finished graph of the same shapes whose arrays this search
@@ -69,7 +74,15 @@ def muzero_policy(
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
   """
   options = options_lib.from_keywords("muzero_policy", graph_options)
-  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  root, invalid_actions = runner.checked_root(
+    root,
+    invalid_actions,
+    num_simulations,
+    recurrent_fn=recurrent_fn,
+    graph=graph,
+    recycle=recycle,
+  )
+  check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   prior_probs = jax.nn.softmax(root.prior_logits, axis=-1)
   root = root.replace(
@@ -104,7 +117,7 @@ def muzero_policy(
   choice_weights = runner.playable_weights(graph, action_weights, options)
   action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  action = jnp.where(jnp.any(choice_weights > 0, axis=-1), action, 0)
+  action = runner.fallback_action(graph, action, choice_weights)
   return types.PolicyOutput(
     action=runner.final_action(graph, action, options),
     action_weights=action_weights,
@@ -136,9 +149,15 @@ def uct_policy(
   keywords); `c` is the exploration constant, >= 0.
   """
   options = options_lib.from_keywords("uct_policy", graph_options)
-  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
-  if not c >= 0:
-    raise ValueError(f"c must be >= 0, got {c}")
+  root, invalid_actions = runner.checked_root(
+    root,
+    invalid_actions,
+    num_simulations,
+    recurrent_fn=recurrent_fn,
+    graph=graph,
+    recycle=recycle,
+  )
+  checks.check_real("c", c, low=0)
   rule = functools.partial(selection.uct_action_selection, c=c, solver=options.solver)
   graph = runner.run_search(
     params,
@@ -157,7 +176,7 @@ def uct_policy(
   )
   action_weights = graph.summary().visit_probs
   choice_weights = runner.playable_weights(graph, action_weights, options)
-  action = jnp.argmax(choice_weights, axis=-1).astype(jnp.int32)
+  action = runner.fallback_action(graph, jnp.argmax(choice_weights, axis=-1), choice_weights)
   return types.PolicyOutput(
     action=runner.final_action(graph, action, options),
     action_weights=action_weights,
@@ -165,14 +184,22 @@ def uct_policy(
   )
 
 
+def check_puct(*, pb_c_init, pb_c_base, temperature) -> None:
+  """Range checks of PUCT's constants and the temperature, run when their values are
+  known at trace time (traced values, e.g. arguments of a jitted function, are taken
+  as given, as in mctx)."""
+  checks.check_real("pb_c_init", pb_c_init, expected="a real number")
+  checks.check_real("pb_c_base", pb_c_base, low=0, low_open=True)
+  checks.check_real("temperature", temperature, low=0)
+
+
 def add_dirichlet_noise(
   rng_key: chex.PRNGKey, probs: chex.Array, *, dirichlet_fraction: float, dirichlet_alpha: float
 ) -> chex.Array:
   """`(1 - fraction) * probs + fraction * Dirichlet(alpha)`, per row of `[B, A]`."""
-  if not 0.0 <= dirichlet_fraction <= 1.0:
-    raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction}")
-  if not dirichlet_alpha > 0:
-    raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
+  # Checked when known at trace time; a traced value (jit argument) is taken as given.
+  checks.check_real("dirichlet_fraction", dirichlet_fraction, low=0, high=1)
+  checks.check_real("dirichlet_alpha", dirichlet_alpha, low=0, low_open=True)
   batch_size, num_actions = probs.shape
   noise = jax.random.dirichlet(
     rng_key, jnp.full((num_actions,), dirichlet_alpha), shape=(batch_size,)

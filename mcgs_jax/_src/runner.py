@@ -7,20 +7,42 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, proofs, types
+from mcgs_jax._src import checks, proofs, selection, types
 from mcgs_jax._src import search as search_lib
-from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.options import GraphOptions
+
+_NOT_GIVEN: Any = object()
 
 
 def checked_root(
-  root: types.RootFnOutput, invalid_actions: jax.Array | None, num_simulations: int
+  root: types.RootFnOutput,
+  invalid_actions: jax.Array | None,
+  num_simulations: int,
+  *,
+  recurrent_fn: Any = _NOT_GIVEN,
+  graph: Any = None,
+  recycle: Any = None,
 ) -> tuple[types.RootFnOutput, jax.Array]:
-  """Checks the root, `invalid_actions` and `num_simulations` at trace time.
+  """Checks the root, `invalid_actions`, `num_simulations`, and that `recurrent_fn`
+  is callable (when given: the stochastic policy checks its two functions itself) and
+  `graph` and `recycle` are graphs or None, at trace time.
 
   Returns `(root, invalid_actions)`: the root with array logits, and
   `invalid_actions` as bool `[B, A]` (all False when None).
   """
+  if recurrent_fn is not _NOT_GIVEN:
+    checks.check_callable(
+      "recurrent_fn",
+      recurrent_fn,
+      "(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)",
+    )
+  for name, value in (("graph", graph), ("recycle", recycle)):
+    if value is not None and not isinstance(value, Graph):
+      raise TypeError(
+        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
+        f"or None, got {type(value).__name__}"
+      )
   batch_size, num_actions = checks.check_root(root)
   invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
   checks.check_int("num_simulations", num_simulations, minimum=1)
@@ -90,3 +112,14 @@ def mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.A
   even when every action is invalid)."""
   logits = logits - jnp.max(logits, axis=-1, keepdims=True)
   return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+
+
+def fallback_action(graph: Graph, action: jax.Array, weights: jax.Array) -> jax.Array:
+  """`action [B]`, or where `weights [B, A]` has no positive entry (every playout
+  dropped, e.g. a game whose every evaluation is NaN) the valid root action with the
+  highest prior logit: a legal action whenever the root has one (action 0 when every
+  action is invalid)."""
+  best_prior = jax.vmap(selection.masked_argmax)(
+    graph.children_prior_logits[:, ROOT_INDEX], graph.root_invalid_actions
+  )
+  return jnp.where(jnp.any(weights > 0, axis=-1), action, best_prior).astype(jnp.int32)

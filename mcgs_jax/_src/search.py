@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import checks, hashing, proofs, types
+from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph, empty_graph
 from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.selection import masked_argmax
@@ -248,7 +249,9 @@ def expand(
   parent_embedding = jax.tree_util.tree_map(
     lambda x: x[jnp.arange(graph.batch_size), parent], graph.embeddings
   )
-  output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
+  output, embedding = checks.unpack_recurrent_result(
+    recurrent_fn(params, rng_key, action, parent_embedding)
+  )
   checks.check_recurrent_output(
     output, embedding, parent_embedding, graph.batch_size, graph.num_actions
   )
@@ -263,17 +266,33 @@ def last_edge(path: Path):
   return path.nodes[batch, last], path.actions[batch, last]
 
 
+def summable(x):
+  """`x` is finite and small enough that the search's sums of visit-weighted values
+  cannot overflow: `|x| <= sqrt(largest float)` of its dtype (1.8e19 in float32).
+  Larger values (a reward of 3e38 is finite, but twice it is not) count as
+  non-finite."""
+  x = jnp.asarray(x)
+  dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
+  # `<=` is False for NaN too.
+  return jnp.abs(x) <= jnp.sqrt(jnp.finfo(dtype).max).astype(dtype)
+
+
 def finite_outputs(output: types.RecurrentFnOutput):
   """`[B]` bool: `recurrent_fn`'s output for a game can be used. Reward and discount
   must be finite; unless the discount is 0 (a terminal state, whose value and prior
-  the search never reads), so must the value and the prior logits: no NaN, no
-  +inf, and at least one finite logit (-inf is a zero prior, as an illegal action)."""
+  the search never reads), so must the value, `reward + discount * value` and the
+  prior logits: no NaN, no +inf, and at least one finite logit (-inf is a zero
+  prior, as an illegal action). "Finite" for the reward, discount and value means
+  `summable`: no larger than sqrt(largest float), so that no Q computed from them
+  overflows (with discounts in [-1, 1])."""
   reward, discount = jnp.asarray(output.reward), jnp.asarray(output.discount)
+  value = jnp.asarray(output.value)
   logits = jnp.asarray(output.prior_logits)
-  step = jnp.isfinite(reward) & jnp.isfinite(discount)
+  step = summable(reward) & summable(discount)
   # `logits < inf` is False for NaN too.
   evaluation = (
-    jnp.isfinite(jnp.asarray(output.value))
+    summable(value)
+    & summable(reward + discount * value)
     & jnp.all(logits < jnp.inf, axis=-1)
     & jnp.any(jnp.isfinite(logits), axis=-1)
   )
@@ -647,11 +666,11 @@ def _continue(
 
 
 def finite_root(root: types.RootFnOutput, invalid_actions):
-  """`(root, non_finite [B] bool)`: the root with a non-finite value taken as 0 and
-  prior logits holding a NaN or +inf, or no finite entry, taken as uniform over the
-  valid actions, and which games needed either."""
+  """`(root, non_finite [B] bool)`: the root with a non-finite value (or one beyond
+  `summable`) taken as 0 and prior logits holding a NaN or +inf, or no finite entry,
+  taken as uniform over the valid actions, and which games needed either."""
   value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
-  bad_value = ~jnp.isfinite(value)
+  bad_value = ~summable(value)
   # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
   bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
   uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
@@ -733,6 +752,26 @@ def search(
   num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
   if not isinstance(options, GraphOptions):
     raise TypeError(f"options must be a mcgs_jax.GraphOptions, got {type(options).__name__}")
+  checks.check_callable(
+    "recurrent_fn",
+    recurrent_fn,
+    "(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)",
+  )
+  checks.check_callable(
+    "root_action_selection_fn", root_action_selection_fn, "(key, graph, node) -> action"
+  )
+  checks.check_callable(
+    "interior_action_selection_fn",
+    interior_action_selection_fn,
+    "(key, graph, node, depth) -> action",
+  )
+  for name, value in (("graph", graph), ("recycle", recycle)):
+    if value is not None and not isinstance(value, Graph):
+      raise TypeError(
+        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
+        f"or None, got {type(value).__name__}"
+      )
+  options = options_lib.keyable(options, root.embedding)
   num_parallel, transpositions = options.num_parallel, options.transpositions
   capacity = options.capacity
   if num_simulations % num_parallel:
@@ -829,7 +868,9 @@ def search(
     parent_embedding = jax.tree_util.tree_map(
       lambda x: flat(x[batch[None], parents]), graph.embeddings
     )
-    output, embedding = recurrent_fn(params, expand_key, flat(actions), parent_embedding)
+    output, embedding = checks.unpack_recurrent_result(
+      recurrent_fn(params, expand_key, flat(actions), parent_embedding)
+    )
     checks.check_recurrent_output(
       output, embedding, parent_embedding, num_parallel * batch_size, num_actions
     )

@@ -131,7 +131,10 @@ def stochastic_muzero_policy(
       f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
       f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}"
     )
-  root, invalid_actions = runner.checked_root(root, invalid_actions, num_simulations)
+  root, invalid_actions = runner.checked_root(
+    root, invalid_actions, num_simulations, graph=graph, recycle=recycle
+  )
+  policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
   batch_size, num_actions = root.prior_logits.shape
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
 
@@ -162,6 +165,13 @@ def stochastic_muzero_policy(
     ),
   )
 
+  if options.transpositions and (
+    (options.hash_fn is None and not jax.tree_util.tree_leaves(root.embedding))
+    or (afterstate_hash_fn is None and not jax.tree_util.tree_leaves(afterstate_template))
+  ):
+    # The default key of an empty state or afterstate cannot tell them apart: a
+    # tree, as `options_lib.keyable` makes of a plain search.
+    options = dataclasses.replace(options, transpositions=False)
   if options.transpositions:
     options = dataclasses.replace(
       options,
@@ -206,7 +216,7 @@ def stochastic_muzero_policy(
   action_weights = summary.visit_probs
   action_logits = policies.apply_temperature(policies.probs_to_logits(action_weights), temperature)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  action = jnp.where(jnp.any(action_weights > 0, axis=-1), action, 0)
+  action = runner.fallback_action(searched, action, action_weights)
   return types.PolicyOutput(action=action, action_weights=action_weights, search_graph=searched)
 
 
@@ -232,6 +242,7 @@ def _probe_functions(
 def _continuable(graph: Graph, width: int) -> Graph:
   """A graph to continue as the plain `Graph` the search takes; games whose root is
   a chance node (rerooted by an action only) are emptied, so they start afresh."""
+  _plain(graph, "graph")
   if graph.num_actions != width:
     raise ValueError(
       f"graph has {graph.num_actions} columns; this search needs max(A, C) = {width}"

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
 
 Params = Any
 Embedding = Any  # any pytree whose leaves have a leading batch axis `[B, ...]`
+# mctx's name of the same thing: the state `recurrent_fn` takes and returns (any
+# pytree, `()` included: see `GraphOptions.transpositions`).
+RecurrentState = Embedding
 
 
 @chex.dataclass(frozen=True)
