@@ -728,9 +728,14 @@ def play_match(
         (action_a, nodes_a, hits_a, _), (action_b, nodes_b, hits_b, _) = outputs
         before_finished = evaluators.is_finished(state)
         state, action, a_to_move = steps.advance(state, a_player, action_a, action_b)
-        nodes = jnp.where(a_to_move, nodes_a, nodes_b)
-        hits = jnp.where(a_to_move, hits_a, hits_b)
-        a_moved, searched, nodes, hits = _fetch((a_to_move, ~before_finished, nodes, hits))
+        a_moved, searched, nodes, hits = _fetch(
+          (
+            a_to_move,
+            ~before_finished,
+            jnp.where(a_to_move, nodes_a, nodes_b),
+            jnp.where(a_to_move, hits_a, hits_b),
+          )
+        )
       played = action
       action, now_finished, rewards = _fetch(
         (action, evaluators.is_finished(state), evaluators.rewards_of(state, a_player))

@@ -315,7 +315,7 @@ def _agent(args, side: str, apply_fn=None):
   simulations = _simulations(args, side)
   name = ""
   if evaluator == "network":
-    checkpoint = _checkpoint(args, side)
+    checkpoint = _checkpoint(args, side) or ""
     label = (
       "built-in" if checkpoint == builtin_checkpoint(args.game) else os.path.basename(checkpoint)
     )
@@ -348,7 +348,7 @@ def _network(args, side: str):
   None)` for an evaluator without weights."""
   if _evaluator(args, side) != "network":
     return None, None
-  path = _checkpoint(args, side)
+  path = _checkpoint(args, side) or ""
   from mcgs_jax.apps import arena, train  # pylint: disable=import-outside-toplevel
 
   env = arena._game_from_spec(args.game).env  # pylint: disable=protected-access
