@@ -50,30 +50,31 @@ def agents(apply_fn, simulations: int) -> dict[str, arena.Agent]:
     policy="muzero", evaluator="network", num_simulations=simulations, apply_fn=apply_fn
   )
   return {
-    "default": dataclasses.replace(base, name=f"default (graph + reuse), {simulations}"),
-    "graph": dataclasses.replace(base, reuse=False, name=f"graph, no reuse, {simulations}"),
-    "tree+reuse": dataclasses.replace(
-      base, transpositions=False, name=f"tree + reuse, {simulations}"
-    ),
+    "default": dataclasses.replace(base, name="default (graph + reuse)"),
+    "graph": dataclasses.replace(base, reuse=False, name="graph, no reuse"),
+    "tree+reuse": dataclasses.replace(base, transpositions=False, name="tree + reuse"),
     "mctx": arena.Agent(
       policy="muzero",
       evaluator="network",
       num_simulations=simulations,
       engine="mctx",
       apply_fn=apply_fn,
-      name=f"mctx.muzero_policy, {simulations}",
+      name="mctx.muzero_policy",
     ),
   }
 
 
 def row(result: arena.MatchResult) -> str:
   a, b = result.agents["a"], result.agents["b"]
+  # Labelled with the simulations played (equal time changes B's).
+  a_name = f"{a['name']}, {a['num_simulations']}"
+  b_name = f"{b['name']}, {b['num_simulations']}"
   a_time = result.timing["a"]["search_seconds_per_ply"]
   b_time = result.timing["b"]["search_seconds_per_ply"]
   low, high = result.elo_ci95
   ratio = a_time / b_time
   return (
-    f"| {a['name']} | {b['name']} | {result.wins}-{result.draws}-{result.losses} | "
+    f"| {a_name} | {b_name} | {result.wins}-{result.draws}-{result.losses} | "
     f"{result.score:.3f} | {result.elo:+.0f} [{low:+.0f}, {high:+.0f}] | "
     f"{a['mean_nodes']:.0f} / {b['mean_nodes']:.0f} | "
     f"{a_time:.4f} / {b_time:.4f} ({ratio:.2f}) | "
@@ -151,7 +152,8 @@ def main(argv=None):
       "",
       f"Equal time per move: A at {args.simulations} simulations, B's simulations chosen "
       f"before the match from timings on its positions (A {calibration['a_seconds']:.4f} s "
-      f"per search; B measured at {calibration['measurements']} (simulations, seconds); "
+      f"per search; B measured at "
+      f"{', '.join(f'{int(n)}: {t:.3f} s' for n, t in calibration['measurements'])}; "
       f"chosen {calibration['b_simulations']}):",
       "",
     ] + HEADER

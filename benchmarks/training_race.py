@@ -7,7 +7,9 @@ simulations per move; only the search differs):
   * `mctx`: `--engine mctx`, DeepMind's `mctx.muzero_policy`: a tree searched from
     scratch at every move (what an mctx user trains with);
   * `tree+reuse`: this library, a tree kept between moves (`--tree`);
-  * `graph+reuse`: this library's default, a graph kept between moves.
+  * `graph+reuse`: this library's default, a graph kept between moves;
+  * `graph+reuse+new` (not run by default): the same with `--policy-target new`,
+    the policy target counting only each search's own visits.
 
 Each variant runs in its own process, one after the other, with the wall-time budget
 `--budget` seconds (`Config.max_seconds`: compilation included; no iteration starts
@@ -52,7 +54,9 @@ VARIANTS = {
   "mctx": ["--engine", "mctx"],
   "tree+reuse": ["--tree"],
   "graph+reuse": [],
+  "graph+reuse+new": ["--policy-target", "new"],
 }
+DEFAULT_VARIANTS = ("mctx", "tree+reuse", "graph+reuse")
 COMMON = [
   "--game",
   "connect_four",
@@ -143,21 +147,32 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--budget", type=float, default=720.0, help="seconds per variant")
   parser.add_argument("--out", default="race", help="folder for histories and networks")
-  parser.add_argument("--variants", default=",".join(VARIANTS))
+  parser.add_argument(
+    "--variants",
+    default=",".join(DEFAULT_VARIANTS),
+    help=f"comma-separated, of {tuple(VARIANTS)} (default: %(default)s)",
+  )
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--eval-simulations", type=int, default=64)
   parser.add_argument("--positions", type=int, default=200)
   parser.add_argument("--positions-seed", type=int, default=2026)
   parser.add_argument("--seed", type=int, default=5)
-  parser.add_argument("--skip-training", action="store_true", help="reuse --out's runs")
+  parser.add_argument(
+    "--skip-training",
+    action="store_true",
+    help="reuse the runs already in --out (train only the variants without one)",
+  )
   parser.add_argument("--write", action="store_true")
   args = parser.parse_args(argv)
   names = [name for name in args.variants.split(",") if name]
+  unknown = sorted(set(names) - set(VARIANTS))
+  if unknown:
+    parser.error(f"unknown variants {unknown}; expected some of {tuple(VARIANTS)}")
   os.makedirs(args.out, exist_ok=True)
   load = os.getloadavg()
   runs = {}
   for name in names:
-    if args.skip_training:
+    if args.skip_training and os.path.exists(os.path.join(args.out, f"{name}_history.json")):
       with open(os.path.join(args.out, f"{name}_history.json"), encoding="utf-8") as handle:
         runs[name] = json.load(handle)
         runs[name]["params"] = os.path.join(args.out, f"{name}.msgpack")

@@ -66,9 +66,13 @@ def check_graph(
   `q_exact_nodes(game)` lists the nodes whose Q must equal the formula (in graph mode
   other nodes may hold a Q computed before a shared child changed); the root always.
   `num_simulations=None` skips the root count (a continued graph holds more).
-  `continued=True` also skips, in graph mode, the check that a node has no more
-  visits than passes through its incoming edges: after `reroot` a kept node's
-  visits may have come partly through parents that were dropped.
+  `continued=True` is for what `reroot` returns and for a search continued from it:
+  a game may be empty (`num_nodes == 0`: `reroot` empties a game whose move led to
+  an unexpanded or terminal child), and in graph mode a kept node's visits, a
+  terminal's included, may have come partly through parents that were dropped (so
+  only `arrivals <= visits` holds), and the root's Q may be older than its
+  children's (a rerooted root has not been searched since they changed through
+  other parents); it still equals the formula over the edge values it last used.
   `check_values=False` skips Q (a self-loop makes the formula read its own result).
   `playouts_stop_early`: in tree mode, playouts cut by `max_depth` or a full graph
   count an edge without entering its child, so a child may have fewer visits than
@@ -85,6 +89,11 @@ def check_graph(
   batch_size = g["num_nodes"].shape[0]
   for game in range(batch_size):
     used = int(g["num_nodes"][game])
+    if continued and used == 0:
+      for name, fill in ROW_FIELDS.items():
+        if name != "embeddings":
+          assert np.all(g[name][game] == fill), f"game {game} is empty but {name} is not"
+      continue
     assert 1 <= used <= g["node_visits"].shape[1]
     children = g["children_index"][game, :used]
     edge_visits = g["edge_visits"][game, :used]
@@ -120,8 +129,10 @@ def check_graph(
       assert visits >= 1
       if g["node_terminal"][game, node]:
         assert edge_visits[node].sum() == 0, "a terminal node has visited edges"
-        if node:
+        if node and (tree_mode or not continued):
           assert incoming[node] == visits, "terminal visits must equal arrivals"
+        elif node:
+          assert incoming[node] <= visits, "more arrivals at a terminal than its visits"
         continue
       expected_visits, _ = node_formula(g, game, node)
       assert visits == expected_visits, f"game {game} node {node}: N != k + sum N(n,a)"
@@ -138,7 +149,8 @@ def check_graph(
           assert incoming[node] == visits, "tree mode: N(child) must equal N(parent, a)"
         elif not continued:
           assert incoming[node] >= visits, "more passes through a node than edges into it"
-    exact = [0] + list(q_exact_nodes(game) if q_exact_nodes else [])
+    exact = [] if continued and not tree_mode else [0]
+    exact += list(q_exact_nodes(game) if q_exact_nodes else [])
     if tree_mode:
       exact = list(range(used))
     if not check_values:

@@ -200,12 +200,13 @@ def self_play(**settings):
 
 @pytest.fixture(scope="module")
 def reused():
-  return self_play()
+  return self_play(policy_target="all")
 
 
 def test_training_defaults_keep_the_graph():
   config = train.Config()
   assert config.reuse and config.transpositions and config.engine == "mcgs"
+  assert config.policy_target == "new"
   assert config.search_capacity == 4 * config.num_simulations + 1
   assert train.Config(reuse=False).search_capacity == config.num_simulations + 1
 
@@ -236,7 +237,7 @@ def test_reused_self_play_carries_visits_and_counts_every_root_visit(reused):
 
 
 def test_new_visits_policy_target():
-  config, trajectory = self_play(policy_target="new")
+  config, trajectory = self_play()  # the default target: this search's visits
   valid = trajectory["valid"]
   assert trajectory["carried_visits"][1:][valid[1:]].mean() > 1
   counts = trajectory["policy"][valid] * config.num_simulations
@@ -266,7 +267,6 @@ def test_max_seconds_stops_starting_iterations():
     (dict(engine="mctx"), "transpositions must be False with engine 'mctx'"),
     (dict(engine="mctx", transpositions=False), "reuse must be False"),
     (dict(policy_target="fresh"), "policy_target must be one of"),
-    (dict(policy="gumbel", policy_target="new"), "'all' with policy 'gumbel'"),
     (dict(iterations=0), "iterations must be an integer >= 1"),
     (dict(learning_rate=float("nan")), "learning_rate must be a finite number > 0"),
     (dict(hidden=(0,)), "hidden must be one or more positive layer widths"),

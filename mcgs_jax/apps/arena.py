@@ -309,8 +309,15 @@ def elo_interval(
 
 @functools.lru_cache(maxsize=32)
 def _game_from_spec(spec: str) -> adapter.Game:
-  """`make_game(spec)`, cached so that repeated matches reuse compiled steps."""
-  return adapter.make_game(spec)
+  """`make_game(spec)`, cached so that repeated matches reuse compiled steps;
+  ValueError for a game with chance (2048: `mcgs-jax play`)."""
+  game = adapter.make_game(spec)
+  if not isinstance(game, adapter.Game):
+    raise ValueError(
+      f"game {spec!r} has chance and one player: the arena plays two-player games "
+      "(2048: mcgs-jax play)"
+    )
+  return game
 
 
 def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
@@ -860,12 +867,19 @@ _CALIBRATION_ROUNDS = 4  # measurements of B at most, the first two included
 
 def _search_seconds(game: adapter.Game, agent: Agent, params, state, seed: int) -> float:
   """The median wall time of `agent`'s search of every game in `state` (compiled
-  first, not counted), from an empty graph."""
+  first, not counted). An agent that keeps its graph is timed as it plays: it
+  searches `state` from an empty graph, the move it chose is played, and the timed
+  search reroots that graph by it and continues it from the next position."""
   search = _jitted_search(game, agent)
   graph = _initial_graph(search, params, state, agent)
   played = jnp.zeros(state.current_player.shape, jnp.int32)
   key = jax.random.PRNGKey(seed)
-  jax.block_until_ready(search(params, key, state, graph, played))
+  action, _, _, searched = jax.block_until_ready(search(params, key, state, graph, played))
+  if agent.reuse:
+    finished = evaluators.is_finished(state)
+    state = _tree_where(finished, state, game.step(state, jnp.where(finished, 0, action)))
+    graph, played = searched, action
+    jax.block_until_ready(search(params, key, state, graph, played))
   times = []
   for repeat in range(_CALIBRATION_REPEATS):
     started = time.perf_counter()
@@ -887,11 +901,13 @@ def calibrate_simulations(
 ) -> tuple[Agent, dict[str, Any]]:
   """`agent_b` with the simulations that make its search take `agent_a`'s time.
 
-  Both searches are timed on `state` (a batch of positions: a match's positions
-  after its openings), compiled first and timed as the median of a few calls, from
-  an empty graph. B's time is modelled as `c0 + c1 * S` through the two nearest
-  measurements and solved for A's time, at most `_CALIBRATION_ROUNDS` measurements
-  of B (B's simulations a multiple of its `num_parallel`, at least one step).
+  Both searches are timed on `state` (a batch of positions: a match's positions after
+  its openings), compiled first and timed as the median of a few calls; an agent with
+  `reuse` is timed continuing its graph one move later (its `reroot` included), as it
+  searches during a match. B's time is modelled as `c0 + c1 * S` through the two
+  nearest measurements and solved for A's time, at most `_CALIBRATION_ROUNDS`
+  measurements of B (B's simulations a multiple of its `num_parallel`, at least one
+  step).
 
   Returns:
     `(agent_b with num_simulations set, calibration)`, `calibration` a dict:

@@ -33,9 +33,9 @@ apart from cost growth per step.
 Needs the `bench` extra (mctx, pgx, flax).
 """
 
-import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -567,9 +567,13 @@ def markdown(rows, scaling, header: str) -> str:
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(
-    prog="mcgs-jax bench", description=__doc__.split("\n", maxsplit=1)[0]
+  from mcgs_jax.apps.cli_args import (  # pylint: disable=import-outside-toplevel
+    OneLineErrorParser,
+    int_at_least,
   )
+
+  positive = int_at_least(1, 1_000_000)
+  parser = OneLineErrorParser(prog="mcgs-jax bench", description=__doc__.split("\n", maxsplit=1)[0])
   parser.add_argument("--game", default="connect_four")
   parser.add_argument(
     "--batch-sizes",
@@ -577,7 +581,7 @@ def main(argv=None):
     help="comma-separated batch sizes of the throughput part, or 'none' to skip it (default 1024)",
   )
   parser.add_argument("--simulations", default="64", help="comma-separated S (default 64)")
-  parser.add_argument("--scaling-batch-size", type=int, default=64)
+  parser.add_argument("--scaling-batch-size", type=positive, default=64)
   parser.add_argument(
     "--scaling-simulations",
     default="64,1024",
@@ -591,10 +595,10 @@ def main(argv=None):
     "new tables and with the previous search's recycled (default: none)",
   )
   parser.add_argument(
-    "--capacity-simulations", type=int, default=64, help="S of the capacity part (default 64)"
+    "--capacity-simulations", type=positive, default=64, help="S of the capacity part (default 64)"
   )
   parser.add_argument(
-    "--capacity-batch-size", type=int, default=64, help="B of the capacity part (default 64)"
+    "--capacity-batch-size", type=positive, default=64, help="B of the capacity part (default 64)"
   )
   parser.add_argument(
     "--probe-windows",
@@ -603,12 +607,12 @@ def main(argv=None):
   )
   parser.add_argument(
     "--probe-batch-size",
-    type=int,
+    type=positive,
     help="B of the probe-window part (default: the first of --batch-sizes, else 1024)",
   )
   parser.add_argument(
     "--probe-simulations",
-    type=int,
+    type=positive,
     help="S of the probe-window part (default: the first of --simulations)",
   )
   parser.add_argument(
@@ -632,9 +636,12 @@ def main(argv=None):
     "over every core",
   )
   parser.add_argument(
-    "--repeats", type=int, default=3, help="timed runs per configuration; the median is reported"
+    "--repeats",
+    type=positive,
+    default=3,
+    help="timed runs per configuration; the median is reported",
   )
-  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--seed", type=int_at_least(0, 2**32 - 1), default=0)
   parser.add_argument(
     "--quick", action="store_true", help="B=64, S=16, scaling S=16,128: a one-minute smoke run"
   )
@@ -649,8 +656,8 @@ def main(argv=None):
       values = tuple(int(v) for v in text.split(","))
     except ValueError:
       parser.error(f"{name}: expected comma-separated integers, got {text!r}")
-    if any(v < 1 for v in values):
-      parser.error(f"{name}: expected positive integers, got {text!r}")
+    if any(v < 1 or v > 1_000_000 for v in values):
+      parser.error(f"{name}: expected integers from 1 to 1000000, got {text!r}")
     return values
 
   batch_sizes = ints(args.batch_sizes, "--batch-sizes")
@@ -677,8 +684,18 @@ def main(argv=None):
     if args.memory.strip().lower() in ("", "none")
     else [name.strip() for name in args.memory.split(",")]
   )
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
+    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
+  from mcgs_jax.games.adapter import Game, make_game  # pylint: disable=import-outside-toplevel
 
+  try:
+    if not isinstance(make_game(args.game), Game):
+      parser.error(f"--game {args.game}: a game with chance; time it with mcgs-jax play")
+  except (ValueError, ImportError) as error:
+    parser.error(f"--game: {' '.join(str(error).split())}")
+  for path_flag, path in (("--json", args.json), ("--markdown", args.markdown)):
+    if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+      parser.error(f"{path_flag} {path!r}: no directory {os.path.dirname(os.path.abspath(path))!r}")
   for name in memory_games:
     try:
       make_game(name)

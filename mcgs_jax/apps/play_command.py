@@ -36,7 +36,7 @@ PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
 EVALUATORS = ("uniform", "rollout", "network")
 
-_positive_int = int_at_least(1)
+_positive_int = int_at_least(1, 1_000_000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -407,7 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
     default=None,
     help="stop every game after this many moves (default: play to the end)",
   )
-  parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument(
+    "--seed",
+    type=int_at_least(0, 2**32 - 1),
+    default=0,
+    help="random seed, 0 to 4294967295 (default: 0)",
+  )
   parser.add_argument(
     "--stop-rule",
     choices=("catch_up", "value_lag", "never"),

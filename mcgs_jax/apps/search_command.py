@@ -36,7 +36,7 @@ CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
 _CONNECT_FOUR_CELLS = 42
 
 
-_positive_int = int_at_least(1)
+_positive_int = int_at_least(1, 1_000_000)
 
 LEGEND = (
   "visits: simulations through the action; Q: its mean value for the player "
@@ -115,7 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     default=400,
     help="simulations per position (default: %(default)s)",
   )
-  parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+  parser.add_argument(
+    "--seed",
+    type=int_at_least(0, 2**32 - 1),
+    default=0,
+    help="random seed, 0 to 4294967295 (default: 0)",
+  )
   parser.add_argument(
     "--no-transpositions", action="store_true", help="search a tree instead of a graph"
   )
@@ -232,6 +237,8 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
     if str(error).startswith("unknown game"):
       raise ValueError(f"--game: {error}") from None
     raise ValueError(f"--game {spec!r}: {error}") from None
+  if not isinstance(game, adapter.Game):
+    raise ValueError(f"--game {spec!r}: a game with chance; play it with mcgs-jax play")
   if evaluator != "uniform":  # make_game's default evaluator is the uniform one
     game = dataclasses.replace(
       game, evaluator=registry.make_evaluator(evaluator, game.env, num_rollouts=rollouts)

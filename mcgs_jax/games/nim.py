@@ -72,6 +72,11 @@ def transposition_words(state: NimState) -> chex.Array:
   )
 
 
+MAX_HEAPS = 16
+MAX_HEAP = 64
+MAX_STONES = 256
+
+
 def parse_heaps(text: str) -> tuple[int, ...]:
   """Heap sizes from a comma-separated string: `"3,4,5" -> (3, 4, 5)`."""
   heaps = []
@@ -82,6 +87,13 @@ def parse_heaps(text: str) -> tuple[int, ...]:
       raise ValueError(f"heaps must be integers, got {part.strip()!r} in {text!r}") from None
   if not heaps or min(heaps) < 0 or max(heaps) < 1:
     raise ValueError(f"heaps must be non-negative with at least one stone, got {text!r}")
+  if len(heaps) > MAX_HEAPS or max(heaps) > MAX_HEAP or sum(heaps) > MAX_STONES:
+    # Every (heap, stones) pair is an action, and the exact solver recurses once
+    # per move (at most once per stone): bound both.
+    raise ValueError(
+      f"at most {MAX_HEAPS} heaps of at most {MAX_HEAP} stones and {MAX_STONES} in all, "
+      f"got {text!r}"
+    )
   return tuple(heaps)
 
 
