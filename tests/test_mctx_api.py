@@ -119,6 +119,7 @@ def test_traced_muzero_hyperparameters_equal_concrete_ones():
   np.testing.assert_array_equal(traced.search_graph.edge_visits, concrete.search_graph.edge_visits)
 
 
+@pytest.mark.slow  # the muzero case runs in the suite
 def test_traced_gumbel_uct_stochastic_and_qtransform_arguments():
   root, recurrent_fn = _commuting()
 

@@ -13,10 +13,9 @@ class OneLineErrorParser(argparse.ArgumentParser):
 def int_at_least(minimum: int, maximum: int | None = None):
   """An argparse `type` accepting integers in `[minimum, maximum]` (no upper bound
   when `maximum` is None), with a one-line error naming the range."""
+  expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
   if maximum is not None:
-    expected = f"an integer from {minimum} to {maximum}"
-  else:
-    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    expected = f"{expected} and <= {maximum}"
 
   def parse(text: str) -> int:
     try:
