@@ -6,10 +6,12 @@ simulations per move; only the search differs):
 
   * `mctx`: `--engine mctx`, DeepMind's `mctx.muzero_policy`: a tree searched from
     scratch at every move (what an mctx user trains with);
-  * `tree+reuse`: this library, a tree kept between moves (`--tree`);
-  * `graph+reuse`: this library's default, a graph kept between moves;
-  * `graph+reuse+new` (not run by default): the same with `--policy-target new`,
-    the policy target counting only each search's own visits.
+  * `tree+reuse`: this library, a tree kept between moves (`--tree`), the policy
+    target counting every root visit, the carried ones included
+    (`--policy-target all`);
+  * `graph+reuse`: a graph kept between moves, `--policy-target all`;
+  * `graph+reuse+new`: `mcgs-jax train`'s defaults, a graph kept between moves and
+    the policy target of each search's own visits (`--policy-target new`).
 
 Each variant runs in its own process, one after the other, with the wall-time budget
 `--budget` seconds (`Config.max_seconds`: compilation included; no iteration starts
@@ -52,11 +54,11 @@ import endgame_accuracy  # noqa: E402  (a sibling benchmark script)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
   "mctx": ["--engine", "mctx"],
-  "tree+reuse": ["--tree"],
-  "graph+reuse": [],
-  "graph+reuse+new": ["--policy-target", "new"],
+  "tree+reuse": ["--tree", "--policy-target", "all"],
+  "graph+reuse": ["--policy-target", "all"],
+  "graph+reuse+new": ["--policy-target", "new"],  # the defaults of mcgs-jax train
 }
-DEFAULT_VARIANTS = ("mctx", "tree+reuse", "graph+reuse")
+DEFAULT_VARIANTS = tuple(VARIANTS)
 COMMON = [
   "--game",
   "connect_four",
