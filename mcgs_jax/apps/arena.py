@@ -331,37 +331,11 @@ def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
 def _mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:
   """`policy(params, key, root, invalid) -> (action, nodes)` with mctx's own search,
   set to play (no root noise, most visited move for muzero)."""
-  try:
-    import mctx  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    raise ValueError("engine 'mctx' needs the mctx package: pip install mcgs-jax[bench]") from None
-
-  def recurrent_fn(params, key, action, embedding):
-    output, embedding = game.recurrent_fn(params, key, action, embedding)
-    return (
-      mctx.RecurrentFnOutput(
-        reward=output.reward,
-        discount=output.discount,
-        prior_logits=output.prior_logits,
-        value=output.value,
-      ),
-      embedding,
-    )
-
-  if agent.policy == "muzero":
-    mctx_policy = functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0, temperature=0.0)
-  else:
-    mctx_policy = mctx.gumbel_muzero_policy
+  playing = dict(dirichlet_fraction=0.0, temperature=0.0) if agent.policy == "muzero" else {}
+  search = registry.mctx_policy(agent.policy, game.recurrent_fn, **playing)
 
   def policy(params, key, root, invalid):
-    out = mctx_policy(
-      params,
-      key,
-      mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value, embedding=root.embedding),
-      recurrent_fn,
-      agent.num_simulations,
-      invalid_actions=invalid,
-    )
+    out = search(params, key, root, agent.num_simulations, invalid)
     # mctx's tree: one node per simulation plus the root, visited or not.
     return out.action, jnp.sum(out.search_tree.node_visits > 0, axis=-1).astype(jnp.int32)
 

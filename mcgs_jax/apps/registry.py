@@ -42,6 +42,7 @@ __all__ = [
   "POLICY_NAMES",
   "WEIGHTLESS_EVALUATORS",
   "make_evaluator",
+  "mctx_policy",
   "playing_policy",
   "random_legal_actions",
 ]
@@ -70,6 +71,40 @@ def playing_policy(name: str, **options) -> Callable:
   return functools.partial(
     POLICIES[check_policy(name)], **{**PLAYING_OPTIONS.get(name, {}), **options}
   )
+
+
+def mctx_policy(name: str, recurrent_fn: Callable, **options) -> Callable:
+  """`policy(params, key, root, num_simulations, invalid_actions) -> mctx's
+  PolicyOutput`: DeepMind's `mctx.muzero_policy` (`"muzero"`) or
+  `mctx.gumbel_muzero_policy` (`"gumbel"`) with `options` bound, searching with this
+  package's `recurrent_fn` and `RootFnOutput` (converted to mctx's types). ValueError
+  when the mctx package is missing."""
+  try:
+    import mctx  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    raise ValueError("engine 'mctx' needs the mctx package: pip install mcgs-jax[bench]") from None
+  policy = {"muzero": mctx.muzero_policy, "gumbel": mctx.gumbel_muzero_policy}[name]
+
+  def mctx_recurrent_fn(params, key, action, embedding):
+    output, embedding = recurrent_fn(params, key, action, embedding)
+    fields = ("reward", "discount", "prior_logits", "value")
+    return mctx.RecurrentFnOutput(**{field: getattr(output, field) for field in fields}), embedding
+
+  def search(params, key, root, num_simulations, invalid_actions):
+    mctx_root = mctx.RootFnOutput(
+      prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
+    )
+    return policy(
+      params,
+      key,
+      mctx_root,
+      mctx_recurrent_fn,
+      num_simulations,
+      invalid_actions=invalid_actions,
+      **options,
+    )
+
+  return search
 
 
 def make_evaluator(name: str, env, *, num_rollouts: int = 1, apply_fn=None):

@@ -57,7 +57,7 @@ import numpy as np
 import optax
 
 import mcgs_jax as mg
-from mcgs_jax.apps.registry import POLICIES, make_evaluator
+from mcgs_jax.apps.registry import POLICIES, make_evaluator, mctx_policy
 from mcgs_jax.games import evaluators, networks
 from mcgs_jax.games.adapter import Game, make_game
 
@@ -270,34 +270,10 @@ def _search_policy(game: Game, config: Config):
   # muzero explores by sampling its move at `temperature`; gumbel by its own noise.
   extra = dict(temperature=config.temperature) if config.policy == "muzero" else {}
   if config.engine == "mctx":
-    import mctx  # pylint: disable=import-outside-toplevel
-
-    mctx_policy = {"muzero": mctx.muzero_policy, "gumbel": mctx.gumbel_muzero_policy}[config.policy]
-
-    def recurrent_fn(params, key, action, embedding):
-      output, embedding = game.recurrent_fn(params, key, action, embedding)
-      return mctx.RecurrentFnOutput(
-        reward=output.reward,
-        discount=output.discount,
-        prior_logits=output.prior_logits,
-        value=output.value,
-      ), embedding
-
-    def mctx_search(params, key, root, invalid, graph):
-      del graph
-      return mctx_policy(
-        params,
-        key,
-        mctx.RootFnOutput(
-          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
-        ),
-        recurrent_fn,
-        config.num_simulations,
-        invalid_actions=invalid,
-        **extra,
-      )
-
-    return mctx_search
+    mctx_search = mctx_policy(config.policy, game.recurrent_fn, **extra)
+    return lambda params, key, root, invalid, graph: mctx_search(
+      params, key, root, config.num_simulations, invalid
+    )
   search_policy = POLICIES[config.policy]
 
   def search(params, key, root, invalid, graph):
