@@ -331,7 +331,7 @@ def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
 def _mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:
   """`policy(params, key, root, invalid) -> (action, nodes)` with mctx's own search,
   set to play (no root noise, most visited move for muzero)."""
-  playing = dict(dirichlet_fraction=0.0, temperature=0.0) if agent.policy == "muzero" else {}
+  playing = registry.PLAYING_OPTIONS.get(agent.policy, {})
   search = registry.mctx_policy(agent.policy, game.recurrent_fn, **playing)
 
   def policy(params, key, root, invalid):
