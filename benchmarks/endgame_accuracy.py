@@ -15,18 +15,17 @@ Usage:
 
 import argparse
 import datetime
-import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 C = 1.41
 
 
@@ -177,11 +176,7 @@ def main(argv=None):
       f"| {s} | {mode} | {100 * accuracy:.1f}% ({count}/{num_positions}) | "
       f"{nodes:.0f} | {hits:.0f} | {seconds:.1f} s |"
     )
-  section = "\n".join(lines) + "\n"
-  print(section)
-  if args.write:
-    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:
-      f.write("\n" + section)
+  results_section.emit(lines, write=args.write)
 
 
 if __name__ == "__main__":

@@ -25,20 +25,18 @@ Usage:
 
 import argparse
 import datetime
-import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 from mcgs_jax.testing import check_graph
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MAX_SIMULATIONS = 400
 C = 1.41
@@ -294,8 +292,7 @@ def main(argv=None):
   )
   print(section)
   if args.write:
-    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:
-      f.write("\n" + section)
+    results_section.append(section)
 
 
 if __name__ == "__main__":

@@ -13,18 +13,17 @@ Usage: python benchmarks/solver_nim.py [--simulations 200,400,800,1600,3200] [--
 
 import argparse
 import datetime
-import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAPS = (3, 4, 5)
 WINNING_ACTION = 1  # take 2 from heap 0
 SEEDS = 12
@@ -109,8 +108,7 @@ def main(argv=None):
   )
   print(section)
   if args.write:
-    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:
-      f.write("\n" + section)
+    results_section.append(section)
 
 
 if __name__ == "__main__":

@@ -36,10 +36,10 @@ import platform
 import time
 
 import jax
+import results_section  # sibling module: scripts run from benchmarks/
 
 from mcgs_jax.apps import arena, arena_command, train
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLES = ("equal-sims", "equal-time", "per-compute")
 MCTX_STRONG = 256
 
@@ -167,11 +167,7 @@ def main(argv=None):
       lines.append(row(match(agents(apply_fn, simulations)["default"], strong)))
       print(lines[-1], flush=True)
   lines += ["", f"Total {time.perf_counter() - started:.0f} s."]
-  section = "\n".join(lines) + "\n"
-  print(section)
-  if args.write:
-    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a", encoding="utf-8") as handle:
-      handle.write("\n" + section)
+  results_section.emit(lines, write=args.write)
 
 
 if __name__ == "__main__":

@@ -49,9 +49,9 @@ import mcgs_jax as mg
 from mcgs_jax.apps import arena, train
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import endgame_accuracy  # noqa: E402  (a sibling benchmark script)
+import endgame_accuracy  # noqa: E402  (sibling benchmark scripts)
+import results_section  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
   "mctx": ["--engine", "mctx"],
   "tree+reuse": ["--tree", "--policy-target", "all"],
@@ -259,11 +259,7 @@ def main(argv=None):
   for name in names:
     greedy, searched = shares[name]
     lines.append(f"| {name} | {100 * greedy:.1f}% | {100 * searched:.1f}% |")
-  section = "\n".join(lines) + "\n"
-  print(section)
-  if args.write:
-    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a", encoding="utf-8") as handle:
-      handle.write("\n" + section)
+  results_section.emit(lines, write=args.write)
 
 
 if __name__ == "__main__":

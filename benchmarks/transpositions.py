@@ -56,14 +56,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
 from mcgs_jax.games.nim import Nim
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The searches compared: name -> graph keywords of the policy (`mcgs_jax.GraphOptions`).
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -699,8 +698,7 @@ def main(argv=None):
         indent=1,
       )
   if args.write:
-    with open(os.path.join(REPO, "benchmarks", "RESULTS.md"), "a") as f:
-      f.write("\n" + section)
+    results_section.append(section)
 
 
 if __name__ == "__main__":
