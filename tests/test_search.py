@@ -55,11 +55,6 @@ def test_graph_mode_merges_transpositions():
     assert len(states) == used
 
 
-def test_stop_rule_never_keeps_invariants():
-  out = run(jax.random.PRNGKey(2), options=(("stop_rule", "never"),))
-  check_graph(out.search_graph, SIMS, tree_mode=False)
-
-
 def test_full_probe_window_is_counted_and_sound():
   out = run(jax.random.PRNGKey(3), num_simulations=60, options=(("probe_window", 1),))
   graph = out.search_graph
