@@ -22,6 +22,7 @@ expectation over its outcomes, as in mctx; the chance rule
 
 import dataclasses
 
+import chex
 import jax
 import jax.numpy as jnp
 from typing_extensions import Unpack
@@ -41,15 +42,15 @@ CALLER = "stochastic_muzero_policy"
 
 
 def stochastic_muzero_policy(
-  params,
-  rng_key,
+  params: types.Params,
+  rng_key: chex.PRNGKey,
   root: types.RootFnOutput,
   decision_recurrent_fn: DecisionRecurrentFn,
   chance_recurrent_fn: ChanceRecurrentFn,
   num_simulations: int,
-  invalid_actions=None,
+  invalid_actions: chex.Array | None = None,
   max_depth: int | None = None,
-  loop_fn=jax.lax.fori_loop,
+  loop_fn: types.LoopFn = jax.lax.fori_loop,
   *,
   qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
   dirichlet_fraction: float = 0.25,
@@ -106,9 +107,10 @@ def stochastic_muzero_policy(
       overwrites (see `mcgs_jax.muzero_policy`). Not with `graph`.
     options: the graph options as one `mcgs_jax.GraphOptions` (see
       `mcgs_jax.muzero_policy`). Not with `**graph_options`.
-    **graph_options: the fields of `mcgs_jax.GraphOptions` as flat keywords; `hash_fn` keys the
-      states of decision nodes. `solver=True` is refused (the MCTS-solver proves a
-      node from its best proven edge, which a chance node's expectation is not).
+    **graph_options: the fields of `mcgs_jax.GraphOptions` as flat keywords;
+      `hash_fn` keys the states of decision nodes. `solver=True` is refused (the
+      MCTS-solver proves a node from its best proven edge, which a chance node's
+      expectation is not).
       With `num_parallel`, the virtual loss counts each playout in flight as a
       value of -1, meant for values in [-1, 1].
 
@@ -117,17 +119,7 @@ def stochastic_muzero_policy(
     `search_graph` is a `StochasticGraph` (`W = max(A, C)` columns; `summary()`
     over the `A` root actions, as mctx).
   """
-  for name, fn in (
-    ("decision_recurrent_fn", decision_recurrent_fn),
-    ("chance_recurrent_fn", chance_recurrent_fn),
-  ):
-    if not callable(fn):
-      raise TypeError(f"{CALLER}: {name} must be callable, got {fn!r}")
-  if afterstate_hash_fn is not None and not callable(afterstate_hash_fn):
-    raise TypeError(
-      f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
-      f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}"
-    )
+  _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn)
 
   def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
     if call.options.solver:
@@ -137,49 +129,32 @@ def stochastic_muzero_policy(
         "MCTS-solver's proof rules do not compute); use solver=False"
       )
     policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
-    num_actions = call.root.prior_logits.shape[1]
     rng_key, dirichlet_key, search_key = jax.random.split(call.rng_key, 3)
     num_chance_outcomes, afterstate_template = _probe_functions(
       call.params, rng_key, call.root, decision_recurrent_fn, chance_recurrent_fn
     )
-    width = max(num_actions, num_chance_outcomes)
     noisy_logits = policies.dirichlet_prior(
       dirichlet_key, call.root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
-    )
-    decision_rule = selection.make_muzero_selection(
-      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
-    )[1]
-    root_fn, interior_fn = chance.make_selection(
-      decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes
-    )
-    recurrent_fn = chance.make_recurrent_fn(
-      decision_recurrent_fn,
-      chance_recurrent_fn,
-      num_actions=num_actions,
-      num_chance_outcomes=num_chance_outcomes,
-      afterstate_template=afterstate_template,
     )
     options = _chance_options(
       call.options, call.root.embedding, afterstate_template, afterstate_hash_fn
     )
+    chance_call = _on_chance_graph(
+      dataclasses.replace(
+        call, rng_key=search_key, root=call.root.replace(prior_logits=noisy_logits), options=options
+      ),
+      decision_rule=selection.make_muzero_selection(
+        pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
+      )[1],
+      decision_recurrent_fn=decision_recurrent_fn,
+      chance_recurrent_fn=chance_recurrent_fn,
+      num_chance_outcomes=num_chance_outcomes,
+      afterstate_template=afterstate_template,
+    )
     read_out = lambda graph: policies.sample_from_visits(
       rng_key, _as_stochastic(graph), options=options, temperature=temperature
     )
-    return dataclasses.replace(
-      call,
-      rng_key=search_key,
-      root=_chance_root(call.root.replace(prior_logits=noisy_logits), afterstate_template, width),
-      recurrent_fn=recurrent_fn,
-      invalid_actions=jnp.pad(
-        call.invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
-      ),
-      options=options,
-      root_action_selection_fn=root_fn,
-      interior_action_selection_fn=interior_fn,
-      extra_data=ChanceData(root_invalid_actions=call.invalid_actions),
-      graph=None if call.graph is None else _continuable(call.graph, width),
-      recycle=None if call.recycle is None else _plain(call.recycle),
-    ), read_out
+    return chance_call, read_out
 
   return runner.run_policy(
     CALLER,
@@ -196,6 +171,61 @@ def stochastic_muzero_policy(
     recycle=recycle,
     options=options,
     graph_options=graph_options,
+  )
+
+
+def _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn) -> None:
+  """TypeError naming the function of the stochastic policy that is not callable."""
+  for name, fn in (
+    ("decision_recurrent_fn", decision_recurrent_fn),
+    ("chance_recurrent_fn", chance_recurrent_fn),
+  ):
+    if not callable(fn):
+      raise TypeError(f"{CALLER}: {name} must be callable, got {fn!r}")
+  if afterstate_hash_fn is not None and not callable(afterstate_hash_fn):
+    raise TypeError(
+      f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
+      f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}"
+    )
+
+
+def _on_chance_graph(
+  call: runner.SearchCall,
+  *,
+  decision_rule: types.InteriorActionSelectionFn,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
+  num_chance_outcomes: int,
+  afterstate_template,
+) -> runner.SearchCall:
+  """`call` as a search of decision and chance nodes, `W = max(A, C)` columns wide:
+  the root as a decision node and its invalid actions padded to `W`, one recurrent
+  function for both node types, `decision_rule` (e.g. PUCT) on the action columns
+  of decision nodes and the chance rule on the outcome columns of chance nodes,
+  `ChanceData`, and `graph` and `recycle` as plain graphs."""
+  num_actions = call.invalid_actions.shape[1]
+  width = max(num_actions, num_chance_outcomes)
+  root_fn, interior_fn = chance.make_selection(
+    decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes
+  )
+  return dataclasses.replace(
+    call,
+    root=_chance_root(call.root, afterstate_template, width),
+    recurrent_fn=chance.make_recurrent_fn(
+      decision_recurrent_fn,
+      chance_recurrent_fn,
+      num_actions=num_actions,
+      num_chance_outcomes=num_chance_outcomes,
+      afterstate_template=afterstate_template,
+    ),
+    invalid_actions=jnp.pad(
+      call.invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
+    ),
+    root_action_selection_fn=root_fn,
+    interior_action_selection_fn=interior_fn,
+    extra_data=ChanceData(root_invalid_actions=call.invalid_actions),
+    graph=None if call.graph is None else _continuable(call.graph, width),
+    recycle=None if call.recycle is None else _plain(call.recycle),
   )
 
 
