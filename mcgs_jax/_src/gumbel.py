@@ -31,18 +31,19 @@ kept in `GumbelMuZeroExtraData.root_visits_before`), while the completed Q-value
 still use everything the graph knows.
 """
 
+import dataclasses
 import functools
 import math
-from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
+from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, runner, types
-from mcgs_jax._src import options as options_lib
 from mcgs_jax._src import search as search_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.options import GraphKeywords, GraphOptions
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax._src.selection import excluded_actions, masked_argmax
 
@@ -198,9 +199,11 @@ def gumbel_muzero_interior_action_selection(
   some valid action always scores above 0.
 
   Args:
-    rng_key, depth: unused.
+    rng_key: unused.
     graph: one game's graph.
     node_index: scalar node.
+    depth: scalar, the node's depth; read only with `solver`, whose exclusions
+      also skip the root's invalid actions at depth 0 and non-finite edges.
     qtransform: `(graph, node) -> [A]` completed Q-values.
     solver: skip the edges the solver excludes (proven losses, beaten proofs).
 
@@ -237,7 +240,8 @@ def gumbel_muzero_policy(
   gumbel_scale: float = 1.0,
   graph: Graph | None = None,
   recycle: Graph | None = None,
-  **graph_options: Any,
+  options: GraphOptions | None = None,
+  **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
@@ -274,7 +278,9 @@ def gumbel_muzero_policy(
       the graph held (a game restarted from an empty graph counts from zero).
     recycle: a finished graph of the same shapes whose arrays this search
       overwrites (see `muzero_policy`). Not with `graph`.
-    **graph_options: the keywords of `mcgs_jax.GraphOptions`, as for
+    options: the graph options as one `mcgs_jax.GraphOptions` (see
+      `muzero_policy`). Not with `**graph_options`.
+    **graph_options: the fields of `mcgs_jax.GraphOptions` as flat keywords, as for
       `muzero_policy`. With `solver`, both rules skip dominated proven edges and
       where the root is decided `action` is the best proven action; with
       `num_parallel`, Sequential Halving counts the in-flight visits too.
@@ -284,71 +290,98 @@ def gumbel_muzero_policy(
     `action_weights = softmax(prior_logits + completed Q at the root)` over valid
     actions, the policy-improvement target of the paper.
   """
-  options = options_lib.from_keywords("gumbel_muzero_policy", graph_options)
-  root, invalid_actions = runner.checked_root(
-    root,
-    invalid_actions,
-    num_simulations,
-    recurrent_fn=recurrent_fn,
-    graph=graph,
-    recycle=recycle,
-  )
-  # The weights below read the root logits: a NaN there must not reach them (the
-  # search replaces and counts it the same way, in `non_finite_roots`).
-  finite, _ = search_lib.finite_root(root, invalid_actions)
-  batch_size, num_actions = invalid_actions.shape
-  max_num_considered_actions = checks.check_int(
-    "max_num_considered_actions", max_num_considered_actions, minimum=1
-  )
-  _check_gumbel_scale(gumbel_scale)
 
-  logits = mask_invalid_actions(finite.prior_logits, invalid_actions)
-  rng_key, gumbel_key = jax.random.split(rng_key)
-  gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
+  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
+    checked_max = checks.check_int(
+      "max_num_considered_actions", max_num_considered_actions, minimum=1
+    )
+    _check_gumbel_scale(gumbel_scale)
+    # The scores read the root logits: a NaN there must not reach them (the search
+    # replaces and counts it the same way, in `non_finite_roots`).
+    finite, _ = search_lib.finite_root(call.root, call.invalid_actions)
+    logits = mask_invalid_actions(finite.prior_logits, call.invalid_actions)
+    search_key, gumbel_key = jax.random.split(call.rng_key)
+    extra_data = GumbelMuZeroExtraData(
+      root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
+      root_visits_before=_root_visits_before(call.graph, call.invalid_actions.shape),
+    )
+    read_out = functools.partial(
+      _sequential_halving_winner,
+      extra_data=extra_data,
+      logits=logits,
+      invalid_actions=call.invalid_actions,
+      qtransform=qtransform,
+    )
+    return dataclasses.replace(
+      call,
+      rng_key=search_key,
+      root_action_selection_fn=functools.partial(
+        gumbel_muzero_root_action_selection,
+        num_simulations=num_simulations,
+        max_num_considered_actions=checked_max,
+        qtransform=qtransform,
+        solver=call.options.solver,
+      ),
+      interior_action_selection_fn=functools.partial(
+        gumbel_muzero_interior_action_selection,
+        qtransform=qtransform,
+        solver=call.options.solver,
+      ),
+      extra_data=extra_data,
+    ), read_out
 
-  if graph is None:
-    visits_before = jnp.zeros((batch_size, num_actions), jnp.int32)
-  else:
-    # A game whose graph is empty restarts from `root` (see `search`): no visits yet.
-    visits_before = jnp.where((graph.num_nodes == 0)[:, None], 0, graph.edge_visits[:, ROOT_INDEX])
-  extra_data = GumbelMuZeroExtraData(
-    root_gumbel=gumbel, root_visits_before=visits_before.astype(jnp.int32)
-  )
-  graph = runner.run_search(
+  return runner.run_policy(
+    "gumbel_muzero_policy",
+    setup,
     params,
     rng_key,
     root,
     recurrent_fn,
-    num_simulations=num_simulations,
-    invalid_actions=invalid_actions,
-    max_depth=max_depth,
-    loop_fn=loop_fn,
-    options=options,
-    root_action_selection_fn=functools.partial(
-      gumbel_muzero_root_action_selection,
-      num_simulations=num_simulations,
-      max_num_considered_actions=max_num_considered_actions,
-      qtransform=qtransform,
-      solver=options.solver,
-    ),
-    interior_action_selection_fn=functools.partial(
-      gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=options.solver
-    ),
-    extra_data=extra_data,
+    num_simulations,
+    invalid_actions,
+    max_depth,
+    loop_fn,
     graph=graph,
     recycle=recycle,
+    options=options,
+    graph_options=graph_options,
   )
 
-  # The winner of Sequential Halving: the best-scoring of the most visited actions.
-  # (Rows with fewer valid actions may end on a different visit count.)
-  visits = graph.edge_visits[:, ROOT_INDEX] - visits_before
+
+def _root_visits_before(graph: Graph | None, shape: tuple[int, int]) -> chex.Array:
+  """`[B, A]` int32, the root's edge visits of the graph a search continues (zeros
+  without one, and for a game whose graph is empty: it restarts from the root)."""
+  if graph is None:
+    return jnp.zeros(shape, jnp.int32)
+  visits = jnp.where((graph.num_nodes == 0)[:, None], 0, graph.edge_visits[:, ROOT_INDEX])
+  return visits.astype(jnp.int32)
+
+
+def _sequential_halving_winner(
+  graph: Graph,
+  *,
+  extra_data: GumbelMuZeroExtraData,
+  logits: chex.Array,
+  invalid_actions: chex.Array,
+  qtransform: types.QTransform,
+) -> types.PolicyOutput:
+  """The winner of Sequential Halving, the best-scoring of the actions this search
+  visited most (rows with fewer valid actions may end on a different visit count),
+  and `softmax(logits + completed Q)` over the valid actions as the weights (zeros
+  where no action is valid). `logits`: `[B, A]`, the masked finite root logits."""
+  visits = graph.edge_visits[:, ROOT_INDEX] - extra_data.root_visits_before
   completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
   score = score_considered(
-    jnp.max(visits, axis=-1, keepdims=True), gumbel, logits, completed_qvalues, visits
+    jnp.max(visits, axis=-1, keepdims=True),
+    extra_data.root_gumbel,
+    logits,
+    completed_qvalues,
+    visits,
   )
-  action = runner.final_action(graph, masked_argmax(score, invalid_actions), options)
-
   action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues, invalid_actions))
   no_valid_action = jnp.all(invalid_actions, axis=-1, keepdims=True)
-  action_weights = jnp.where(no_valid_action, 0.0, action_weights)
-  return types.PolicyOutput(action=action, action_weights=action_weights, search_graph=graph)
+  return types.PolicyOutput(
+    action=masked_argmax(score, invalid_actions),
+    action_weights=jnp.where(no_valid_action, 0.0, action_weights),
+    search_graph=graph,
+  )

@@ -1,14 +1,16 @@
 """How a search treats the graph: one frozen object built once per policy call.
 
-Every policy takes these as flat keywords (as mctx takes its hyperparameters) and
-builds one `GraphOptions`; `search`, `select`, `expand`, `link` and `backup` read
-it. Checks run when it is built, at trace time, and name the keyword at fault.
+Every policy takes these as flat keywords (as mctx takes its hyperparameters, typed
+by `GraphKeywords`) or as one `options=GraphOptions(...)`, and builds one
+`GraphOptions`; `search`, `select`, `expand`, `link` and `backup` read it. Checks
+run when it is built, at trace time, and name the keyword at fault.
 """
 
 import dataclasses
 import difflib
 import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import jax
 
@@ -48,7 +50,7 @@ class GraphOptions:
   capacity: nodes per game, root included (None: `num_simulations + 1`, or the
     capacity of a continued graph); >= 2.
   probe_window: hash slots read per lookup, >= 1.
-  solver: prove exact values (`mcgs_jax.proofs`): playouts stop at proven nodes
+  solver: prove exact values (the MCTS-solver): playouts stop at proven nodes
     and selection skips dominated proven edges.
   value_bounds: `(lowest, highest)` value the game allows for the player to move,
     e.g. `(-1, 1)` for a two-player zero-sum game with outcomes in [-1, 1]. With
@@ -125,10 +127,46 @@ def keyable(options: GraphOptions, embedding: Any) -> GraphOptions:
   return options
 
 
+class GraphKeywords(TypedDict, total=False):
+  """The flat graph keywords of every policy, one per field of `GraphOptions` (see
+  there), so that `**graph_options: Unpack[GraphKeywords]` gives type checkers and
+  IDEs the names and types."""
+
+  hash_fn: types.HashFn | None
+  transpositions: bool
+  stop_rule: str
+  stop_leak: float
+  stop_epsilon: float
+  capacity: int | None
+  probe_window: int
+  solver: bool
+  value_bounds: tuple[float, float] | None
+  num_parallel: int
+  fold_evaluations: bool
+
+
 GRAPH_KEYWORDS = tuple(field.name for field in dataclasses.fields(GraphOptions))
 
 
-def from_keywords(caller: str, keywords: dict[str, Any]) -> GraphOptions:
+def resolve(caller: str, options: GraphOptions | None, keywords: Mapping[str, Any]) -> GraphOptions:
+  """The `GraphOptions` of a policy call: `options` as given, or built from the flat
+  graph keywords (`from_keywords`). Giving both is a TypeError that names the flat
+  keywords: neither silently overrides the other."""
+  if options is None:
+    return from_keywords(caller, keywords)
+  if not isinstance(options, GraphOptions):
+    raise TypeError(
+      f"{caller}: options must be a mcgs_jax.GraphOptions or None, got {type(options).__name__}"
+    )
+  if keywords:
+    raise TypeError(
+      f"{caller}: give options=GraphOptions(...) or the graph keywords, not both; got "
+      f"options and {', '.join(sorted(keywords))}"
+    )
+  return options
+
+
+def from_keywords(caller: str, keywords: Mapping[str, Any]) -> GraphOptions:
   """The `GraphOptions` of a policy's flat graph keywords.
 
   An unknown keyword is a TypeError that names it and lists the graph keywords (with

@@ -1,15 +1,16 @@
 """Policies: a search plus the choice of the action to play, as in mctx."""
 
+import dataclasses
 import functools
-from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
+from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, runner, selection, types
-from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.options import GraphKeywords, GraphOptions
 
 
 def muzero_policy(
@@ -30,7 +31,8 @@ def muzero_policy(
   temperature: float = 1.0,
   graph: Graph | None = None,
   recycle: Graph | None = None,
-  **graph_options: Any,
+  options: GraphOptions | None = None,
+  **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
   """AlphaZero / MuZero search on a graph: `mctx.muzero_policy` plus graph keywords.
 
@@ -63,65 +65,55 @@ def muzero_policy(
       overwrites instead of allocating new ones (see `mcgs_jax.search`): the same
       result, a set-up that costs what the old graph used, not its capacity.
       Donate it. Not with `graph`.
-    **graph_options: the keywords of `mcgs_jax.GraphOptions`: `hash_fn` (the
-      transposition key; use a game's key from `mcgs_jax.games` for pgx),
-      `transpositions`, `stop_rule`, `stop_leak`, `stop_epsilon`, `capacity`,
-      `probe_window`, `solver`, `value_bounds`, `num_parallel`,
+    options: the graph options as one `mcgs_jax.GraphOptions`, or None to build
+      them from `**graph_options`. Not with `**graph_options` (a TypeError: neither
+      overrides the other).
+    **graph_options: the fields of `mcgs_jax.GraphOptions` as flat keywords:
+      `hash_fn` (the transposition key; use a game's key from `mcgs_jax.games` for
+      pgx), `transpositions`, `stop_rule`, `stop_leak`, `stop_epsilon`,
+      `capacity`, `probe_window`, `solver`, `value_bounds`, `num_parallel`,
       `fold_evaluations`. With `solver`, when the root is decided `action` is the
       best proven action.
 
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
   """
-  options = options_lib.from_keywords("muzero_policy", graph_options)
-  root, invalid_actions = runner.checked_root(
-    root,
-    invalid_actions,
-    num_simulations,
-    recurrent_fn=recurrent_fn,
-    graph=graph,
-    recycle=recycle,
-  )
-  check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
-  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-  prior_probs = jax.nn.softmax(root.prior_logits, axis=-1)
-  root = root.replace(
-    prior_logits=probs_to_logits(
-      add_dirichlet_noise(
-        dirichlet_key,
-        prior_probs,
-        dirichlet_fraction=dirichlet_fraction,
-        dirichlet_alpha=dirichlet_alpha,
-      )
+
+  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
+    check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
+    rng_key, dirichlet_key, search_key = jax.random.split(call.rng_key, 3)
+    root_fn, interior_fn = selection.make_muzero_selection(
+      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=call.options.solver
     )
-  )
-  root_fn, interior_fn = selection.make_muzero_selection(
-    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=options.solver
-  )
-  graph = runner.run_search(
+    noisy_logits = dirichlet_prior(
+      dirichlet_key, call.root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
+    )
+    read_out = functools.partial(
+      sample_from_visits, rng_key, options=call.options, temperature=temperature
+    )
+    return dataclasses.replace(
+      call,
+      rng_key=search_key,
+      root=call.root.replace(prior_logits=noisy_logits),
+      root_action_selection_fn=root_fn,
+      interior_action_selection_fn=interior_fn,
+    ), read_out
+
+  return runner.run_policy(
+    "muzero_policy",
+    setup,
     params,
-    search_key,
+    rng_key,
     root,
     recurrent_fn,
-    num_simulations=num_simulations,
-    invalid_actions=invalid_actions,
-    max_depth=max_depth,
-    loop_fn=loop_fn,
-    options=options,
-    root_action_selection_fn=root_fn,
-    interior_action_selection_fn=interior_fn,
+    num_simulations,
+    invalid_actions,
+    max_depth,
+    loop_fn,
     graph=graph,
     recycle=recycle,
-  )
-  action_weights = graph.summary().visit_probs
-  choice_weights = runner.playable_weights(graph, action_weights, options)
-  action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
-  action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  action = runner.fallback_action(graph, action, choice_weights)
-  return types.PolicyOutput(
-    action=runner.final_action(graph, action, options),
-    action_weights=action_weights,
-    search_graph=graph,
+    options=options,
+    graph_options=graph_options,
   )
 
 
@@ -138,49 +130,42 @@ def uct_policy(
   c: float = 1.41,
   graph: Graph | None = None,
   recycle: Graph | None = None,
-  **graph_options: Any,
+  options: GraphOptions | None = None,
+  **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
   """UCT (UCB1 on edge visits), usually with a rollout evaluator, as in the classic
   UCT with random playouts on Nim.
 
   Selection ignores the prior except to recognise illegal actions (prior 0). The
   action is the most visited root action; `action_weights` is the root visit
-  distribution. Arguments as `muzero_policy` (including `graph=`, `recycle=` and the graph
-  keywords); `c` is the exploration constant, >= 0.
+  distribution. Arguments as `muzero_policy` (including `graph=`, `recycle=`, `options=`
+  and the graph keywords); `c` is the exploration constant, >= 0.
   """
-  options = options_lib.from_keywords("uct_policy", graph_options)
-  root, invalid_actions = runner.checked_root(
-    root,
-    invalid_actions,
-    num_simulations,
-    recurrent_fn=recurrent_fn,
-    graph=graph,
-    recycle=recycle,
-  )
-  checks.check_real("c", c, low=0)
-  rule = functools.partial(selection.uct_action_selection, c=c, solver=options.solver)
-  graph = runner.run_search(
+
+  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
+    checks.check_real("c", c, low=0)
+    rule = functools.partial(selection.uct_action_selection, c=c, solver=call.options.solver)
+    return dataclasses.replace(
+      call,
+      root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
+      interior_action_selection_fn=rule,
+    ), functools.partial(most_visited, options=call.options)
+
+  return runner.run_policy(
+    "uct_policy",
+    setup,
     params,
     rng_key,
     root,
     recurrent_fn,
-    num_simulations=num_simulations,
-    invalid_actions=invalid_actions,
-    max_depth=max_depth,
-    loop_fn=loop_fn,
-    options=options,
-    root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
-    interior_action_selection_fn=rule,
+    num_simulations,
+    invalid_actions,
+    max_depth,
+    loop_fn,
     graph=graph,
     recycle=recycle,
-  )
-  action_weights = graph.summary().visit_probs
-  choice_weights = runner.playable_weights(graph, action_weights, options)
-  action = runner.fallback_action(graph, jnp.argmax(choice_weights, axis=-1), choice_weights)
-  return types.PolicyOutput(
-    action=runner.final_action(graph, action, options),
-    action_weights=action_weights,
-    search_graph=graph,
+    options=options,
+    graph_options=graph_options,
   )
 
 
@@ -193,18 +178,48 @@ def check_puct(*, pb_c_init, pb_c_base, temperature) -> None:
   checks.check_real("temperature", temperature, low=0)
 
 
-def add_dirichlet_noise(
-  rng_key: chex.PRNGKey, probs: chex.Array, *, dirichlet_fraction: float, dirichlet_alpha: float
+def dirichlet_prior(
+  rng_key: chex.PRNGKey, prior_logits: chex.Array, *, fraction: float, alpha: float
 ) -> chex.Array:
-  """`(1 - fraction) * probs + fraction * Dirichlet(alpha)`, per row of `[B, A]`."""
+  """The logits of `(1 - fraction) * softmax(prior_logits) + fraction *
+  Dirichlet(alpha)`, per row of `[B, A]`: AlphaZero's exploration noise at the root."""
   # Checked when known at trace time; a traced value (jit argument) is taken as given.
-  checks.check_real("dirichlet_fraction", dirichlet_fraction, low=0, high=1)
-  checks.check_real("dirichlet_alpha", dirichlet_alpha, low=0, low_open=True)
-  batch_size, num_actions = probs.shape
-  noise = jax.random.dirichlet(
-    rng_key, jnp.full((num_actions,), dirichlet_alpha), shape=(batch_size,)
+  checks.check_real("dirichlet_fraction", fraction, low=0, high=1)
+  checks.check_real("dirichlet_alpha", alpha, low=0, low_open=True)
+  batch_size, num_actions = prior_logits.shape
+  noise = jax.random.dirichlet(rng_key, jnp.full((num_actions,), alpha), shape=(batch_size,))
+  probs = jax.nn.softmax(prior_logits, axis=-1)
+  return probs_to_logits((1 - fraction) * probs + fraction * noise)
+
+
+def sample_from_visits(
+  rng_key: chex.PRNGKey, graph: Graph, *, options: GraphOptions, temperature: float
+) -> types.PolicyOutput:
+  """The action sampled from the root visit distribution raised to `1 / temperature`
+  (0: the most visited), among the edges the solver does not rule out; the weights
+  are the root visit distribution."""
+  action_weights = graph.summary().visit_probs
+  choice_weights = runner.playable_weights(graph, action_weights, options)
+  action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
+  action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
+  return types.PolicyOutput(
+    action=runner.fallback_action(graph, action, choice_weights),
+    action_weights=action_weights,
+    search_graph=graph,
   )
-  return (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
+
+
+def most_visited(graph: Graph, *, options: GraphOptions) -> types.PolicyOutput:
+  """The most visited root action among the edges the solver does not rule out; the
+  weights are the root visit distribution."""
+  action_weights = graph.summary().visit_probs
+  choice_weights = runner.playable_weights(graph, action_weights, options)
+  action = jnp.argmax(choice_weights, axis=-1)
+  return types.PolicyOutput(
+    action=runner.fallback_action(graph, action, choice_weights),
+    action_weights=action_weights,
+    search_graph=graph,
+  )
 
 
 def probs_to_logits(probs: chex.Array) -> chex.Array:

@@ -1,92 +1,149 @@
-"""The part every policy shares: checks, root masking, the search, and the solver's
-say on the action. A policy adds only its root prior, its selection rules and how
-it turns the root statistics into `action` and `action_weights`."""
+"""The skeleton every policy shares: its checks, root masking, the search, and the
+solver's say on the action. A policy supplies only what differs (`Setup`): its root
+prior, its selection rules, its extra data, and how it reads `action` and
+`action_weights` out of the final graph."""
 
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import checks, proofs, selection, types
+from mcgs_jax._src import options as options_lib
 from mcgs_jax._src import search as search_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.options import GraphOptions
 
-_NOT_GIVEN: Any = object()
 
+@dataclasses.dataclass(frozen=True)
+class SearchCall:
+  """The arguments of one `search`, as the skeleton checked them and a policy's
+  `Setup` completes them (with `dataclasses.replace`).
 
-def checked_root(
-  root: types.RootFnOutput,
-  invalid_actions: jax.Array | None,
-  num_simulations: int,
-  *,
-  recurrent_fn: Any = _NOT_GIVEN,
-  graph: Any = None,
-  recycle: Any = None,
-) -> tuple[types.RootFnOutput, jax.Array]:
-  """Checks the root, `invalid_actions`, `num_simulations`, and that `recurrent_fn`
-  is callable (when given: the stochastic policy checks its two functions itself) and
-  `graph` and `recycle` are graphs or None, at trace time.
-
-  Returns `(root, invalid_actions)`: the root with array logits, and
-  `invalid_actions` as bool `[B, A]` (all False when None).
+  params: passed to `recurrent_fn`.
+  rng_key: the search's key; a policy splits off the keys it needs first.
+  root: `RootFnOutput`, prior logits `[B, A]` before masking (the skeleton sets
+    invalid actions to the lowest finite logit), value `[B]`, embedding `[B, ...]`.
+  recurrent_fn: as in `search`; None until the setup supplies it (the stochastic
+    policy builds it from its two functions).
+  num_simulations: playouts per game (checked by `search`).
+  invalid_actions: `[B, A]` bool.
+  max_depth: most edges in a playout, or None (checked by `search`).
+  loop_fn: loop over simulations.
+  options: the graph options of this call.
+  graph: a graph to continue, or None.
+  recycle: a graph whose arrays the search overwrites, or None.
+  root_action_selection_fn, interior_action_selection_fn: the selection rules,
+    supplied by the setup.
+  extra_data: stored as `graph.extra_data`, read by the selection rules.
   """
-  if recurrent_fn is not _NOT_GIVEN:
-    checks.check_callable(
-      "recurrent_fn",
-      recurrent_fn,
-      "(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)",
-    )
-  for name, value in (("graph", graph), ("recycle", recycle)):
+
+  params: types.Params
+  rng_key: chex.PRNGKey
+  root: types.RootFnOutput
+  recurrent_fn: types.RecurrentFn | None
+  num_simulations: int
+  invalid_actions: chex.Array
+  max_depth: int | None
+  loop_fn: types.LoopFn
+  options: GraphOptions
+  graph: Graph | None
+  recycle: Graph | None
+  root_action_selection_fn: types.RootActionSelectionFn | None = None
+  interior_action_selection_fn: types.InteriorActionSelectionFn | None = None
+  extra_data: Any = None
+
+
+# The final graph -> `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
+ReadOut = Callable[[Graph], types.PolicyOutput]
+# What a policy does between the checks and the search: the completed call and how
+# to read the result out of the final graph.
+Setup = Callable[[SearchCall], tuple[SearchCall, ReadOut]]
+
+
+def run_policy(
+  caller: str,
+  setup: Setup,
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  recurrent_fn: types.RecurrentFn | None,
+  num_simulations: int,
+  invalid_actions: chex.Array | None,
+  max_depth: int | None,
+  loop_fn: types.LoopFn,
+  *,
+  graph: Graph | None,
+  recycle: Graph | None,
+  options: GraphOptions | None,
+  graph_options: Mapping[str, Any],
+) -> types.PolicyOutput:
+  """Runs the policy `caller` (its name, for error messages): checks its inputs,
+  lets `setup` complete the search, masks the root's invalid actions, searches, reads
+  the result out, and where the solver has decided the root, plays its best proven
+  action.
+
+  The arguments are the policy's own (mctx's positional ones, then `graph`,
+  `recycle`, and the graph options: `options` or the flat `graph_options`, see
+  `options.resolve`). Only what the setup reads before the search is checked here,
+  at trace time; `search` checks the rest (`recurrent_fn`, `num_simulations`,
+  `max_depth`, capacity, continued graphs).
+  """
+  call = SearchCall(
+    params=params,
+    rng_key=rng_key,
+    root=root,
+    recurrent_fn=recurrent_fn,
+    num_simulations=num_simulations,
+    invalid_actions=invalid_actions,
+    max_depth=max_depth,
+    loop_fn=loop_fn,
+    options=options_lib.resolve(caller, options, graph_options),
+    graph=graph,
+    recycle=recycle,
+  )
+  call, read_out = setup(_checked(call))
+  root = call.root.replace(
+    prior_logits=mask_invalid_actions(call.root.prior_logits, call.invalid_actions)
+  )
+  searched = search_lib.search(
+    call.params,
+    call.rng_key,
+    root=root,
+    recurrent_fn=call.recurrent_fn,
+    root_action_selection_fn=call.root_action_selection_fn,
+    interior_action_selection_fn=call.interior_action_selection_fn,
+    num_simulations=call.num_simulations,
+    max_depth=call.max_depth,
+    invalid_actions=call.invalid_actions,
+    options=call.options,
+    extra_data=call.extra_data,
+    loop_fn=call.loop_fn,
+    graph=call.graph,
+    recycle=call.recycle,
+  )
+  output = read_out(searched)
+  return output.replace(action=final_action(output.search_graph, output.action, call.options))
+
+
+def _checked(call: SearchCall) -> SearchCall:
+  """`call` with its root's logits as an array and `invalid_actions` as bool `[B, A]`
+  (all False when None), after checking, at trace time, the root, `invalid_actions`,
+  and that `graph` and `recycle` are graphs or None."""
+  for name, value in (("graph", call.graph), ("recycle", call.recycle)):
     if value is not None and not isinstance(value, Graph):
       raise TypeError(
         f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
         f"or None, got {type(value).__name__}"
       )
-  batch_size, num_actions = checks.check_root(root)
-  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
-  checks.check_int("num_simulations", num_simulations, minimum=1)
-  return root.replace(prior_logits=jnp.asarray(root.prior_logits)), invalid_actions
-
-
-def run_search(
-  params: types.Params,
-  rng_key: jax.Array,
-  root: types.RootFnOutput,
-  recurrent_fn: types.RecurrentFn,
-  *,
-  num_simulations: int,
-  invalid_actions: jax.Array,
-  max_depth: int | None,
-  loop_fn: types.LoopFn,
-  options: GraphOptions,
-  root_action_selection_fn: types.RootActionSelectionFn,
-  interior_action_selection_fn: types.InteriorActionSelectionFn,
-  extra_data: Any = None,
-  graph: Graph | None = None,
-  recycle: Graph | None = None,
-) -> Graph:
-  """Masks the root's invalid actions (lowest finite logit) and runs the search.
-
-  `root` and `invalid_actions` as returned by `checked_root` (a policy may change
-  the root's logits in between, e.g. with Dirichlet noise).
-  """
-  root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions))
-  return search_lib.search(
-    params,
-    rng_key,
-    root=root,
-    recurrent_fn=recurrent_fn,
-    root_action_selection_fn=root_action_selection_fn,
-    interior_action_selection_fn=interior_action_selection_fn,
-    num_simulations=num_simulations,
-    max_depth=max_depth,
-    invalid_actions=invalid_actions,
-    options=options,
-    extra_data=extra_data,
-    loop_fn=loop_fn,
-    graph=graph,
-    recycle=recycle,
+  batch_size, num_actions = checks.check_root(call.root)
+  return dataclasses.replace(
+    call,
+    root=call.root.replace(prior_logits=jnp.asarray(call.root.prior_logits)),
+    invalid_actions=checks.check_invalid_actions(call.invalid_actions, batch_size, num_actions),
   )
 
 

@@ -22,12 +22,14 @@ expectation over its outcomes, as in mctx; the chance rule
 
 import dataclasses
 
+import chex
 import jax
 import jax.numpy as jnp
+from typing_extensions import Unpack
 
 from mcgs_jax._src import chance, hashing, policies, qtransforms, runner, selection, types
-from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.options import GraphKeywords, GraphOptions
 from mcgs_jax._src.stochastic_types import (
   ChanceData,
   ChanceRecurrentFn,
@@ -40,15 +42,15 @@ CALLER = "stochastic_muzero_policy"
 
 
 def stochastic_muzero_policy(
-  params,
-  rng_key,
+  params: types.Params,
+  rng_key: chex.PRNGKey,
   root: types.RootFnOutput,
   decision_recurrent_fn: DecisionRecurrentFn,
   chance_recurrent_fn: ChanceRecurrentFn,
   num_simulations: int,
-  invalid_actions=None,
+  invalid_actions: chex.Array | None = None,
   max_depth: int | None = None,
-  loop_fn=jax.lax.fori_loop,
+  loop_fn: types.LoopFn = jax.lax.fori_loop,
   *,
   qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
   dirichlet_fraction: float = 0.25,
@@ -59,7 +61,8 @@ def stochastic_muzero_policy(
   afterstate_hash_fn: types.HashFn | None = None,
   graph: Graph | None = None,
   recycle: Graph | None = None,
-  **graph_options,
+  options: GraphOptions | None = None,
+  **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
   """Stochastic MuZero search with chance nodes on a graph.
 
@@ -102,9 +105,12 @@ def stochastic_muzero_policy(
       graph is empty, or whose root is not a decision node, starts afresh.
     recycle: a finished graph of this policy, same shapes, whose arrays this search
       overwrites (see `mcgs_jax.muzero_policy`). Not with `graph`.
-    **graph_options: the keywords of `mcgs_jax.GraphOptions`; `hash_fn` keys the
-      states of decision nodes. `solver=True` is refused (the MCTS-solver proves a
-      node from its best proven edge, which a chance node's expectation is not).
+    options: the graph options as one `mcgs_jax.GraphOptions` (see
+      `mcgs_jax.muzero_policy`). Not with `**graph_options`.
+    **graph_options: the fields of `mcgs_jax.GraphOptions` as flat keywords;
+      `hash_fn` keys the states of decision nodes. `solver=True` is refused (the
+      MCTS-solver proves a node from its best proven edge, which a chance node's
+      expectation is not).
       With `num_parallel`, the virtual loss counts each playout in flight as a
       value of -1, meant for values in [-1, 1].
 
@@ -113,13 +119,63 @@ def stochastic_muzero_policy(
     `search_graph` is a `StochasticGraph` (`W = max(A, C)` columns; `summary()`
     over the `A` root actions, as mctx).
   """
-  options = options_lib.from_keywords(CALLER, graph_options)
-  if options.solver:
-    raise ValueError(
-      f"{CALLER}: solver=True is not supported with chance nodes (a "
-      "chance node's value is an expectation over outcomes, which the "
-      "MCTS-solver's proof rules do not compute); use solver=False"
+  _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn)
+
+  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
+    if call.options.solver:
+      raise ValueError(
+        f"{CALLER}: solver=True is not supported with chance nodes (a "
+        "chance node's value is an expectation over outcomes, which the "
+        "MCTS-solver's proof rules do not compute); use solver=False"
+      )
+    policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
+    rng_key, dirichlet_key, search_key = jax.random.split(call.rng_key, 3)
+    num_chance_outcomes, afterstate_template = _probe_functions(
+      call.params, rng_key, call.root, decision_recurrent_fn, chance_recurrent_fn
     )
+    noisy_logits = policies.dirichlet_prior(
+      dirichlet_key, call.root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
+    )
+    options = _chance_options(
+      call.options, call.root.embedding, afterstate_template, afterstate_hash_fn
+    )
+    chance_call = _on_chance_graph(
+      dataclasses.replace(
+        call, rng_key=search_key, root=call.root.replace(prior_logits=noisy_logits), options=options
+      ),
+      decision_rule=selection.make_muzero_selection(
+        pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
+      )[1],
+      decision_recurrent_fn=decision_recurrent_fn,
+      chance_recurrent_fn=chance_recurrent_fn,
+      num_chance_outcomes=num_chance_outcomes,
+      afterstate_template=afterstate_template,
+    )
+    read_out = lambda graph: policies.sample_from_visits(
+      rng_key, _as_stochastic(graph), options=options, temperature=temperature
+    )
+    return chance_call, read_out
+
+  return runner.run_policy(
+    CALLER,
+    setup,
+    params,
+    rng_key,
+    root,
+    None,
+    num_simulations,
+    invalid_actions,
+    max_depth,
+    loop_fn,
+    graph=graph,
+    recycle=recycle,
+    options=options,
+    graph_options=graph_options,
+  )
+
+
+def _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn) -> None:
+  """TypeError naming the function of the stochastic policy that is not callable."""
   for name, fn in (
     ("decision_recurrent_fn", decision_recurrent_fn),
     ("chance_recurrent_fn", chance_recurrent_fn),
@@ -131,93 +187,91 @@ def stochastic_muzero_policy(
       f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
       f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}"
     )
-  root, invalid_actions = runner.checked_root(
-    root, invalid_actions, num_simulations, graph=graph, recycle=recycle
-  )
-  policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
-  batch_size, num_actions = root.prior_logits.shape
-  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
 
-  num_chance_outcomes, afterstate_template = _probe_functions(
-    params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn
-  )
+
+def _on_chance_graph(
+  call: runner.SearchCall,
+  *,
+  decision_rule: types.InteriorActionSelectionFn,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
+  num_chance_outcomes: int,
+  afterstate_template,
+) -> runner.SearchCall:
+  """`call` as a search of decision and chance nodes, `W = max(A, C)` columns wide:
+  the root as a decision node and its invalid actions padded to `W`, one recurrent
+  function for both node types, `decision_rule` (e.g. PUCT) on the action columns
+  of decision nodes and the chance rule on the outcome columns of chance nodes,
+  `ChanceData`, and `graph` and `recycle` as plain graphs."""
+  num_actions = call.invalid_actions.shape[1]
   width = max(num_actions, num_chance_outcomes)
-
-  prior_probs = jax.nn.softmax(root.prior_logits, axis=-1)
-  noisy_logits = policies.probs_to_logits(
-    policies.add_dirichlet_noise(
-      dirichlet_key,
-      prior_probs,
-      dirichlet_fraction=dirichlet_fraction,
-      dirichlet_alpha=dirichlet_alpha,
-    )
+  root_fn, interior_fn = chance.make_selection(
+    decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes
   )
-  wide_invalid = jnp.pad(invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True)
-  root = types.RootFnOutput(
-    prior_logits=chance.pad_columns(noisy_logits, width),
+  return dataclasses.replace(
+    call,
+    root=_chance_root(call.root, afterstate_template, width),
+    recurrent_fn=chance.make_recurrent_fn(
+      decision_recurrent_fn,
+      chance_recurrent_fn,
+      num_actions=num_actions,
+      num_chance_outcomes=num_chance_outcomes,
+      afterstate_template=afterstate_template,
+    ),
+    invalid_actions=jnp.pad(
+      call.invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
+    ),
+    root_action_selection_fn=root_fn,
+    interior_action_selection_fn=interior_fn,
+    extra_data=ChanceData(root_invalid_actions=call.invalid_actions),
+    graph=None if call.graph is None else _continuable(call.graph, width),
+    recycle=None if call.recycle is None else _plain(call.recycle),
+  )
+
+
+def _chance_root(root: types.RootFnOutput, afterstate_template, width: int) -> types.RootFnOutput:
+  """The root as a decision node of the stochastic graph: logits padded to `width`
+  columns, the state wrapped in a `StochasticRecurrentState` with a zero afterstate."""
+  return types.RootFnOutput(
+    prior_logits=chance.pad_columns(root.prior_logits, width),
     value=root.value,
     embedding=StochasticRecurrentState(
       state_embedding=root.embedding,
       afterstate_embedding=jax.tree_util.tree_map(
         lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), afterstate_template
       ),
-      is_decision_node=jnp.ones((batch_size,), jnp.bool_),
+      is_decision_node=jnp.ones((root.value.shape[0],), jnp.bool_),
     ),
   )
 
+
+def _chance_options(
+  options: GraphOptions, state_embedding, afterstate_template, afterstate_hash_fn
+) -> GraphOptions:
+  """`options` with the key of a `StochasticRecurrentState` (`chance.make_key_fn`);
+  tree mode when the default key of the state or of the afterstate has no array to
+  hash (it could not tell them apart), as `options.keyable` does for a plain search."""
   if options.transpositions and (
-    (options.hash_fn is None and not jax.tree_util.tree_leaves(root.embedding))
+    (options.hash_fn is None and not jax.tree_util.tree_leaves(state_embedding))
     or (afterstate_hash_fn is None and not jax.tree_util.tree_leaves(afterstate_template))
   ):
-    # The default key of an empty state or afterstate cannot tell them apart: a
-    # tree, as `options_lib.keyable` makes of a plain search.
-    options = dataclasses.replace(options, transpositions=False)
-  if options.transpositions:
-    options = dataclasses.replace(
-      options,
-      hash_fn=chance.make_key_fn(
-        options.hash_fn or hashing.hash_pytree, afterstate_hash_fn or hashing.hash_pytree
-      ),
-    )
-  decision_rule = selection.make_muzero_selection(
-    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
-  )[1]
-  root_fn, interior_fn = chance.make_selection(
-    decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes
-  )
-  recurrent_fn = chance.make_recurrent_fn(
-    decision_recurrent_fn,
-    chance_recurrent_fn,
-    num_actions=num_actions,
-    num_chance_outcomes=num_chance_outcomes,
-    afterstate_template=afterstate_template,
+    return dataclasses.replace(options, transpositions=False)
+  if not options.transpositions:
+    return options
+  return dataclasses.replace(
+    options,
+    hash_fn=chance.make_key_fn(
+      options.hash_fn or hashing.hash_pytree, afterstate_hash_fn or hashing.hash_pytree
+    ),
   )
 
-  searched = runner.run_search(
-    params,
-    search_key,
-    root,
-    recurrent_fn,
-    num_simulations=num_simulations,
-    invalid_actions=wide_invalid,
-    max_depth=max_depth,
-    loop_fn=loop_fn,
-    options=options,
-    root_action_selection_fn=root_fn,
-    interior_action_selection_fn=interior_fn,
-    extra_data=ChanceData(root_invalid_actions=invalid_actions),
-    graph=None if graph is None else _continuable(graph, width),
-    recycle=None if recycle is None else _plain(recycle, "recycle"),
+
+def _as_stochastic(graph: Graph) -> StochasticGraph:
+  """The searched `Graph` as the `StochasticGraph` it is (its summary keeps the `A`
+  decision columns)."""
+  return StochasticGraph(
+    **{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)}
   )
-  searched = StochasticGraph(
-    **{field.name: getattr(searched, field.name) for field in dataclasses.fields(Graph)}
-  )
-  summary = searched.summary()
-  action_weights = summary.visit_probs
-  action_logits = policies.apply_temperature(policies.probs_to_logits(action_weights), temperature)
-  action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  action = runner.fallback_action(searched, action, action_weights)
-  return types.PolicyOutput(action=action, action_weights=action_weights, search_graph=searched)
 
 
 def _probe_functions(
@@ -242,7 +296,6 @@ def _probe_functions(
 def _continuable(graph: Graph, width: int) -> Graph:
   """A graph to continue as the plain `Graph` the search takes; games whose root is
   a chance node (rerooted by an action only) are emptied, so they start afresh."""
-  _plain(graph, "graph")
   if graph.num_actions != width:
     raise ValueError(
       f"graph has {graph.num_actions} columns; this search needs max(A, C) = {width}"
@@ -252,13 +305,11 @@ def _continuable(graph: Graph, width: int) -> Graph:
       "graph must come from stochastic_muzero_policy (its embeddings are StochasticRecurrentState)"
     )
   decision_root = graph.embeddings.is_decision_node[:, ROOT_INDEX]
-  plain = _plain(graph, "graph")
+  plain = _plain(graph)
   return plain.replace(num_nodes=jnp.where(decision_root, plain.num_nodes, 0), extra_data=None)
 
 
-def _plain(graph: Graph, name: str) -> Graph:
-  """The same arrays as the plain `Graph` the search takes; a TypeError naming the
-  argument `name` when `graph` is not a `Graph`."""
-  if not isinstance(graph, Graph):
-    raise TypeError(f"{name} must be a mcgs_jax.Graph, got {type(graph).__name__}")
+def _plain(graph: Graph) -> Graph:
+  """The same arrays as the plain `Graph` the search takes (not a `StochasticGraph`,
+  whose summary reads `ChanceData`)."""
   return Graph(**{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)})
