@@ -48,7 +48,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -124,43 +124,65 @@ class Agent:
       raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
     if self.evaluator == "network" and self.apply_fn is None:
       raise ValueError("evaluator 'network' needs apply_fn")
-    for field in ("num_simulations", "num_parallel", "num_rollouts"):
+    for field in ("num_simulations", "num_rollouts"):
       if int(getattr(self, field)) < 1:
         raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}")
     if self.capacity is not None and int(self.capacity) < 2:
       raise ValueError(f"capacity must be at least 2, got {self.capacity}")
-    if self.num_simulations % self.num_parallel:
-      raise ValueError(
-        f"num_simulations ({self.num_simulations}) must be a multiple of "
-        f"num_parallel ({self.num_parallel})"
-      )
     mctx_engine = self.engine == "mctx"
     if mctx_engine:
-      if self.policy not in MCTX_POLICIES:
-        raise ValueError(
-          f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
-        )
-      unsupported = [
-        name
-        for name, value in (
-          ("transpositions=True", self.transpositions),
-          ("reuse=True", self.reuse),
-          ("solver=True", self.solver),
-          ("num_parallel > 1", self.num_parallel > 1),
-          ("capacity", self.capacity is not None),
-        )
-        if value
-      ]
-      if unsupported:
-        raise ValueError(
-          f"engine 'mctx' searches a tree from scratch at every move: "
-          f"{', '.join(unsupported)} is for engine 'mcgs'"
-        )
+      self._check_mctx()
     # Frozen: the engine's defaults are written once, here.
     if self.transpositions is None:
       object.__setattr__(self, "transpositions", not mctx_engine)
     if self.reuse is None:
       object.__setattr__(self, "reuse", not mctx_engine)
+    self.graph_options()  # the search's own checks of the graph settings
+    if self.num_simulations % self.num_parallel:
+      raise ValueError(
+        f"num_simulations ({self.num_simulations}) must be a multiple of "
+        f"num_parallel ({self.num_parallel})"
+      )
+
+  def _check_mctx(self) -> None:
+    """ValueError for what mctx's search cannot do."""
+    if self.policy not in MCTX_POLICIES:
+      raise ValueError(
+        f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
+      )
+    unsupported = [
+      name
+      for name, value in (
+        ("transpositions=True", self.transpositions),
+        ("reuse=True", self.reuse),
+        ("solver=True", self.solver),
+        ("num_parallel > 1", self.num_parallel > 1),
+        ("capacity", self.capacity is not None),
+      )
+      if value
+    ]
+    if unsupported:
+      raise ValueError(
+        f"engine 'mctx' searches a tree from scratch at every move: "
+        f"{', '.join(unsupported)} is for engine 'mcgs'"
+      )
+
+  @property
+  def search_capacity(self) -> int:
+    """Nodes per game of the agent's graph (`capacity` or its default)."""
+    if self.capacity is not None:
+      return int(self.capacity)
+    return 4 * self.num_simulations + 1 if self.reuse else self.num_simulations + 1
+
+  def graph_options(self) -> mg.GraphOptions:
+    """The graph settings of the agent's search (`mcgs` engine), checked by
+    `GraphOptions` (ValueError or TypeError naming the field)."""
+    return mg.GraphOptions(
+      transpositions=cast(bool, self.transpositions),  # set by __post_init__
+      solver=self.solver,
+      num_parallel=self.num_parallel,
+      capacity=self.search_capacity,
+    )
 
   def describe(self) -> str:
     """`name`, or e.g. `"muzero/rollout/64 graph reuse"` (`"mctx muzero/..."` for
@@ -307,11 +329,11 @@ def elo_interval(
 # Agents as jittable functions
 
 
-@functools.lru_cache(maxsize=32)
 def _game_from_spec(spec: str) -> adapter.Game:
-  """`make_game(spec)`, cached so that repeated matches reuse compiled steps;
-  ValueError for a game with chance (2048: `mcgs-jax play`)."""
-  game = adapter.make_game(spec)
+  """`make_game(spec)`, built once per spec (`registry.game_from_spec`) so that
+  repeated matches reuse compiled steps; ValueError for a game with chance (2048:
+  `mcgs-jax play`)."""
+  game = registry.game_from_spec(spec)
   if not isinstance(game, adapter.Game):
     raise ValueError(
       f"game {spec!r} has chance and one player: the arena plays two-player games "
@@ -367,9 +389,6 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
 
     return search_mctx
 
-  capacity = agent.capacity or (
-    4 * agent.num_simulations + 1 if agent.reuse else agent.num_simulations + 1
-  )
   # No root noise, most visited move: play, not explore.
   policy = registry.playing_policy(
     agent.policy,
@@ -377,7 +396,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     transpositions=agent.transpositions,
     solver=agent.solver,
     num_parallel=agent.num_parallel,
-    capacity=capacity,
+    capacity=agent.search_capacity,
   )
 
   def search(params, key, state, graph, played):
@@ -561,18 +580,6 @@ def draw_openings(game: adapter.Game, states, opening_moves: int, seed: int) -> 
   return openings
 
 
-def _max_game_length(game: adapter.Game) -> int | None:
-  """An upper bound on a game's plies where one is known (for progress), else None."""
-  env_id = getattr(game.env, "id", None) or getattr(game.env, "env_id", None)
-  bounds = {"tic_tac_toe": 9, "connect_four": 42}
-  if env_id in bounds:
-    return bounds[env_id]
-  heaps = getattr(game.env, "initial_heaps", None)
-  if heaps is not None:
-    return int(sum(heaps))
-  return None
-
-
 def play_match(
   game_spec_or_game: str | adapter.Game,
   agent_a: Agent,
@@ -665,7 +672,7 @@ def play_match(
   bar = None
   first_ply_seconds = 0.0
   first_ply_started = time.perf_counter()
-  limit = _max_game_length(game)
+  limit = registry.max_game_length(game)
   try:
     finished = np.asarray(_fetch(evaluators.is_finished(state)))
     ply = 0

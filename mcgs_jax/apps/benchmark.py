@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.extend.backend
 import jax.numpy as jnp
 import numpy as np
 
@@ -123,12 +124,6 @@ def make_policy(
     )
 
   return jax.jit(ours, donate_argnames="recycled") if recycle else jax.jit(ours)
-
-
-def make_policies(game, num_simulations: int):
-  """The three policies (`IMPLEMENTATIONS`), each `(params, key, state) ->
-  PolicyOutput`, jitted."""
-  return {name: make_policy(game, name, num_simulations) for name in IMPLEMENTATIONS}
 
 
 def time_policy(policy, params, key, state, repeats: int):
@@ -676,9 +671,10 @@ def main(argv=None):
   if args.one_core:
     if not hasattr(os, "sched_setaffinity"):
       parser.error("--one-core needs Linux (os.sched_setaffinity)")
-    if jax._src.xla_bridge.backends_are_initialized():  # pylint: disable=protected-access
-      parser.error("--one-core: JAX's backend is already initialised in this process")
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    # The pin holds for threads started from now on: a CPU client made before it
+    # keeps its threads on every core, so the next computation makes a new one.
+    jax.extend.backend.clear_backends()
   memory_games = (
     []
     if args.memory.strip().lower() in ("", "none")

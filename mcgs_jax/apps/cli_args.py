@@ -1,4 +1,5 @@
-"""What the `mcgs-jax` subcommands share: one-line argument errors, integer checks."""
+"""What the `mcgs-jax` subcommands share: one-line argument errors, integer checks,
+progress bars."""
 
 import argparse
 
@@ -27,3 +28,13 @@ def int_at_least(minimum: int, maximum: int | None = None):
     return value
 
   return parse
+
+
+def progress_bar(**tqdm_arguments):
+  """A `tqdm.auto` bar, or None where tqdm is not installed: it comes with the train
+  and bench extras, and a progress bar is not worth failing a command for."""
+  try:
+    from tqdm.auto import tqdm
+  except ModuleNotFoundError:
+    return None
+  return tqdm(**tqdm_arguments)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, progress_bar
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
@@ -202,9 +202,7 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
   results = {}
   bar = None
   if progress:
-    from tqdm import tqdm  # pylint: disable=import-outside-toplevel
-
-    bar = tqdm(
+    bar = progress_bar(
       total=config.num_games * len(config.modes),
       desc="games finished",
       file=sys.stderr,
@@ -439,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
       import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     except ImportError:
-      parser.error("--modes mctx needs mctx installed (pip install mctx)")
+      parser.error("--modes mctx needs the bench extra (pip install 'mcgs-jax[bench]')")
   config = PlayConfig(
     size=args.game,
     num_games=args.games,
