@@ -33,7 +33,9 @@ apart from cost growth per step.
 Needs the `bench` extra (mctx, pgx, flax).
 """
 
+import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
@@ -242,59 +244,10 @@ def run(
   (probe windows, against the first window given). Graph-mode rows also carry the
   mean nodes, transposition hits, dropped inserts and capacity overflows per game.
   """
-  from mcgs_jax.apps.registry import make_evaluator  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games.networks import init_network  # pylint: disable=import-outside-toplevel
-
-  key = jax.random.PRNGKey(seed)
-  network_key, positions_key, search_key = jax.random.split(key, 3)
-  probe = make_game(game_id)
-  apply_fn, params = init_network(probe.env, network_key, hidden=(64, 64))
-  game = make_game(game_id, make_evaluator("network", probe.env, apply_fn=apply_fn))
+  network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
+  game, params = _network_game(game_id, network_key)
+  measure = functools.partial(_measure_group, game, params, search_key, positions_key, repeats)
   rows = []
-
-  def positions(batch_size):
-    return random_positions(game, positions_key, batch_size, max_opening_moves=8)
-
-  def record(kind, configs, batch_size, recycling=()):
-    """`configs`: `{label: (impl, num_simulations, capacity, probe_window)}`;
-    `recycling`: the labels whose searches recycle the previous graph."""
-    policies = {}
-    for label, (impl, num_simulations, capacity, probe_window) in configs.items():
-      options = {}
-      if capacity is not None:
-        options["capacity"] = capacity
-      if probe_window is not None:
-        options["probe_window"] = probe_window
-      policies[label] = make_policy(
-        game, impl, num_simulations, recycle=label in recycling, **options
-      )
-    timings = time_group(
-      policies, params, search_key, positions(batch_size), repeats, recycling=recycling
-    )
-    group = []
-    for label, (impl, num_simulations, capacity, probe_window) in configs.items():
-      compile_seconds, seconds, output = timings[label]
-      row = dict(
-        kind=kind,
-        impl=impl,
-        recycle=label in recycling,
-        batch_size=batch_size,
-        num_simulations=num_simulations,
-        capacity=capacity
-        if capacity is not None
-        else (None if impl == "mctx" else num_simulations + 1),
-        probe_window=probe_window,
-        compile_s=round(compile_seconds, 2),
-        run_s=round(seconds, 4),
-        sims_per_s=round(batch_size * num_simulations / seconds, 1),
-      )
-      if impl != "mctx":
-        row.update(path_statistics(output, seconds))
-      if impl == "graph":
-        row.update(_graph_counters(output))
-      group.append(row)
-    return group
 
   def finish(group):
     for row in group:
@@ -303,52 +256,13 @@ def run(
 
   for batch_size in batch_sizes:
     for num_simulations in simulations:
-      group = record(
-        "throughput",
-        {impl: (impl, num_simulations, None, None) for impl in IMPLEMENTATIONS},
-        batch_size,
-      )
-      mctx_seconds = group[0]["run_s"]
-      for row in group:
-        row["speedup_vs_mctx"] = round(mctx_seconds / row["run_s"], 2)
-      finish(group)
+      finish(_throughput_group(measure, batch_size, num_simulations))
   if scaling_simulations:
-    group = record(
-      "scaling",
-      {(impl, s): (impl, s, None, None) for s in scaling_simulations for impl in IMPLEMENTATIONS},
-      scaling_batch_size,
-    )
-    for row in group:
-      mctx_row = next(
-        r for r in group if r["impl"] == "mctx" and r["num_simulations"] == row["num_simulations"]
-      )
-      row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
-    finish(group)
+    finish(_scaling_group(measure, scaling_batch_size, scaling_simulations))
   if capacities:
-    for capacity in capacities:
-      if capacity < capacity_simulations + 1:
-        raise ValueError(f"capacity {capacity} is below S + 1 = {capacity_simulations + 1}")
-    configs = {
-      (impl, c, recycle): (impl, capacity_simulations, c, None)
-      for c in capacities
-      for impl in ("tree", "graph")
-      for recycle in (False, True)
-    }
-    group = record(
-      "capacity",
-      configs,
-      capacity_batch_size,
-      recycling=tuple(label for label in configs if label[2]),
-    )
-    for row in group:
-      smallest = min(
-        (r for r in group if (r["impl"], r["recycle"]) == (row["impl"], row["recycle"])),
-        key=lambda r: r["capacity"],
-      )
-      row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
-    finish(group)
+    finish(_capacity_group(measure, capacities, capacity_simulations, capacity_batch_size))
   if probe_windows:
-    group = record(
+    group = measure(
       "probe_window",
       {w: ("graph", probe_simulations, None, w) for w in probe_windows},
       probe_batch_size,
@@ -357,6 +271,125 @@ def run(
       row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
     finish(group)
   return rows
+
+
+def _network_game(game_id: str, rng_key):
+  """`(game, params)`: `game_id` with a random MLP 64-64 as its evaluator."""
+  from mcgs_jax.apps.registry import make_evaluator  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.networks import init_network  # pylint: disable=import-outside-toplevel
+
+  game = make_game(game_id)
+  apply_fn, params = init_network(game.env, rng_key, hidden=(64, 64))
+  evaluator = make_evaluator("network", game.env, apply_fn=apply_fn)
+  return dataclasses.replace(game, evaluator=evaluator), params
+
+
+def _measure_group(
+  game,
+  params,
+  search_key,
+  positions_key,
+  repeats: int,
+  kind: str,
+  configs,
+  batch_size,
+  recycling=(),
+) -> list[dict]:
+  """Times one group (`time_group`) on `batch_size` random positions; returns its rows.
+
+  `configs`: `{label: (impl, num_simulations, capacity, probe_window)}`;
+  `recycling`: the labels whose searches recycle the previous graph.
+  """
+  policies = {}
+  for label, (impl, num_simulations, capacity, probe_window) in configs.items():
+    options = {}
+    if capacity is not None:
+      options["capacity"] = capacity
+    if probe_window is not None:
+      options["probe_window"] = probe_window
+    policies[label] = make_policy(
+      game, impl, num_simulations, recycle=label in recycling, **options
+    )
+  state = random_positions(game, positions_key, batch_size, max_opening_moves=8)
+  timings = time_group(policies, params, search_key, state, repeats, recycling=recycling)
+  group = []
+  for label, (impl, num_simulations, capacity, probe_window) in configs.items():
+    compile_seconds, seconds, output = timings[label]
+    row = dict(
+      kind=kind,
+      impl=impl,
+      recycle=label in recycling,
+      batch_size=batch_size,
+      num_simulations=num_simulations,
+      capacity=capacity
+      if capacity is not None
+      else (None if impl == "mctx" else num_simulations + 1),
+      probe_window=probe_window,
+      compile_s=round(compile_seconds, 2),
+      run_s=round(seconds, 4),
+      sims_per_s=round(batch_size * num_simulations / seconds, 1),
+    )
+    if impl != "mctx":
+      row.update(path_statistics(output, seconds))
+    if impl == "graph":
+      row.update(_graph_counters(output))
+    group.append(row)
+  return group
+
+
+def _throughput_group(measure: Callable, batch_size: int, num_simulations: int) -> list[dict]:
+  """The three implementations at one B and S, with their speed against mctx."""
+  group = measure(
+    "throughput",
+    {impl: (impl, num_simulations, None, None) for impl in IMPLEMENTATIONS},
+    batch_size,
+  )
+  mctx_seconds = group[0]["run_s"]
+  for row in group:
+    row["speedup_vs_mctx"] = round(mctx_seconds / row["run_s"], 2)
+  return group
+
+
+def _scaling_group(measure: Callable, batch_size: int, simulations: Sequence[int]) -> list[dict]:
+  """The three implementations at every S, with their speed against mctx at that S."""
+  group = measure(
+    "scaling",
+    {(impl, s): (impl, s, None, None) for s in simulations for impl in IMPLEMENTATIONS},
+    batch_size,
+  )
+  for row in group:
+    mctx_row = next(
+      r for r in group if r["impl"] == "mctx" and r["num_simulations"] == row["num_simulations"]
+    )
+    row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
+  return group
+
+
+def _capacity_group(
+  measure: Callable, capacities: Sequence[int], num_simulations: int, batch_size: int
+) -> list[dict]:
+  """Tree and graph mode at every capacity, new tables and recycled ones, with the
+  cost against the smallest capacity of the same kind."""
+  for capacity in capacities:
+    if capacity < num_simulations + 1:
+      raise ValueError(f"capacity {capacity} is below S + 1 = {num_simulations + 1}")
+  configs = {
+    (impl, c, recycle): (impl, num_simulations, c, None)
+    for c in capacities
+    for impl in ("tree", "graph")
+    for recycle in (False, True)
+  }
+  group = measure(
+    "capacity", configs, batch_size, recycling=tuple(label for label in configs if label[2])
+  )
+  for row in group:
+    smallest = min(
+      (r for r in group if (r["impl"], r["recycle"]) == (row["impl"], row["recycle"])),
+      key=lambda r: r["capacity"],
+    )
+    row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
+  return group
 
 
 def memory_rows(
@@ -561,7 +594,8 @@ def markdown(rows, scaling, header: str) -> str:
   return "\n".join(lines)
 
 
-def main(argv=None):
+def build_parser():
+  """The `mcgs-jax bench` parser."""
   from mcgs_jax.apps.cli_args import (  # pylint: disable=import-outside-toplevel
     OneLineErrorParser,
     int_at_least,
@@ -642,24 +676,29 @@ def main(argv=None):
   )
   parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
   parser.add_argument("--markdown", metavar="FILE", help="also write the tables here")
-  args = parser.parse_args(argv)
+  return parser
 
-  def ints(text, name):
-    if text.strip().lower() in ("", "none"):
-      return ()
-    try:
-      values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-      parser.error(f"{name}: expected comma-separated integers, got {text!r}")
-    if any(v < 1 or v > 1_000_000 for v in values):
-      parser.error(f"{name}: expected integers from 1 to 1000000, got {text!r}")
-    return values
 
-  batch_sizes = ints(args.batch_sizes, "--batch-sizes")
-  simulations = ints(args.simulations, "--simulations") or (64,)
-  scaling_simulations = ints(args.scaling_simulations, "--scaling-simulations")
-  capacities = ints(args.capacities, "--capacities")
-  probe_windows = ints(args.probe_windows, "--probe-windows")
+def _int_list(parser, text: str, flag: str) -> tuple[int, ...]:
+  """The comma-separated integers of `flag` (in [1, 1000000]; `none`: no values)."""
+  if text.strip().lower() in ("", "none"):
+    return ()
+  try:
+    values = tuple(int(v) for v in text.split(","))
+  except ValueError:
+    parser.error(f"{flag}: expected comma-separated integers, got {text!r}")
+  if any(v < 1 or v > 1_000_000 for v in values):
+    parser.error(f"{flag}: expected integers from 1 to 1000000, got {text!r}")
+  return values
+
+
+def _run_arguments(parser, args) -> dict[str, Any]:
+  """`run`'s keywords from the parsed flags (bad values: `parser.error`)."""
+  batch_sizes = _int_list(parser, args.batch_sizes, "--batch-sizes")
+  simulations = _int_list(parser, args.simulations, "--simulations") or (64,)
+  scaling_simulations = _int_list(parser, args.scaling_simulations, "--scaling-simulations")
+  capacities = _int_list(parser, args.capacities, "--capacities")
+  probe_windows = _int_list(parser, args.probe_windows, "--probe-windows")
   scaling_batch_size = args.scaling_batch_size
   if args.quick:
     batch_sizes, simulations, scaling_simulations, scaling_batch_size = (64,), (16,), (16, 128), 16
@@ -668,20 +707,36 @@ def main(argv=None):
       f"--capacities: each must be at least --capacity-simulations + 1 = "
       f"{args.capacity_simulations + 1}"
     )
-  if args.one_core:
-    if not hasattr(os, "sched_setaffinity"):
-      parser.error("--one-core needs Linux (os.sched_setaffinity)")
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    # The pin holds for threads started from now on: a CPU client made before it
-    # keeps its threads on every core, so the next computation makes a new one.
-    jax.extend.backend.clear_backends()
-  memory_games = (
-    []
-    if args.memory.strip().lower() in ("", "none")
-    else [name.strip() for name in args.memory.split(",")]
+  return dict(
+    game_id=args.game,
+    batch_sizes=batch_sizes,
+    simulations=simulations,
+    scaling_batch_size=scaling_batch_size,
+    scaling_simulations=scaling_simulations,
+    capacities=capacities,
+    capacity_simulations=args.capacity_simulations,
+    capacity_batch_size=args.capacity_batch_size,
+    probe_windows=probe_windows,
+    probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
+    probe_simulations=args.probe_simulations or simulations[0],
+    repeats=args.repeats,
+    seed=args.seed,
   )
-  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
-    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
+
+
+def _pin_to_one_core(parser) -> None:
+  """`--one-core`: this process, and the threads it starts from now on, on one CPU."""
+  if not hasattr(os, "sched_setaffinity"):
+    parser.error("--one-core needs Linux (os.sched_setaffinity)")
+  os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+  # The pin holds for threads started from now on: a CPU client made before it
+  # keeps its threads on every core, so the next computation makes a new one.
+  jax.extend.backend.clear_backends()
+
+
+def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
+  """`parser.error` for a game that cannot be timed, an output file in no
+  directory, or a missing package of the bench extra; before any work."""
   from mcgs_jax.games.adapter import Game, make_game  # pylint: disable=import-outside-toplevel
 
   try:
@@ -705,29 +760,10 @@ def main(argv=None):
     parser.exit(
       2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n"
     )
-  rows = run(
-    game_id=args.game,
-    batch_sizes=batch_sizes,
-    simulations=simulations,
-    scaling_batch_size=scaling_batch_size,
-    scaling_simulations=scaling_simulations,
-    capacities=capacities,
-    capacity_simulations=args.capacity_simulations,
-    capacity_batch_size=args.capacity_batch_size,
-    probe_windows=probe_windows,
-    probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
-    probe_simulations=args.probe_simulations or simulations[0],
-    repeats=args.repeats,
-    seed=args.seed,
-    progress=lambda row: print(json.dumps(row), flush=True),
-  )
-  if memory_games:
-    rows += memory_rows(
-      memory_games,
-      budget_bytes=args.memory_budget_gb * 1e9,
-      progress=lambda row: print(json.dumps(row), flush=True),
-    )
-  scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+
+
+def _write_tables(args, rows: list, scaling: dict) -> None:
+  """Prints the tables (and writes `--markdown`, `--json`)."""
   env = environment()
   cores = f"pinned to 1 of {env['cpu_count']} CPUs" if args.one_core else f"{env['cpu_count']} CPUs"
   header = (
@@ -744,6 +780,31 @@ def main(argv=None):
   if args.json:
     with open(args.json, "w", encoding="utf-8") as handle:
       json.dump({"rows": rows, "scaling": scaling, "environment": env}, handle, indent=1)
+
+
+def main(argv=None):
+  """`mcgs-jax bench [options]`: measures (`run`, `memory_rows`) and prints the
+  tables; bad input exits with status 2 and one line, before any work."""
+  parser = build_parser()
+  args = parser.parse_args(argv)
+  run_arguments = _run_arguments(parser, args)
+  if args.one_core:
+    _pin_to_one_core(parser)
+  memory_games = (
+    []
+    if args.memory.strip().lower() in ("", "none")
+    else [name.strip() for name in args.memory.split(",")]
+  )
+  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
+    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
+  _check_games_and_paths(parser, args, memory_games)
+  print_row = lambda row: print(json.dumps(row), flush=True)
+  rows = run(**run_arguments, progress=print_row)
+  if memory_games:
+    rows += memory_rows(memory_games, budget_bytes=args.memory_budget_gb * 1e9, progress=print_row)
+  scaling_simulations = run_arguments["scaling_simulations"]
+  scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+  _write_tables(args, rows, scaling)
 
 
 if __name__ == "__main__":

@@ -902,15 +902,23 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ("--train-batch-size", "train_batch_size", _int, "positions per training step"),
   ("--seed", "seed", _int, "random seed"),
   ("--max-seconds", "max_seconds", _float, "wall-time budget: start no iteration past it"),
+  ("--checkpoint-dir", "checkpoint_dir", str, "write checkpoints (params and Adam state) here"),
+  (
+    "--checkpoint-every",
+    "checkpoint_every",
+    _int,
+    "checkpoint every N iterations (0 with --checkpoint-at: only those and the last)",
+  ),
+  (
+    "--checkpoint-at",
+    "checkpoint_at",
+    _int_list,
+    "comma-separated iterations to checkpoint (0: the initial network); alone it "
+    "implies --checkpoint-every 0",
+  ),
 )
 _FLAG_OF_FIELD = {field: flag for flag, field, _, _ in _CONFIG_FLAGS}
-_FLAG_OF_FIELD.update(
-  transpositions="--tree",
-  reuse="--no-reuse",
-  checkpoint_dir="--checkpoint-dir",
-  checkpoint_every="--checkpoint-every",
-  checkpoint_at="--checkpoint-at",
-)
+_FLAG_OF_FIELD.update(transpositions="--tree", reuse="--no-reuse")  # the switches
 
 
 def _config_error(error: ValueError) -> str:
@@ -970,12 +978,18 @@ def build_parser():
   unset = {
     "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
     "max_seconds": "no budget",
+    "checkpoint_dir": "none",
+    "checkpoint_at": "none",
   }
 
   def shown(field: str) -> str:
     value, small = getattr(defaults, field), getattr(quick, field)
     show = lambda v: (
-      unset[field] if v is None else ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+      unset[field]
+      if v is None or v == ()
+      else ",".join(map(str, v))
+      if isinstance(v, tuple)
+      else str(v)
     )
     text = f"default: {show(value)}"
     if small != value:
@@ -1011,26 +1025,6 @@ def build_parser():
     default=None,
     help="search every self-play move from scratch instead of continuing the graph kept "
     "from the previous move (implied by --engine mctx)",
-  )
-  parser.add_argument(
-    "--checkpoint-dir",
-    dest="checkpoint_dir",
-    help="write checkpoints (params and Adam state) here (default: none)",
-  )
-  parser.add_argument(
-    "--checkpoint-every",
-    type=_int,
-    dest="checkpoint_every",
-    help="checkpoint every N iterations (default 1; 0 with "
-    "--checkpoint-at: only those and the last)",
-  )
-  parser.add_argument(
-    "--checkpoint-at",
-    type=_int_list,
-    dest="checkpoint_at",
-    help="comma-separated iterations to checkpoint (0: the initial "
-    "network); alone it implies --checkpoint-every 0 "
-    "(default: none)",
   )
   parser.add_argument(
     "--save-params",
