@@ -479,6 +479,18 @@ def environment() -> dict[str, str]:
 def markdown(rows, scaling, header: str) -> str:
   """The tables of a run, in RESULTS.md's format."""
   lines = [header]
+  lines += _throughput_lines(rows)
+  lines += _scaling_lines(rows, scaling)
+  lines += _capacity_lines(rows)
+  lines += _path_lines(rows)
+  lines += _memory_lines(rows)
+  lines += _probe_window_lines(rows)
+  return "\n".join(lines)
+
+
+def _throughput_lines(rows) -> list[str]:
+  """The throughput table."""
+  lines: list[str] = []
   throughput = [r for r in rows if r["kind"] == "throughput"]
   if throughput:
     lines += [
@@ -492,6 +504,12 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['speedup_vs_mctx']}x |"
       for r in throughput
     ]
+  return lines
+
+
+def _scaling_lines(rows, scaling) -> list[str]:
+  """The S-scaling table (with `scaling`, `scaling_table`'s ratios)."""
+  lines: list[str] = []
   scaling_rows = [r for r in rows if r["kind"] == "scaling"]
   if scaling_rows and scaling:
     sims = sorted({r["num_simulations"] for r in scaling_rows})
@@ -515,6 +533,12 @@ def markdown(rows, scaling, header: str) -> str:
       lines.append(
         f"| {name} | {by_s[low]['run_s']} | {by_s[high]['run_s']} | {ratio}x | {per_step} |"
       )
+  return lines
+
+
+def _capacity_lines(rows) -> list[str]:
+  """The capacity table."""
+  lines: list[str] = []
   capacity_rows = [r for r in rows if r["kind"] == "capacity"]
   if capacity_rows:
     first = capacity_rows[0]
@@ -538,6 +562,12 @@ def markdown(rows, scaling, header: str) -> str:
             f"| {impl} | {tables} | {r['capacity']} | {r['run_s']} | "
             f"{r['cost_vs_smallest']}x | {nodes} |"
           )
+  return lines
+
+
+def _path_lines(rows) -> list[str]:
+  """How far the playouts went."""
+  lines: list[str] = []
   path_rows = [r for r in rows if "edge_steps" in r]
   if path_rows:
     lines += [
@@ -555,6 +585,12 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['ns_per_edge_step']} |"
       for r in path_rows
     ]
+  return lines
+
+
+def _memory_lines(rows) -> list[str]:
+  """The memory table."""
+  lines: list[str] = []
   memory = [r for r in rows if r["kind"] == "memory"]
   if memory:
     budget = memory[0]["budget_gb"]
@@ -573,6 +609,12 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['max_nodes'] / 1e6:.3g}M | {r['max_nodes'] // 1024} |"
       for r in memory
     ]
+  return lines
+
+
+def _probe_window_lines(rows) -> list[str]:
+  """The probe-window table."""
+  lines: list[str] = []
   probe_rows = [r for r in rows if r["kind"] == "probe_window"]
   if probe_rows:
     first = probe_rows[0]
@@ -591,7 +633,7 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['mean_transposition_hits']} | {r['mean_dropped_inserts']} |"
       for r in probe_rows
     ]
-  return "\n".join(lines)
+  return lines
 
 
 def build_parser():

@@ -58,7 +58,7 @@ import optax
 
 import mcgs_jax as mg
 from mcgs_jax.apps import registry
-from mcgs_jax.apps.cli_args import OneLineErrorParser, progress_bar
+from mcgs_jax.apps.cli_args import OneLineErrorParser, missing_extra, progress_bar
 from mcgs_jax.apps.registry import POLICIES, make_evaluator, mctx_policy
 from mcgs_jax.games import evaluators, networks
 from mcgs_jax.games.adapter import Game
@@ -564,15 +564,14 @@ def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
   )
 
 
-def evaluate(
-  config: Config, apply_fn, params, previous_params, seed: int, *, game: Game | None = None
-) -> dict:
+def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> dict:
   """Arena scores of the network against the uniform MCTS baseline and against the
-  previous network, on `game` (default: `config.game`'s, as `play_match` builds it;
-  `train` hands on the one it built). Returns a dict with `vs_baseline` and `vs_previous` (each with
-  `wins`, `draws`, `losses`, `score`, `elo`; `vs_previous` is None when
-  `previous_params` is) and `eval_first_ply_s`, the time of the matches' first plies
-  (which compile the match steps when they are new).
+  previous network (`play_match` of `config.game`, whose `Game` is the one `train`
+  plays: `registry.game_from_spec` builds it once). Returns a dict with
+  `vs_baseline` and `vs_previous` (each with `wins`, `draws`, `losses`, `score`,
+  `elo`; `vs_previous` is None when `previous_params` is) and `eval_first_ply_s`,
+  the time of the matches' first plies (which compile the match steps when they are
+  new).
   """
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
 
@@ -585,7 +584,7 @@ def evaluate(
     opponents.append(("vs_previous", previous, previous_params))
   for label, opponent, opponent_params in opponents:
     result = arena.play_match(
-      config.game if game is None else game,
+      config.game,
       network,
       opponent,
       num_games=config.eval_games,
@@ -659,7 +658,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   started = time.perf_counter()
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
-  board = registry.game_from_spec(config.game)  # the arena's evaluations play it too
+  board = registry.game_from_spec(config.game)  # the one the arena's matches play
   apply_fn, fresh_params = networks.init_network(board.env, init_key, hidden=config.hidden)
   params = fresh_params if params is None else params
   game = dataclasses.replace(
@@ -705,7 +704,7 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     if config.eval_games > 0 and (
       iteration % config.eval_every == 0 or iteration == config.iterations
     ):
-      _timed_evaluation(entry, config, board, apply_fn, params, previous_params, history)
+      _timed_evaluation(entry, config, apply_fn, params, previous_params, history)
       previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
     last_iteration_s = time.perf_counter() - iteration_started
@@ -760,12 +759,12 @@ def _training_iteration(entry: dict, config: Config, train_step, buffer, rng, pa
   return params, opt_state, train_step
 
 
-def _timed_evaluation(entry, config, game, apply_fn, params, previous_params, history):
-  """`evaluate` on `game` into `entry`, with its time (`eval_s`) and whether it is
-  the run's first evaluation, which also compiles the arena's match steps."""
+def _timed_evaluation(entry, config, apply_fn, params, previous_params, history):
+  """`evaluate` into `entry`, with its time (`eval_s`) and whether it is the run's
+  first evaluation, which also compiles the arena's match steps."""
   start = time.perf_counter()
   seed = config.seed * 1000 + entry["iteration"]
-  entry.update(evaluate(config, apply_fn, params, previous_params, seed=seed, game=game))
+  entry.update(evaluate(config, apply_fn, params, previous_params, seed=seed))
   entry["eval_s"] = time.perf_counter() - start
   entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)
 
@@ -1073,6 +1072,9 @@ def main(argv=None):
     for flag, path in (("--plot", args.plot), ("--history", args.history)):
       _check_writable(flag, path)
     _check_writable("--save-params", args.save_params)
+    missing = missing_extra("matplotlib") if args.plot else None
+    if missing:
+      raise ValueError(f"--plot {missing}")
     _check_writable("--checkpoint-dir", config.checkpoint_dir, directory=True)
   except ValueError as error:
     print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
