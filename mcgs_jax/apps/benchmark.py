@@ -275,11 +275,10 @@ def run(
 
 def _network_game(game_id: str, rng_key):
   """`(game, params)`: `game_id` with a random MLP 64-64 as its evaluator."""
-  from mcgs_jax.apps.registry import make_evaluator  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games.networks import init_network  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.registry import game_from_spec, make_evaluator
+  from mcgs_jax.games.networks import init_network
 
-  game = make_game(game_id)
+  game = game_from_spec(game_id)  # the one `main` checked
   apply_fn, params = init_network(game.env, rng_key, hidden=(64, 64))
   evaluator = make_evaluator("network", game.env, apply_fn=apply_fn)
   return dataclasses.replace(game, evaluator=evaluator), params
@@ -779,10 +778,11 @@ def _pin_to_one_core(parser) -> None:
 def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
   """`parser.error` for a game that cannot be timed, an output file in no
   directory, or a missing package of the bench extra; before any work."""
-  from mcgs_jax.games.adapter import Game, make_game  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.registry import game_from_spec
+  from mcgs_jax.games.adapter import Game, make_game
 
   try:
-    if not isinstance(make_game(args.game), Game):
+    if not isinstance(game_from_spec(args.game), Game):
       parser.error(f"--game {args.game}: a game with chance; time it with mcgs-jax play")
   except (ValueError, ImportError) as error:
     parser.error(f"--game: {' '.join(str(error).split())}")

@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     return _run(command, rest)
   except ModuleNotFoundError as error:
-    from mcgs_jax.apps import cli_args  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import cli_args
 
     module = (error.name or "").partition(".")[0]
     if module not in cli_args.EXTRA_OF_MODULE:
