@@ -754,7 +754,7 @@ class _MatchProgress:
     self.enabled = enabled
     self.agents = agents
     self.num_games = num_games
-    self.limit = registry.max_game_length(game)
+    self.limit = _ply_bound(game)
     self.bar: Any = None
 
   def compiling(self) -> None:
@@ -783,6 +783,15 @@ class _MatchProgress:
   def close(self) -> None:
     if self.bar is not None:
       self.bar.close()
+
+
+def _ply_bound(game: adapter.Game) -> int | None:
+  """An upper bound on a game's plies where one is known (for progress), else None:
+  `registry.max_game_length`, or the sum of Nim's heaps."""
+  heaps = getattr(game.env, "initial_heaps", None)
+  if heaps is not None:
+    return int(sum(heaps))
+  return registry.max_game_length(game)
 
 
 def _play_plies(

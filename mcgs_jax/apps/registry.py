@@ -139,13 +139,10 @@ def game_from_spec(spec: str):
 
 def max_game_length(game) -> int | None:
   """Plies after which every game of `game` is over, where known (else None): from
-  `MAX_GAME_LENGTH`, Nim's heaps or the env's `max_game_length`."""
+  `MAX_GAME_LENGTH` or the env's `max_game_length`."""
   env = game.env
   env_id = getattr(env, "id", None) or getattr(env, "env_id", None)
   if env_id in MAX_GAME_LENGTH:
     return MAX_GAME_LENGTH[env_id]
-  heaps = getattr(env, "initial_heaps", None)
-  if heaps is not None:
-    return int(sum(heaps))
   length = getattr(env, "max_game_length", None)
   return None if length is None else int(length)
