@@ -48,7 +48,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +56,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from mcgs_jax.apps import registry
+from mcgs_jax.apps.cli_args import progress_bar
 from mcgs_jax.games import adapter, evaluators
 
 EVALUATORS = registry.EVALUATOR_NAMES
@@ -124,43 +125,65 @@ class Agent:
       raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
     if self.evaluator == "network" and self.apply_fn is None:
       raise ValueError("evaluator 'network' needs apply_fn")
-    for field in ("num_simulations", "num_parallel", "num_rollouts"):
+    for field in ("num_simulations", "num_rollouts"):
       if int(getattr(self, field)) < 1:
         raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}")
     if self.capacity is not None and int(self.capacity) < 2:
       raise ValueError(f"capacity must be at least 2, got {self.capacity}")
-    if self.num_simulations % self.num_parallel:
-      raise ValueError(
-        f"num_simulations ({self.num_simulations}) must be a multiple of "
-        f"num_parallel ({self.num_parallel})"
-      )
     mctx_engine = self.engine == "mctx"
     if mctx_engine:
-      if self.policy not in MCTX_POLICIES:
-        raise ValueError(
-          f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
-        )
-      unsupported = [
-        name
-        for name, value in (
-          ("transpositions=True", self.transpositions),
-          ("reuse=True", self.reuse),
-          ("solver=True", self.solver),
-          ("num_parallel > 1", self.num_parallel > 1),
-          ("capacity", self.capacity is not None),
-        )
-        if value
-      ]
-      if unsupported:
-        raise ValueError(
-          f"engine 'mctx' searches a tree from scratch at every move: "
-          f"{', '.join(unsupported)} is for engine 'mcgs'"
-        )
+      self._check_mctx()
     # Frozen: the engine's defaults are written once, here.
     if self.transpositions is None:
       object.__setattr__(self, "transpositions", not mctx_engine)
     if self.reuse is None:
       object.__setattr__(self, "reuse", not mctx_engine)
+    self.graph_options()  # the search's own checks of the graph settings
+    if self.num_simulations % self.num_parallel:
+      raise ValueError(
+        f"num_simulations ({self.num_simulations}) must be a multiple of "
+        f"num_parallel ({self.num_parallel})"
+      )
+
+  def _check_mctx(self) -> None:
+    """ValueError for what mctx's search cannot do."""
+    if self.policy not in MCTX_POLICIES:
+      raise ValueError(
+        f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
+      )
+    unsupported = [
+      name
+      for name, value in (
+        ("transpositions=True", self.transpositions),
+        ("reuse=True", self.reuse),
+        ("solver=True", self.solver),
+        ("num_parallel > 1", self.num_parallel > 1),
+        ("capacity", self.capacity is not None),
+      )
+      if value
+    ]
+    if unsupported:
+      raise ValueError(
+        f"engine 'mctx' searches a tree from scratch at every move: "
+        f"{', '.join(unsupported)} is for engine 'mcgs'"
+      )
+
+  @property
+  def search_capacity(self) -> int:
+    """Nodes per game of the agent's graph (`capacity` or its default)."""
+    if self.capacity is not None:
+      return int(self.capacity)
+    return 4 * self.num_simulations + 1 if self.reuse else self.num_simulations + 1
+
+  def graph_options(self) -> mg.GraphOptions:
+    """The graph settings of the agent's search (`mcgs` engine), checked by
+    `GraphOptions` (ValueError or TypeError naming the field)."""
+    return mg.GraphOptions(
+      transpositions=cast(bool, self.transpositions),  # set by __post_init__
+      solver=self.solver,
+      num_parallel=self.num_parallel,
+      capacity=self.search_capacity,
+    )
 
   def describe(self) -> str:
     """`name`, or e.g. `"muzero/rollout/64 graph reuse"` (`"mctx muzero/..."` for
@@ -307,11 +330,11 @@ def elo_interval(
 # Agents as jittable functions
 
 
-@functools.lru_cache(maxsize=32)
 def _game_from_spec(spec: str) -> adapter.Game:
-  """`make_game(spec)`, cached so that repeated matches reuse compiled steps;
-  ValueError for a game with chance (2048: `mcgs-jax play`)."""
-  game = adapter.make_game(spec)
+  """`make_game(spec)`, built once per spec (`registry.game_from_spec`) so that
+  repeated matches reuse compiled steps; ValueError for a game with chance (2048:
+  `mcgs-jax play`)."""
+  game = registry.game_from_spec(spec)
   if not isinstance(game, adapter.Game):
     raise ValueError(
       f"game {spec!r} has chance and one player: the arena plays two-player games "
@@ -367,9 +390,6 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
 
     return search_mctx
 
-  capacity = agent.capacity or (
-    4 * agent.num_simulations + 1 if agent.reuse else agent.num_simulations + 1
-  )
   # No root noise, most visited move: play, not explore.
   policy = registry.playing_policy(
     agent.policy,
@@ -377,7 +397,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     transpositions=agent.transpositions,
     solver=agent.solver,
     num_parallel=agent.num_parallel,
-    capacity=capacity,
+    capacity=agent.search_capacity,
   )
 
   def search(params, key, state, graph, played):
@@ -561,18 +581,6 @@ def draw_openings(game: adapter.Game, states, opening_moves: int, seed: int) -> 
   return openings
 
 
-def _max_game_length(game: adapter.Game) -> int | None:
-  """An upper bound on a game's plies where one is known (for progress), else None."""
-  env_id = getattr(game.env, "id", None) or getattr(game.env, "env_id", None)
-  bounds = {"tic_tac_toe": 9, "connect_four": 42}
-  if env_id in bounds:
-    return bounds[env_id]
-  heaps = getattr(game.env, "initial_heaps", None)
-  if heaps is not None:
-    return int(sum(heaps))
-  return None
-
-
 def play_match(
   game_spec_or_game: str | adapter.Game,
   agent_a: Agent,
@@ -613,15 +621,7 @@ def play_match(
     ValueError: for a bad game spec, an odd or non-positive `num_games`, a
       negative `opening_moves` or a bad agent setting.
   """
-  num_games = int(num_games)
-  if num_games < 2 or num_games % 2:
-    raise ValueError(f"num_games must be even and at least 2, got {num_games}")
-  opening_moves = int(opening_moves)
-  if opening_moves < 0:
-    raise ValueError(f"opening_moves must be >= 0, got {opening_moves}")
-  for label, agent in (("agent_a", agent_a), ("agent_b", agent_b)):
-    if not isinstance(agent, Agent):
-      raise TypeError(f"{label} must be an Agent, got {type(agent).__name__}")
+  num_games, opening_moves = _checked_match(num_games, opening_moves, agent_a, agent_b)
   if isinstance(game_spec_or_game, str):
     game = _game_from_spec(game_spec_or_game)
   else:
@@ -653,19 +653,167 @@ def play_match(
     state, a_player, opening_actions, graphs, played = jax.device_put(
       (state, a_player, opening_actions, graphs, played), sharding
     )
+  report = _MatchProgress(
+    progress, f"{agent_a.describe()} vs {agent_b.describe()}", num_games, game
+  )
+  tally = _play_plies(
+    steps,
+    (params_a, params_b),
+    state,
+    a_player,
+    opening_actions,
+    opening_moves,
+    graphs,
+    played,
+    search_key,
+    report,
+  )
+  return _match_result(
+    tally,
+    agent_a,
+    agent_b,
+    a_first=a_first,
+    seconds=time.perf_counter() - started,
+    num_devices=1 if sharding is None else len(jax.devices()),
+    calibration=calibration,
+  )
 
-  outcomes = np.zeros(num_games, np.float64)
-  lengths = np.zeros(num_games, np.int64)
-  openings = np.zeros((num_games, opening_moves), np.int64)
-  totals: dict[str, dict[str, Any]] = {
-    side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []} for side in ("a", "b")
-  }
-  # Search wall time per agent: the first searched ply (which compiles) apart.
-  timing = {side: {"first": 0.0, "seconds": 0.0, "plies": 0} for side in ("a", "b")}
-  bar = None
-  first_ply_seconds = 0.0
+
+def _checked_match(num_games, opening_moves, agent_a, agent_b) -> tuple[int, int]:
+  """`(num_games, opening_moves)` as ints; ValueError or TypeError for bad ones or for
+  an agent that is not an `Agent`."""
+  num_games = int(num_games)
+  if num_games < 2 or num_games % 2:
+    raise ValueError(f"num_games must be even and at least 2, got {num_games}")
+  opening_moves = int(opening_moves)
+  if opening_moves < 0:
+    raise ValueError(f"opening_moves must be >= 0, got {opening_moves}")
+  for label, agent in (("agent_a", agent_a), ("agent_b", agent_b)):
+    if not isinstance(agent, Agent):
+      raise TypeError(f"{label} must be an Agent, got {type(agent).__name__}")
+  return num_games, opening_moves
+
+
+@dataclasses.dataclass
+class _Tally:
+  """What a match has counted so far, on the host, per game and per side (`"a"`,
+  `"b"`)."""
+
+  outcomes: np.ndarray  # [N] float64: the rewards A collected
+  lengths: np.ndarray  # [N] int64: plies played, openings included
+  openings: np.ndarray  # [N, opening_moves] int64: the opening plies, -1 after an end
+  searches: dict[str, dict[str, Any]]  # side: searches, nodes, hits, nodes_per_ply
+  timing: dict[str, dict[str, float]]  # side: first (search seconds), seconds, plies
+  first_ply_seconds: float = 0.0
+
+  @classmethod
+  def empty(cls, num_games: int, opening_moves: int) -> "_Tally":
+    return cls(
+      outcomes=np.zeros(num_games, np.float64),
+      lengths=np.zeros(num_games, np.int64),
+      openings=np.zeros((num_games, opening_moves), np.int64),
+      searches={
+        side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []} for side in ("a", "b")
+      },
+      timing={side: {"first": 0.0, "seconds": 0.0, "plies": 0} for side in ("a", "b")},
+    )
+
+  def add_search_time(self, side: str, seconds: float) -> None:
+    """One search of `side`; its first one (which compiles) is kept apart."""
+    timed = self.timing[side]
+    if timed["plies"] == 0 and timed["first"] == 0.0:
+      timed["first"] = seconds
+    else:
+      timed["seconds"] += seconds
+      timed["plies"] += 1
+
+  def add_ply(self, ply: int, finished, action, rewards, moves, in_opening: bool) -> None:
+    """A ply played in the games not `finished` before it, `moves` its `(a_moved,
+    searched, nodes, hits)` `[N]` (nothing searched in an opening ply)."""
+    active = ~finished
+    self.outcomes += np.where(active, rewards, 0.0)
+    self.lengths += active
+    if in_opening:
+      self.openings[:, ply] = np.where(active, action, -1)
+    a_moved, searched, nodes, hits = moves
+    for side, mask in (("a", searched & a_moved), ("b", searched & ~a_moved)):
+      count = int(mask.sum())
+      totals = self.searches[side]
+      totals["searches"] += count
+      totals["nodes"] += float(nodes[mask].sum())
+      totals["hits"] += float(hits[mask].sum())
+      totals["nodes_per_ply"].append(float(nodes[mask].mean()) if count else float("nan"))
+
+
+class _MatchProgress:
+  """What `play_match(progress=True)` writes on stderr: a line while the searches
+  compile, one when the first searched ply is played, then a bar of plies (where
+  tqdm is installed). Silent with `enabled=False`."""
+
+  def __init__(self, enabled: bool, agents: str, num_games: int, game: adapter.Game):
+    self.enabled = enabled
+    self.agents = agents
+    self.num_games = num_games
+    self.limit = _ply_bound(game)
+    self.bar: Any = None
+
+  def compiling(self) -> None:
+    if self.enabled:
+      print(f"compiling the searches ({self.agents}) ...", file=sys.stderr, flush=True)
+
+  def played(self, ply: int, first_searched: bool, first_ply_seconds: float, finished) -> None:
+    """After `ply` plies, `finished` `[N]` the games over."""
+    if self.enabled and first_searched:
+      limit = self.limit
+      print(
+        f"compiled and played the first searched ply in "
+        f"{first_ply_seconds:.1f} s; now one ply at a time "
+        f"for all {self.num_games} games" + (f" (at most {limit} plies)" if limit else ""),
+        file=sys.stderr,
+        flush=True,
+      )
+      self.bar = progress_bar(
+        total=limit, initial=ply, unit="ply", file=sys.stderr, leave=False, desc="plies"
+      )
+    elif self.bar is not None:
+      self.bar.update(1)
+    if self.bar is not None:
+      self.bar.set_postfix_str(f"games over {int(finished.sum())}/{self.num_games}")
+
+  def close(self) -> None:
+    if self.bar is not None:
+      self.bar.close()
+
+
+def _ply_bound(game: adapter.Game) -> int | None:
+  """An upper bound on a game's plies where one is known (for progress), else None:
+  `registry.max_game_length`, or the sum of Nim's heaps."""
+  heaps = getattr(game.env, "initial_heaps", None)
+  if heaps is not None:
+    return int(sum(heaps))
+  return registry.max_game_length(game)
+
+
+def _play_plies(
+  steps: "_MatchSteps",
+  params: tuple,
+  state,
+  a_player,
+  opening_actions,
+  opening_moves: int,
+  graphs: list,
+  played,
+  search_key,
+  report: _MatchProgress,
+) -> _Tally:
+  """Plays every game of a match to its end, one ply of the whole batch at a time:
+  the opening plies of `opening_actions` `[N, max(opening_moves, 1)]`, then the
+  searched plies (`_searched_ply`). `graphs` and `played` are the agents' kept
+  graphs and the last move (see `_make_search`)."""
+  num_games = int(a_player.shape[0])
+  tally = _Tally.empty(num_games, opening_moves)
+  no_search = (np.zeros(num_games, bool), np.zeros(num_games, bool))
   first_ply_started = time.perf_counter()
-  limit = _max_game_length(game)
   try:
     finished = np.asarray(_fetch(evaluators.is_finished(state)))
     ply = 0
@@ -675,103 +823,92 @@ def play_match(
       in_opening = ply < opening_moves
       first_searched = ply == opening_moves
       if first_searched:
-        if progress:
-          print(
-            f"compiling the searches ({agent_a.describe()} vs {agent_b.describe()}) ...",
-            file=sys.stderr,
-            flush=True,
-          )
+        report.compiling()
         first_ply_started = time.perf_counter()
       if in_opening:
         state, action = steps.opening(state, opening_actions, jnp.int32(ply))
-        searched = np.zeros(num_games, bool)
-        a_moved = np.zeros(num_games, bool)
-        nodes = hits = np.zeros(num_games, np.int64)
+        nodes = np.zeros(num_games, np.int64)
+        moves = (*no_search, nodes, nodes)
       else:
-        key_a, key_b = jax.random.split(jax.random.fold_in(search_key, ply))
-        outputs = []
-        for side, search, key, params in (
-          ("a", steps.search_a, key_a, params_a),
-          ("b", steps.search_b, key_b, params_b),
-        ):
-          index = 0 if side == "a" else 1
-          search_started = time.perf_counter()
-          output = search(params, key, state, graphs[index], played)
-          output = jax.block_until_ready(output)
-          took = time.perf_counter() - search_started
-          if timing[side]["plies"] == 0 and timing[side]["first"] == 0.0:
-            timing[side]["first"] = took
-          else:
-            timing[side]["seconds"] += took
-            timing[side]["plies"] += 1
-          graphs[index] = output[3]
-          outputs.append(output)
-        (action_a, nodes_a, hits_a, _), (action_b, nodes_b, hits_b, _) = outputs
-        before_finished = evaluators.is_finished(state)
-        state, action, a_to_move = steps.advance(state, a_player, action_a, action_b)
-        a_moved, searched, nodes, hits = _fetch(
-          (
-            a_to_move,
-            ~before_finished,
-            jnp.where(a_to_move, nodes_a, nodes_b),
-            jnp.where(a_to_move, hits_a, hits_b),
-          )
+        key = jax.random.fold_in(search_key, ply)
+        state, action, graphs, moves = _searched_ply(
+          steps, params, key, state, a_player, graphs, played, tally
         )
       played = action
       action, now_finished, rewards = _fetch(
         (action, evaluators.is_finished(state), evaluators.rewards_of(state, a_player))
       )
-      active = ~finished
-      outcomes += np.where(active, rewards, 0.0)
-      lengths += active
-      if in_opening:
-        openings[:, ply] = np.where(active, action, -1)
-      for side, mask in (("a", searched & a_moved), ("b", searched & ~a_moved)):
-        count = int(mask.sum())
-        totals[side]["searches"] += count
-        totals[side]["nodes"] += float(nodes[mask].sum())
-        totals[side]["hits"] += float(hits[mask].sum())
-        totals[side]["nodes_per_ply"].append(float(nodes[mask].mean()) if count else float("nan"))
+      tally.add_ply(ply, finished, action, rewards, moves, in_opening)
       finished = np.asarray(now_finished)
       ply += 1
       if first_searched:
-        first_ply_seconds = time.perf_counter() - first_ply_started
-      if progress and first_searched:
-        print(
-          f"compiled and played the first searched ply in "
-          f"{first_ply_seconds:.1f} s; now one ply at a time "
-          f"for all {num_games} games" + (f" (at most {limit} plies)" if limit else ""),
-          file=sys.stderr,
-          flush=True,
-        )
-        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
-
-        bar = tqdm(total=limit, initial=ply, unit="ply", file=sys.stderr, leave=False, desc="plies")
-      elif bar is not None:
-        bar.update(1)
-      if bar is not None:
-        bar.set_postfix_str(f"games over {int(finished.sum())}/{num_games}")
+        tally.first_ply_seconds = time.perf_counter() - first_ply_started
+      report.played(ply, first_searched, tally.first_ply_seconds, finished)
   finally:
-    if bar is not None:
-      bar.close()
+    report.close()
+  return tally
 
+
+def _searched_ply(steps: "_MatchSteps", params: tuple, key, state, a_player, graphs, played, tally):
+  """Both agents search every game (each search timed into `tally`) and each game
+  plays the move of the agent to move there. Returns `(state, action, graphs,
+  (a_moved, searched, nodes, hits))`, the last four `[N]` numpy: whether A moved,
+  whether the game was still on, and the nodes and transposition hits of the search
+  whose move was played."""
+  key_a, key_b = jax.random.split(key)
+  graphs = list(graphs)
+  outputs = []
+  for index, (side, search, side_key) in enumerate(
+    (("a", steps.search_a, key_a), ("b", steps.search_b, key_b))
+  ):
+    search_started = time.perf_counter()
+    output = jax.block_until_ready(search(params[index], side_key, state, graphs[index], played))
+    tally.add_search_time(side, time.perf_counter() - search_started)
+    graphs[index] = output[3]
+    outputs.append(output)
+  (action_a, nodes_a, hits_a, _), (action_b, nodes_b, hits_b, _) = outputs
+  before_finished = evaluators.is_finished(state)
+  state, action, a_to_move = steps.advance(state, a_player, action_a, action_b)
+  moves = _fetch(
+    (
+      a_to_move,
+      ~before_finished,
+      jnp.where(a_to_move, nodes_a, nodes_b),
+      jnp.where(a_to_move, hits_a, hits_b),
+    )
+  )
+  return state, action, graphs, moves
+
+
+def _match_result(
+  tally: _Tally,
+  agent_a: Agent,
+  agent_b: Agent,
+  *,
+  a_first: np.ndarray,
+  seconds: float,
+  num_devices: int,
+  calibration: dict[str, Any] | None,
+) -> MatchResult:
+  """The `MatchResult` of a match's tally."""
+  outcomes = tally.outcomes
+  num_games = int(outcomes.size)
   wins = int((outcomes > 0).sum())
   losses = int((outcomes < 0).sum())
-  draws = num_games - wins - losses
   points = np.where(outcomes > 0, 1.0, np.where(outcomes < 0, 0.0, 0.5))
   score, elo, elo_ci, score_ci = elo_interval(points)
   agents, timings = {}, {}
   for side, agent in (("a", agent_a), ("b", agent_b)):
-    searches = totals[side]["searches"]
-    timed = timing[side]
+    totals, timed = tally.searches[side], tally.timing[side]
+    searches = totals["searches"]
     agents[side] = {
       "name": agent.describe(),
       "engine": agent.engine,
       "num_simulations": agent.num_simulations,
       "searches": searches,
-      "mean_nodes": totals[side]["nodes"] / searches if searches else 0.0,
-      "mean_transposition_hits": totals[side]["hits"] / searches if searches else 0.0,
-      "nodes_per_ply": totals[side]["nodes_per_ply"],
+      "mean_nodes": totals["nodes"] / searches if searches else 0.0,
+      "mean_transposition_hits": totals["hits"] / searches if searches else 0.0,
+      "nodes_per_ply": totals["nodes_per_ply"],
     }
     timings[side] = {
       "search_seconds_per_ply": (
@@ -781,22 +918,22 @@ def play_match(
     }
   return MatchResult(
     wins=wins,
-    draws=draws,
+    draws=num_games - wins - losses,
     losses=losses,
     score=score,
     elo=elo,
     elo_ci95=elo_ci,
     score_ci95=score_ci,
     games=num_games,
-    mean_game_length=float(lengths.mean()),
+    mean_game_length=float(tally.lengths.mean()),
     agents=agents,
     outcomes=outcomes,
     a_first=a_first,
-    game_lengths=lengths,
-    openings=openings,
-    seconds=time.perf_counter() - started,
-    num_devices=1 if sharding is None else len(jax.devices()),
-    first_ply_seconds=first_ply_seconds,
+    game_lengths=tally.lengths,
+    openings=tally.openings,
+    seconds=seconds,
+    num_devices=num_devices,
+    first_ply_seconds=tally.first_ply_seconds,
     calibration=calibration,
     timing=timings,
   )

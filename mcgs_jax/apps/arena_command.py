@@ -39,7 +39,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
@@ -527,9 +527,13 @@ def _is_default_match(args) -> bool:
 
 
 def _check_output(args) -> None:
-  """ValueError when `--plot`'s directory does not exist (before the match)."""
+  """ValueError when `--plot`'s directory does not exist or matplotlib is missing
+  (before the match)."""
   if args.plot is None:
     return
+  missing = missing_extra("matplotlib")
+  if missing:
+    raise ValueError(f"--plot {missing}")
   directory = os.path.dirname(os.path.abspath(args.plot))
   if not os.path.isdir(directory):
     raise ValueError(f"cannot write --plot {args.plot!r}: no directory {directory!r}")

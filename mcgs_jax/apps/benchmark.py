@@ -33,7 +33,9 @@ apart from cost growth per step.
 Needs the `bench` extra (mctx, pgx, flax).
 """
 
+import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
@@ -44,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.extend.backend
 import jax.numpy as jnp
 import numpy as np
 
@@ -123,12 +126,6 @@ def make_policy(
     )
 
   return jax.jit(ours, donate_argnames="recycled") if recycle else jax.jit(ours)
-
-
-def make_policies(game, num_simulations: int):
-  """The three policies (`IMPLEMENTATIONS`), each `(params, key, state) ->
-  PolicyOutput`, jitted."""
-  return {name: make_policy(game, name, num_simulations) for name in IMPLEMENTATIONS}
 
 
 def time_policy(policy, params, key, state, repeats: int):
@@ -247,59 +244,10 @@ def run(
   (probe windows, against the first window given). Graph-mode rows also carry the
   mean nodes, transposition hits, dropped inserts and capacity overflows per game.
   """
-  from mcgs_jax.apps.registry import make_evaluator  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games.networks import init_network  # pylint: disable=import-outside-toplevel
-
-  key = jax.random.PRNGKey(seed)
-  network_key, positions_key, search_key = jax.random.split(key, 3)
-  probe = make_game(game_id)
-  apply_fn, params = init_network(probe.env, network_key, hidden=(64, 64))
-  game = make_game(game_id, make_evaluator("network", probe.env, apply_fn=apply_fn))
+  network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
+  game, params = _network_game(game_id, network_key)
+  measure = functools.partial(_measure_group, game, params, search_key, positions_key, repeats)
   rows = []
-
-  def positions(batch_size):
-    return random_positions(game, positions_key, batch_size, max_opening_moves=8)
-
-  def record(kind, configs, batch_size, recycling=()):
-    """`configs`: `{label: (impl, num_simulations, capacity, probe_window)}`;
-    `recycling`: the labels whose searches recycle the previous graph."""
-    policies = {}
-    for label, (impl, num_simulations, capacity, probe_window) in configs.items():
-      options = {}
-      if capacity is not None:
-        options["capacity"] = capacity
-      if probe_window is not None:
-        options["probe_window"] = probe_window
-      policies[label] = make_policy(
-        game, impl, num_simulations, recycle=label in recycling, **options
-      )
-    timings = time_group(
-      policies, params, search_key, positions(batch_size), repeats, recycling=recycling
-    )
-    group = []
-    for label, (impl, num_simulations, capacity, probe_window) in configs.items():
-      compile_seconds, seconds, output = timings[label]
-      row = dict(
-        kind=kind,
-        impl=impl,
-        recycle=label in recycling,
-        batch_size=batch_size,
-        num_simulations=num_simulations,
-        capacity=capacity
-        if capacity is not None
-        else (None if impl == "mctx" else num_simulations + 1),
-        probe_window=probe_window,
-        compile_s=round(compile_seconds, 2),
-        run_s=round(seconds, 4),
-        sims_per_s=round(batch_size * num_simulations / seconds, 1),
-      )
-      if impl != "mctx":
-        row.update(path_statistics(output, seconds))
-      if impl == "graph":
-        row.update(_graph_counters(output))
-      group.append(row)
-    return group
 
   def finish(group):
     for row in group:
@@ -308,52 +256,13 @@ def run(
 
   for batch_size in batch_sizes:
     for num_simulations in simulations:
-      group = record(
-        "throughput",
-        {impl: (impl, num_simulations, None, None) for impl in IMPLEMENTATIONS},
-        batch_size,
-      )
-      mctx_seconds = group[0]["run_s"]
-      for row in group:
-        row["speedup_vs_mctx"] = round(mctx_seconds / row["run_s"], 2)
-      finish(group)
+      finish(_throughput_group(measure, batch_size, num_simulations))
   if scaling_simulations:
-    group = record(
-      "scaling",
-      {(impl, s): (impl, s, None, None) for s in scaling_simulations for impl in IMPLEMENTATIONS},
-      scaling_batch_size,
-    )
-    for row in group:
-      mctx_row = next(
-        r for r in group if r["impl"] == "mctx" and r["num_simulations"] == row["num_simulations"]
-      )
-      row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
-    finish(group)
+    finish(_scaling_group(measure, scaling_batch_size, scaling_simulations))
   if capacities:
-    for capacity in capacities:
-      if capacity < capacity_simulations + 1:
-        raise ValueError(f"capacity {capacity} is below S + 1 = {capacity_simulations + 1}")
-    configs = {
-      (impl, c, recycle): (impl, capacity_simulations, c, None)
-      for c in capacities
-      for impl in ("tree", "graph")
-      for recycle in (False, True)
-    }
-    group = record(
-      "capacity",
-      configs,
-      capacity_batch_size,
-      recycling=tuple(label for label in configs if label[2]),
-    )
-    for row in group:
-      smallest = min(
-        (r for r in group if (r["impl"], r["recycle"]) == (row["impl"], row["recycle"])),
-        key=lambda r: r["capacity"],
-      )
-      row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
-    finish(group)
+    finish(_capacity_group(measure, capacities, capacity_simulations, capacity_batch_size))
   if probe_windows:
-    group = record(
+    group = measure(
       "probe_window",
       {w: ("graph", probe_simulations, None, w) for w in probe_windows},
       probe_batch_size,
@@ -362,6 +271,124 @@ def run(
       row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
     finish(group)
   return rows
+
+
+def _network_game(game_id: str, rng_key):
+  """`(game, params)`: `game_id` with a random MLP 64-64 as its evaluator."""
+  from mcgs_jax.apps.registry import game_from_spec, make_evaluator
+  from mcgs_jax.games.networks import init_network
+
+  game = game_from_spec(game_id)  # the one `main` checked
+  apply_fn, params = init_network(game.env, rng_key, hidden=(64, 64))
+  evaluator = make_evaluator("network", game.env, apply_fn=apply_fn)
+  return dataclasses.replace(game, evaluator=evaluator), params
+
+
+def _measure_group(
+  game,
+  params,
+  search_key,
+  positions_key,
+  repeats: int,
+  kind: str,
+  configs,
+  batch_size,
+  recycling=(),
+) -> list[dict]:
+  """Times one group (`time_group`) on `batch_size` random positions; returns its rows.
+
+  `configs`: `{label: (impl, num_simulations, capacity, probe_window)}`;
+  `recycling`: the labels whose searches recycle the previous graph.
+  """
+  policies = {}
+  for label, (impl, num_simulations, capacity, probe_window) in configs.items():
+    options = {}
+    if capacity is not None:
+      options["capacity"] = capacity
+    if probe_window is not None:
+      options["probe_window"] = probe_window
+    policies[label] = make_policy(
+      game, impl, num_simulations, recycle=label in recycling, **options
+    )
+  state = random_positions(game, positions_key, batch_size, max_opening_moves=8)
+  timings = time_group(policies, params, search_key, state, repeats, recycling=recycling)
+  group = []
+  for label, (impl, num_simulations, capacity, probe_window) in configs.items():
+    compile_seconds, seconds, output = timings[label]
+    row = dict(
+      kind=kind,
+      impl=impl,
+      recycle=label in recycling,
+      batch_size=batch_size,
+      num_simulations=num_simulations,
+      capacity=capacity
+      if capacity is not None
+      else (None if impl == "mctx" else num_simulations + 1),
+      probe_window=probe_window,
+      compile_s=round(compile_seconds, 2),
+      run_s=round(seconds, 4),
+      sims_per_s=round(batch_size * num_simulations / seconds, 1),
+    )
+    if impl != "mctx":
+      row.update(path_statistics(output, seconds))
+    if impl == "graph":
+      row.update(_graph_counters(output))
+    group.append(row)
+  return group
+
+
+def _throughput_group(measure: Callable, batch_size: int, num_simulations: int) -> list[dict]:
+  """The three implementations at one B and S, with their speed against mctx."""
+  group = measure(
+    "throughput",
+    {impl: (impl, num_simulations, None, None) for impl in IMPLEMENTATIONS},
+    batch_size,
+  )
+  mctx_seconds = group[0]["run_s"]
+  for row in group:
+    row["speedup_vs_mctx"] = round(mctx_seconds / row["run_s"], 2)
+  return group
+
+
+def _scaling_group(measure: Callable, batch_size: int, simulations: Sequence[int]) -> list[dict]:
+  """The three implementations at every S, with their speed against mctx at that S."""
+  group = measure(
+    "scaling",
+    {(impl, s): (impl, s, None, None) for s in simulations for impl in IMPLEMENTATIONS},
+    batch_size,
+  )
+  for row in group:
+    mctx_row = next(
+      r for r in group if r["impl"] == "mctx" and r["num_simulations"] == row["num_simulations"]
+    )
+    row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
+  return group
+
+
+def _capacity_group(
+  measure: Callable, capacities: Sequence[int], num_simulations: int, batch_size: int
+) -> list[dict]:
+  """Tree and graph mode at every capacity, new tables and recycled ones, with the
+  cost against the smallest capacity of the same kind."""
+  for capacity in capacities:
+    if capacity < num_simulations + 1:
+      raise ValueError(f"capacity {capacity} is below S + 1 = {num_simulations + 1}")
+  configs = {
+    (impl, c, recycle): (impl, num_simulations, c, None)
+    for c in capacities
+    for impl in ("tree", "graph")
+    for recycle in (False, True)
+  }
+  group = measure(
+    "capacity", configs, batch_size, recycling=tuple(label for label in configs if label[2])
+  )
+  for row in group:
+    smallest = min(
+      (r for r in group if (r["impl"], r["recycle"]) == (row["impl"], row["recycle"])),
+      key=lambda r: r["capacity"],
+    )
+    row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
+  return group
 
 
 def memory_rows(
@@ -451,6 +478,18 @@ def environment() -> dict[str, str]:
 def markdown(rows, scaling, header: str) -> str:
   """The tables of a run, in RESULTS.md's format."""
   lines = [header]
+  lines += _throughput_lines(rows)
+  lines += _scaling_lines(rows, scaling)
+  lines += _capacity_lines(rows)
+  lines += _path_lines(rows)
+  lines += _memory_lines(rows)
+  lines += _probe_window_lines(rows)
+  return "\n".join(lines)
+
+
+def _throughput_lines(rows) -> list[str]:
+  """The throughput table."""
+  lines: list[str] = []
   throughput = [r for r in rows if r["kind"] == "throughput"]
   if throughput:
     lines += [
@@ -464,6 +503,12 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['speedup_vs_mctx']}x |"
       for r in throughput
     ]
+  return lines
+
+
+def _scaling_lines(rows, scaling) -> list[str]:
+  """The S-scaling table (with `scaling`, `scaling_table`'s ratios)."""
+  lines: list[str] = []
   scaling_rows = [r for r in rows if r["kind"] == "scaling"]
   if scaling_rows and scaling:
     sims = sorted({r["num_simulations"] for r in scaling_rows})
@@ -487,6 +532,12 @@ def markdown(rows, scaling, header: str) -> str:
       lines.append(
         f"| {name} | {by_s[low]['run_s']} | {by_s[high]['run_s']} | {ratio}x | {per_step} |"
       )
+  return lines
+
+
+def _capacity_lines(rows) -> list[str]:
+  """The capacity table."""
+  lines: list[str] = []
   capacity_rows = [r for r in rows if r["kind"] == "capacity"]
   if capacity_rows:
     first = capacity_rows[0]
@@ -510,6 +561,12 @@ def markdown(rows, scaling, header: str) -> str:
             f"| {impl} | {tables} | {r['capacity']} | {r['run_s']} | "
             f"{r['cost_vs_smallest']}x | {nodes} |"
           )
+  return lines
+
+
+def _path_lines(rows) -> list[str]:
+  """How far the playouts went."""
+  lines: list[str] = []
   path_rows = [r for r in rows if "edge_steps" in r]
   if path_rows:
     lines += [
@@ -527,6 +584,12 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['ns_per_edge_step']} |"
       for r in path_rows
     ]
+  return lines
+
+
+def _memory_lines(rows) -> list[str]:
+  """The memory table."""
+  lines: list[str] = []
   memory = [r for r in rows if r["kind"] == "memory"]
   if memory:
     budget = memory[0]["budget_gb"]
@@ -545,6 +608,12 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['max_nodes'] / 1e6:.3g}M | {r['max_nodes'] // 1024} |"
       for r in memory
     ]
+  return lines
+
+
+def _probe_window_lines(rows) -> list[str]:
+  """The probe-window table."""
+  lines: list[str] = []
   probe_rows = [r for r in rows if r["kind"] == "probe_window"]
   if probe_rows:
     first = probe_rows[0]
@@ -563,10 +632,11 @@ def markdown(rows, scaling, header: str) -> str:
       f"{r['mean_transposition_hits']} | {r['mean_dropped_inserts']} |"
       for r in probe_rows
     ]
-  return "\n".join(lines)
+  return lines
 
 
-def main(argv=None):
+def build_parser():
+  """The `mcgs-jax bench` parser."""
   from mcgs_jax.apps.cli_args import (  # pylint: disable=import-outside-toplevel
     OneLineErrorParser,
     int_at_least,
@@ -647,24 +717,29 @@ def main(argv=None):
   )
   parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
   parser.add_argument("--markdown", metavar="FILE", help="also write the tables here")
-  args = parser.parse_args(argv)
+  return parser
 
-  def ints(text, name):
-    if text.strip().lower() in ("", "none"):
-      return ()
-    try:
-      values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-      parser.error(f"{name}: expected comma-separated integers, got {text!r}")
-    if any(v < 1 or v > 1_000_000 for v in values):
-      parser.error(f"{name}: expected integers from 1 to 1000000, got {text!r}")
-    return values
 
-  batch_sizes = ints(args.batch_sizes, "--batch-sizes")
-  simulations = ints(args.simulations, "--simulations") or (64,)
-  scaling_simulations = ints(args.scaling_simulations, "--scaling-simulations")
-  capacities = ints(args.capacities, "--capacities")
-  probe_windows = ints(args.probe_windows, "--probe-windows")
+def _int_list(parser, text: str, flag: str) -> tuple[int, ...]:
+  """The comma-separated integers of `flag` (in [1, 1000000]; `none`: no values)."""
+  if text.strip().lower() in ("", "none"):
+    return ()
+  try:
+    values = tuple(int(v) for v in text.split(","))
+  except ValueError:
+    parser.error(f"{flag}: expected comma-separated integers, got {text!r}")
+  if any(v < 1 or v > 1_000_000 for v in values):
+    parser.error(f"{flag}: expected integers from 1 to 1000000, got {text!r}")
+  return values
+
+
+def _run_arguments(parser, args) -> dict[str, Any]:
+  """`run`'s keywords from the parsed flags (bad values: `parser.error`)."""
+  batch_sizes = _int_list(parser, args.batch_sizes, "--batch-sizes")
+  simulations = _int_list(parser, args.simulations, "--simulations") or (64,)
+  scaling_simulations = _int_list(parser, args.scaling_simulations, "--scaling-simulations")
+  capacities = _int_list(parser, args.capacities, "--capacities")
+  probe_windows = _int_list(parser, args.probe_windows, "--probe-windows")
   scaling_batch_size = args.scaling_batch_size
   if args.quick:
     batch_sizes, simulations, scaling_simulations, scaling_batch_size = (64,), (16,), (16, 128), 16
@@ -673,23 +748,41 @@ def main(argv=None):
       f"--capacities: each must be at least --capacity-simulations + 1 = "
       f"{args.capacity_simulations + 1}"
     )
-  if args.one_core:
-    if not hasattr(os, "sched_setaffinity"):
-      parser.error("--one-core needs Linux (os.sched_setaffinity)")
-    if jax._src.xla_bridge.backends_are_initialized():  # pylint: disable=protected-access
-      parser.error("--one-core: JAX's backend is already initialised in this process")
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-  memory_games = (
-    []
-    if args.memory.strip().lower() in ("", "none")
-    else [name.strip() for name in args.memory.split(",")]
+  return dict(
+    game_id=args.game,
+    batch_sizes=batch_sizes,
+    simulations=simulations,
+    scaling_batch_size=scaling_batch_size,
+    scaling_simulations=scaling_simulations,
+    capacities=capacities,
+    capacity_simulations=args.capacity_simulations,
+    capacity_batch_size=args.capacity_batch_size,
+    probe_windows=probe_windows,
+    probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
+    probe_simulations=args.probe_simulations or simulations[0],
+    repeats=args.repeats,
+    seed=args.seed,
   )
-  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
-    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
-  from mcgs_jax.games.adapter import Game, make_game  # pylint: disable=import-outside-toplevel
+
+
+def _pin_to_one_core(parser) -> None:
+  """`--one-core`: this process, and the threads it starts from now on, on one CPU."""
+  if not hasattr(os, "sched_setaffinity"):
+    parser.error("--one-core needs Linux (os.sched_setaffinity)")
+  os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+  # The pin holds for threads started from now on: a CPU client made before it
+  # keeps its threads on every core, so the next computation makes a new one.
+  jax.extend.backend.clear_backends()
+
+
+def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
+  """`parser.error` for a game that cannot be timed, an output file in no
+  directory, or a missing package of the bench extra; before any work."""
+  from mcgs_jax.apps.registry import game_from_spec
+  from mcgs_jax.games.adapter import Game, make_game
 
   try:
-    if not isinstance(make_game(args.game), Game):
+    if not isinstance(game_from_spec(args.game), Game):
       parser.error(f"--game {args.game}: a game with chance; time it with mcgs-jax play")
   except (ValueError, ImportError) as error:
     parser.error(f"--game: {' '.join(str(error).split())}")
@@ -709,29 +802,10 @@ def main(argv=None):
     parser.exit(
       2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n"
     )
-  rows = run(
-    game_id=args.game,
-    batch_sizes=batch_sizes,
-    simulations=simulations,
-    scaling_batch_size=scaling_batch_size,
-    scaling_simulations=scaling_simulations,
-    capacities=capacities,
-    capacity_simulations=args.capacity_simulations,
-    capacity_batch_size=args.capacity_batch_size,
-    probe_windows=probe_windows,
-    probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
-    probe_simulations=args.probe_simulations or simulations[0],
-    repeats=args.repeats,
-    seed=args.seed,
-    progress=lambda row: print(json.dumps(row), flush=True),
-  )
-  if memory_games:
-    rows += memory_rows(
-      memory_games,
-      budget_bytes=args.memory_budget_gb * 1e9,
-      progress=lambda row: print(json.dumps(row), flush=True),
-    )
-  scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+
+
+def _write_tables(args, rows: list, scaling: dict) -> None:
+  """Prints the tables (and writes `--markdown`, `--json`)."""
   env = environment()
   cores = f"pinned to 1 of {env['cpu_count']} CPUs" if args.one_core else f"{env['cpu_count']} CPUs"
   header = (
@@ -748,6 +822,31 @@ def main(argv=None):
   if args.json:
     with open(args.json, "w", encoding="utf-8") as handle:
       json.dump({"rows": rows, "scaling": scaling, "environment": env}, handle, indent=1)
+
+
+def main(argv=None):
+  """`mcgs-jax bench [options]`: measures (`run`, `memory_rows`) and prints the
+  tables; bad input exits with status 2 and one line, before any work."""
+  parser = build_parser()
+  args = parser.parse_args(argv)
+  run_arguments = _run_arguments(parser, args)
+  if args.one_core:
+    _pin_to_one_core(parser)
+  memory_games = (
+    []
+    if args.memory.strip().lower() in ("", "none")
+    else [name.strip() for name in args.memory.split(",")]
+  )
+  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
+    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
+  _check_games_and_paths(parser, args, memory_games)
+  print_row = lambda row: print(json.dumps(row), flush=True)
+  rows = run(**run_arguments, progress=print_row)
+  if memory_games:
+    rows += memory_rows(memory_games, budget_bytes=args.memory_budget_gb * 1e9, progress=print_row)
+  scaling_simulations = run_arguments["scaling_simulations"]
+  scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+  _write_tables(args, rows, scaling)
 
 
 if __name__ == "__main__":

@@ -73,25 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     return _run(command, rest)
   except ModuleNotFoundError as error:
-    extra = _EXTRA_OF_MODULE.get((error.name or "").partition(".")[0])
-    if extra is None:
+    from mcgs_jax.apps import cli_args
+
+    module = (error.name or "").partition(".")[0]
+    if module not in cli_args.EXTRA_OF_MODULE:
       raise
-    print(
-      f"mcgs-jax {command}: needs the {extra} extra (pip install 'mcgs-jax[{extra}]'): {error}",
-      file=sys.stderr,
-    )
+    print(f"mcgs-jax {command}: {cli_args.needs_extra(module)}: {error}", file=sys.stderr)
     return 2
-
-
-# Optional dependencies, by the extra of pyproject.toml that installs them.
-_EXTRA_OF_MODULE = {
-  "pgx": "games",
-  "flax": "train",
-  "optax": "train",
-  "matplotlib": "viz",
-  "mctx": "bench",
-  "tqdm": "bench",
-}
 
 
 def _run(command: str, rest: list[str]) -> int:

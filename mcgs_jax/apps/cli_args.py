@@ -1,6 +1,18 @@
-"""What the `mcgs-jax` subcommands share: one-line argument errors, integer checks."""
+"""What the `mcgs-jax` subcommands share: one-line argument errors, integer checks,
+the extras that install optional packages, progress bars."""
 
 import argparse
+import importlib.util
+
+# Optional dependencies, by the extra of pyproject.toml that installs them.
+EXTRA_OF_MODULE = {
+  "pgx": "games",
+  "flax": "train",
+  "optax": "train",
+  "matplotlib": "viz",
+  "mctx": "bench",
+  "tqdm": "bench",
+}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -27,3 +39,29 @@ def int_at_least(minimum: int, maximum: int | None = None):
     return value
 
   return parse
+
+
+def progress_bar(**tqdm_arguments):
+  """A `tqdm.auto` bar, or None where tqdm is not installed: it comes with the train
+  and bench extras, and a progress bar is not worth failing a command for."""
+  try:
+    from tqdm.auto import tqdm
+  except ModuleNotFoundError:
+    return None
+  return tqdm(**tqdm_arguments)
+
+
+def needs_extra(module: str) -> str:
+  """`needs the EXTRA extra (pip install 'mcgs-jax[EXTRA]')`, what installs `module`."""
+  extra = EXTRA_OF_MODULE[module]
+  return f"needs the {extra} extra (pip install 'mcgs-jax[{extra}]')"
+
+
+def missing_extra(module: str) -> str | None:
+  """`needs_extra(module)` when `module` is not installed, else None (nothing is
+  imported: a command checks what a flag needs before any work)."""
+  try:
+    found = importlib.util.find_spec(module) is not None
+  except (ImportError, ValueError):
+    found = False
+  return None if found else needs_extra(module)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
@@ -202,9 +202,7 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
   results = {}
   bar = None
   if progress:
-    from tqdm import tqdm  # pylint: disable=import-outside-toplevel
-
-    bar = tqdm(
+    bar = progress_bar(
       total=config.num_games * len(config.modes),
       desc="games finished",
       file=sys.stderr,
@@ -435,11 +433,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
   parser = build_parser()
   args = parser.parse_args(argv)
-  if "mctx" in args.modes:
-    try:
-      import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    except ImportError:
-      parser.error("--modes mctx needs mctx installed (pip install mctx)")
+  for flag, wanted, module in (
+    ("--modes mctx", "mctx" in args.modes, "mctx"),
+    ("--evaluator network", args.evaluator == "network", "flax"),
+    ("--plot", args.plot, "matplotlib"),
+  ):
+    missing = missing_extra(module) if wanted else None
+    if missing:
+      parser.error(f"{flag} {missing}")
   config = PlayConfig(
     size=args.game,
     num_games=args.games,

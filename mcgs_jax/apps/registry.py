@@ -8,13 +8,15 @@ loop use: one table of each, so a new policy or evaluator is added in one place.
     (`mcgs_jax.games.evaluators`).
   * `random_legal_actions`: the package's one uniformly random legal move (defined
     in `mcgs_jax.games.evaluators`, which needs nothing from the apps).
+  * `game_from_spec(spec)`: `make_game(spec)`, built once per spec, and
+    `max_game_length(game)`: the plies after which every game is over.
 """
 
 import functools
 from collections.abc import Callable
 
 import mcgs_jax as mg
-from mcgs_jax.games import evaluators
+from mcgs_jax.games import adapter, evaluators
 from mcgs_jax.games.evaluators import random_legal_actions
 
 POLICIES: dict[str, Callable] = {
@@ -35,13 +37,19 @@ EVALUATOR_NAMES = ("uniform", "rollout", "network")
 # The evaluators that need no weights (what a command offers without a checkpoint).
 WEIGHTLESS_EVALUATORS = tuple(name for name in EVALUATOR_NAMES if name != "network")
 
+# Longest game of the pgx board games the apps play (every move fills a cell).
+MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
+
 __all__ = [
   "EVALUATOR_NAMES",
+  "MAX_GAME_LENGTH",
   "PLAYING_OPTIONS",
   "POLICIES",
   "POLICY_NAMES",
   "WEIGHTLESS_EVALUATORS",
+  "game_from_spec",
   "make_evaluator",
+  "max_game_length",
   "mctx_policy",
   "playing_policy",
   "random_legal_actions",
@@ -82,7 +90,8 @@ def mctx_policy(name: str, recurrent_fn: Callable, **options) -> Callable:
   try:
     import mctx  # pylint: disable=import-outside-toplevel
   except ImportError:
-    raise ValueError("engine 'mctx' needs the mctx package: pip install mcgs-jax[bench]") from None
+    message = "engine 'mctx' needs the bench extra (pip install 'mcgs-jax[bench]')"
+    raise ValueError(message) from None
   policy = {"muzero": mctx.muzero_policy, "gumbel": mctx.gumbel_muzero_policy}[name]
 
   def mctx_recurrent_fn(params, key, action, embedding):
@@ -119,3 +128,21 @@ def make_evaluator(name: str, env, *, num_rollouts: int = 1, apply_fn=None):
   if apply_fn is None:
     raise ValueError("the network evaluator needs apply_fn")
   return evaluators.network_evaluator(apply_fn)
+
+
+@functools.lru_cache(maxsize=32)
+def game_from_spec(spec: str):
+  """`make_game(spec)`, built once per spec: the arena's matches and the training
+  loop that plays them share one `Game`, so their compiled steps too."""
+  return adapter.make_game(spec)
+
+
+def max_game_length(game) -> int | None:
+  """Plies after which every game of `game` is over, where known (else None): from
+  `MAX_GAME_LENGTH` or the env's `max_game_length`."""
+  env = game.env
+  env_id = getattr(env, "id", None) or getattr(env, "env_id", None)
+  if env_id in MAX_GAME_LENGTH:
+    return MAX_GAME_LENGTH[env_id]
+  length = getattr(env, "max_game_length", None)
+  return None if length is None else int(length)

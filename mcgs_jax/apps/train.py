@@ -57,12 +57,12 @@ import numpy as np
 import optax
 
 import mcgs_jax as mg
+from mcgs_jax.apps import registry
+from mcgs_jax.apps.cli_args import OneLineErrorParser, missing_extra, progress_bar
 from mcgs_jax.apps.registry import POLICIES, make_evaluator, mctx_policy
 from mcgs_jax.games import evaluators, networks
-from mcgs_jax.games.adapter import Game, make_game
+from mcgs_jax.games.adapter import Game
 
-# Longest game of each supported pgx board game (every move fills a cell).
-MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
 # Policies whose `action_weights` are a training target (see `make_self_play`).
 TRAINING_POLICIES = ("muzero", "gumbel")
 
@@ -118,7 +118,7 @@ class Config:
       when the time since the start plus the last iteration's time would pass it
       (None: run every iteration). With it, runs that differ in speed can be
       compared at equal wall time.
-    progress: show a tqdm bar.
+    progress: show a tqdm bar (where tqdm is installed; else a line per iteration).
   """
 
   game: str = "connect_four"
@@ -183,12 +183,10 @@ class Config:
 
 def max_game_length(game: Game, game_id: str) -> int:
   """Moves after which every game is over (the length of the self-play scan)."""
-  if game_id in MAX_GAME_LENGTH:
-    return MAX_GAME_LENGTH[game_id]
-  length = getattr(game.env, "max_game_length", None)
+  length = registry.max_game_length(game)
   if length is None:
-    raise ValueError(f"unknown game length for {game_id!r}; add it to MAX_GAME_LENGTH")
-  return int(length)
+    raise ValueError(f"unknown game length for {game_id!r}; add it to registry.MAX_GAME_LENGTH")
+  return length
 
 
 ENGINES = ("mcgs", "mctx")
@@ -568,10 +566,12 @@ def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
 
 def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> dict:
   """Arena scores of the network against the uniform MCTS baseline and against the
-  previous network. Returns a dict with `vs_baseline` and `vs_previous` (each with
-  `wins`, `draws`, `losses`, `score`, `elo`; `vs_previous` is None when
-  `previous_params` is) and `eval_first_ply_s`, the time of the matches' first plies
-  (which compile the match steps when they are new).
+  previous network (`play_match` of `config.game`, whose `Game` is the one `train`
+  plays: `registry.game_from_spec` builds it once). Returns a dict with
+  `vs_baseline` and `vs_previous` (each with `wins`, `draws`, `losses`, `score`,
+  `elo`; `vs_previous` is None when `previous_params` is) and `eval_first_ply_s`,
+  the time of the matches' first plies (which compile the match steps when they are
+  new).
   """
   from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
 
@@ -658,10 +658,12 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
   started = time.perf_counter()
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
-  env_game = make_game(config.game)
-  apply_fn, fresh_params = networks.init_network(env_game.env, init_key, hidden=config.hidden)
+  board = registry.game_from_spec(config.game)  # the one the arena's matches play
+  apply_fn, fresh_params = networks.init_network(board.env, init_key, hidden=config.hidden)
   params = fresh_params if params is None else params
-  game = make_game(config.game, make_evaluator("network", env_game.env, apply_fn=apply_fn))
+  game = dataclasses.replace(
+    board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
+  )
   optimizer = optax.adam(config.learning_rate)
   opt_state = optimizer.init(params)
   self_play = make_self_play(game, config)
@@ -675,13 +677,11 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     history.initial_checkpoint = save_checkpoint(
       checkpoint_path(config.checkpoint_dir, 0), params, opt_state, 0
     )
-
-  iterations = range(1, config.iterations + 1)
+  iterations: Any = range(1, config.iterations + 1)
   bar = None
   if config.progress:
-    from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
-
-    iterations = bar = tqdm(iterations, desc=f"alphazero {config.game}")
+    bar = progress_bar(iterable=iterations, desc=f"alphazero {config.game}")
+    iterations = iterations if bar is None else bar
   last_iteration_s = 0.0
   for iteration in iterations:
     elapsed = time.perf_counter() - started
@@ -693,69 +693,91 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
     iteration_started = time.perf_counter()
     entry: dict[str, Any] = dict(iteration=iteration)
     key, play_key = jax.random.split(key)
-    if iteration == 1:  # compile ahead of time, so that it is timed on its own
-      start = time.perf_counter()
-      self_play = self_play.lower(params, play_key).compile()
-      entry["compile_s"] = time.perf_counter() - start
-    start = time.perf_counter()
-    trajectory = jax.device_get(self_play(params, play_key))
-    entry["positions"] = buffer.add(trajectory)
-    valid = np.asarray(trajectory["valid"])
-    entry["carried_visits"] = float(np.asarray(trajectory["carried_visits"])[valid].mean())
-    entry["capacity_overflows"] = int(np.asarray(trajectory["capacity_overflows"]).sum())
-    entry["buffer_size"] = buffer.size
-    entry["selfplay_s"] = time.perf_counter() - start
-
-    metrics = []
-    train_start: float | None = None
-    for _ in range(config.train_steps):
-      batch = buffer.sample(rng, config.train_batch_size)
-      if iteration == 1 and train_start is None:
-        compile_start = time.perf_counter()
-        train_step = train_step.lower(params, opt_state, batch).compile()
-        entry["compile_s"] += time.perf_counter() - compile_start
-      if train_start is None:
-        train_start = time.perf_counter()
-      params, opt_state, step_metrics = train_step(params, opt_state, batch)
-      metrics.append(step_metrics)
-    metrics = jax.device_get(metrics)
-    for name in ("loss", "policy_loss", "value_loss"):
-      entry[name] = float(np.mean([m[name] for m in metrics]))
-    entry["first_loss"] = float(metrics[0]["loss"])
-    entry["last_loss"] = float(metrics[-1]["loss"])
-    entry["train_s"] = time.perf_counter() - train_start if train_start is not None else 0.0
-
+    self_play = _self_play_iteration(entry, self_play, buffer, params, play_key)
+    params, opt_state, train_step = _training_iteration(
+      entry, config, train_step, buffer, rng, params, opt_state
+    )
     if config.checkpoint_dir and _wants_checkpoint(config, iteration):
       entry["checkpoint"] = save_checkpoint(
         checkpoint_path(config.checkpoint_dir, iteration), params, opt_state, iteration
       )
-
-    evaluate_now = config.eval_games > 0 and (
+    if config.eval_games > 0 and (
       iteration % config.eval_every == 0 or iteration == config.iterations
-    )
-    if evaluate_now:
-      start = time.perf_counter()
-      entry.update(
-        evaluate(config, apply_fn, params, previous_params, seed=config.seed * 1000 + iteration)
-      )
-      entry["eval_s"] = time.perf_counter() - start
-      # The first evaluation also compiles the arena's match steps.
-      entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)
+    ):
+      _timed_evaluation(entry, config, apply_fn, params, previous_params, history)
       previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
     last_iteration_s = time.perf_counter() - iteration_started
     history.append(entry)
     if on_iteration is not None:
       on_iteration(history)
-    if bar is not None:
-      postfix = dict(loss=f"{entry['loss']:.3f}")
-      if "vs_baseline" in entry:
-        postfix["vs_uniform"] = f"{entry['vs_baseline']['score']:.2f}"
-      bar.set_postfix(postfix)
-    else:
-      print(format_entry(entry), flush=True)
+    _report(bar, entry)
   history.params = params
   return history
+
+
+def _self_play_iteration(entry: dict, self_play, buffer: ReplayBuffer, params, key):
+  """Plays one iteration's games into `buffer` and records it in `entry`; returns
+  `self_play`, compiled ahead of time at iteration 1 (timed apart, `compile_s`)."""
+  if entry["iteration"] == 1:
+    start = time.perf_counter()
+    self_play = self_play.lower(params, key).compile()
+    entry["compile_s"] = time.perf_counter() - start
+  start = time.perf_counter()
+  trajectory = jax.device_get(self_play(params, key))
+  entry["positions"] = buffer.add(trajectory)
+  valid = np.asarray(trajectory["valid"])
+  entry["carried_visits"] = float(np.asarray(trajectory["carried_visits"])[valid].mean())
+  entry["capacity_overflows"] = int(np.asarray(trajectory["capacity_overflows"]).sum())
+  entry["buffer_size"] = buffer.size
+  entry["selfplay_s"] = time.perf_counter() - start
+  return self_play
+
+
+def _training_iteration(entry: dict, config: Config, train_step, buffer, rng, params, opt_state):
+  """`config.train_steps` steps on minibatches of `buffer`, their losses recorded in
+  `entry`; returns `(params, opt_state, train_step)`, the step compiled ahead of time
+  at iteration 1 (its time added to `compile_s`, not to `train_s`)."""
+  metrics = []
+  train_start: float | None = None
+  for _ in range(config.train_steps):
+    batch = buffer.sample(rng, config.train_batch_size)
+    if entry["iteration"] == 1 and train_start is None:
+      compile_start = time.perf_counter()
+      train_step = train_step.lower(params, opt_state, batch).compile()
+      entry["compile_s"] += time.perf_counter() - compile_start
+    if train_start is None:
+      train_start = time.perf_counter()
+    params, opt_state, step_metrics = train_step(params, opt_state, batch)
+    metrics.append(step_metrics)
+  metrics = jax.device_get(metrics)
+  for name in ("loss", "policy_loss", "value_loss"):
+    entry[name] = float(np.mean([m[name] for m in metrics]))
+  entry["first_loss"] = float(metrics[0]["loss"])
+  entry["last_loss"] = float(metrics[-1]["loss"])
+  entry["train_s"] = time.perf_counter() - train_start if train_start is not None else 0.0
+  return params, opt_state, train_step
+
+
+def _timed_evaluation(entry, config, apply_fn, params, previous_params, history):
+  """`evaluate` into `entry`, with its time (`eval_s`) and whether it is the run's
+  first evaluation, which also compiles the arena's match steps."""
+  start = time.perf_counter()
+  seed = config.seed * 1000 + entry["iteration"]
+  entry.update(evaluate(config, apply_fn, params, previous_params, seed=seed))
+  entry["eval_s"] = time.perf_counter() - start
+  entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)
+
+
+def _report(bar, entry: dict) -> None:
+  """The iteration on the progress bar, or one printed line without one."""
+  if bar is None:
+    print(format_entry(entry), flush=True)
+    return
+  postfix = dict(loss=f"{entry['loss']:.3f}")
+  if "vs_baseline" in entry:
+    postfix["vs_uniform"] = f"{entry['vs_baseline']['score']:.2f}"
+  bar.set_postfix(postfix)
 
 
 def format_entry(entry: dict) -> str:
@@ -879,15 +901,23 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ("--train-batch-size", "train_batch_size", _int, "positions per training step"),
   ("--seed", "seed", _int, "random seed"),
   ("--max-seconds", "max_seconds", _float, "wall-time budget: start no iteration past it"),
+  ("--checkpoint-dir", "checkpoint_dir", str, "write checkpoints (params and Adam state) here"),
+  (
+    "--checkpoint-every",
+    "checkpoint_every",
+    _int,
+    "checkpoint every N iterations (0 with --checkpoint-at: only those and the last)",
+  ),
+  (
+    "--checkpoint-at",
+    "checkpoint_at",
+    _int_list,
+    "comma-separated iterations to checkpoint (0: the initial network); alone it "
+    "implies --checkpoint-every 0",
+  ),
 )
 _FLAG_OF_FIELD = {field: flag for flag, field, _, _ in _CONFIG_FLAGS}
-_FLAG_OF_FIELD.update(
-  transpositions="--tree",
-  reuse="--no-reuse",
-  checkpoint_dir="--checkpoint-dir",
-  checkpoint_every="--checkpoint-every",
-  checkpoint_at="--checkpoint-at",
-)
+_FLAG_OF_FIELD.update(transpositions="--tree", reuse="--no-reuse")  # the switches
 
 
 def _config_error(error: ValueError) -> str:
@@ -903,14 +933,14 @@ def _check_game(config: Config) -> None:
   """ValueError when `config.game` cannot be trained on: unknown, no observation
   for the network, or no known game length."""
   try:
-    game = make_game(config.game)
+    game = registry.game_from_spec(config.game)
   except (ValueError, KeyError, TypeError) as error:
     raise ValueError(f"--game {config.game!r}: {' '.join(str(error).split())}") from None
   state = game.init(jax.random.PRNGKey(0), 1)
   if getattr(state, "observation", None) is None or not hasattr(state, "current_player"):
     raise ValueError(
       f"--game {config.game!r}: training needs a pgx board game with an observation "
-      f"for the network (e.g. {', '.join(MAX_GAME_LENGTH)})"
+      f"for the network (e.g. {', '.join(registry.MAX_GAME_LENGTH)})"
     )
   try:
     max_game_length(game, config.game)
@@ -942,19 +972,23 @@ def _check_writable(flag: str, path: str | None, directory: bool = False) -> Non
 
 def build_parser():
   """The `mcgs-jax train` parser (one flag per `Config` field it mirrors)."""
-  from mcgs_jax.apps.cli_args import OneLineErrorParser  # pylint: disable=import-outside-toplevel
-
   defaults, quick = Config(), Config.quick()
 
   unset = {
     "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
     "max_seconds": "no budget",
+    "checkpoint_dir": "none",
+    "checkpoint_at": "none",
   }
 
   def shown(field: str) -> str:
     value, small = getattr(defaults, field), getattr(quick, field)
     show = lambda v: (
-      unset[field] if v is None else ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+      unset[field]
+      if v is None or v == ()
+      else ",".join(map(str, v))
+      if isinstance(v, tuple)
+      else str(v)
     )
     text = f"default: {show(value)}"
     if small != value:
@@ -990,26 +1024,6 @@ def build_parser():
     default=None,
     help="search every self-play move from scratch instead of continuing the graph kept "
     "from the previous move (implied by --engine mctx)",
-  )
-  parser.add_argument(
-    "--checkpoint-dir",
-    dest="checkpoint_dir",
-    help="write checkpoints (params and Adam state) here (default: none)",
-  )
-  parser.add_argument(
-    "--checkpoint-every",
-    type=_int,
-    dest="checkpoint_every",
-    help="checkpoint every N iterations (default 1; 0 with "
-    "--checkpoint-at: only those and the last)",
-  )
-  parser.add_argument(
-    "--checkpoint-at",
-    type=_int_list,
-    dest="checkpoint_at",
-    help="comma-separated iterations to checkpoint (0: the initial "
-    "network); alone it implies --checkpoint-every 0 "
-    "(default: none)",
   )
   parser.add_argument(
     "--save-params",
@@ -1058,6 +1072,9 @@ def main(argv=None):
     for flag, path in (("--plot", args.plot), ("--history", args.history)):
       _check_writable(flag, path)
     _check_writable("--save-params", args.save_params)
+    missing = missing_extra("matplotlib") if args.plot else None
+    if missing:
+      raise ValueError(f"--plot {missing}")
     _check_writable("--checkpoint-dir", config.checkpoint_dir, directory=True)
   except ValueError as error:
     print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)

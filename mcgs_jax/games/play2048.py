@@ -52,7 +52,6 @@ from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecu
 from mcgs_jax._src.types import RootFnOutput
 
 NUM_ACTIONS = 4
-ACTION_NAMES = ("left", "up", "right", "down")
 TILE_PROBS = (0.9, 0.1)  # new tile 2 (log2 1) and 4 (log2 2)
 ILLEGAL_MOVE_REWARD = -1.0  # as pgx: an illegal action ends the game with -1
 MAX_EXPONENT = 18  # one-hot width of the network's input (tiles up to 2^17)

@@ -1,0 +1,82 @@
+"""The applications apart from the core: importing the package and the command line
+pulls in no optional package, and a command that needs a missing extra says which
+in one line (exit status 2) before any work.
+
+Missing packages are simulated in a subprocess by an import hook that refuses them.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+OPTIONAL = ("flax", "optax", "mctx", "tqdm", "matplotlib", "pgx")
+
+_BLOCK = """
+import sys
+blocked = set(sys.argv.pop(1).split(","))
+
+class Refuse:
+  def find_spec(self, name, path=None, target=None):
+    if name.partition(".")[0] in blocked:
+      raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    return None
+
+sys.meta_path.insert(0, Refuse())
+from mcgs_jax.apps import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _run(code: str, *args: str) -> subprocess.CompletedProcess:
+  env = dict(os.environ, MCGS_JAX_NO_CACHE="1")
+  return subprocess.run(
+    [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300
+  )
+
+
+def test_imports_pull_in_no_optional_package():
+  modules = (
+    "mcgs_jax",
+    "mcgs_jax.games",
+    "mcgs_jax.apps.cli",
+    "mcgs_jax.apps.arena",
+    "mcgs_jax.apps.arena_command",
+    "mcgs_jax.apps.benchmark",
+    "mcgs_jax.apps.play_command",
+    "mcgs_jax.apps.registry",
+    "mcgs_jax.apps.search_command",
+    "mcgs_jax.apps.viz",
+  )
+  code = (
+    "import importlib, sys\n"
+    f"for name in {modules!r}: importlib.import_module(name)\n"
+    f"print(sorted(name for name in {OPTIONAL!r} if name in sys.modules))\n"
+  )
+  result = _run(code)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+  "argv, extra",
+  [
+    (["train", "--quick"], "train"),
+    (["bench", "--quick"], "bench"),
+    (["play", "--modes", "mctx"], "bench"),
+    (["play", "--evaluator", "network"], "train"),
+    (["play", "--plot", "scores.png"], "viz"),
+    (["arena", "--game", "tic_tac_toe", "--b-engine", "mcgs", "--plot", "match.png"], "viz"),
+    (["arena"], "train"),
+  ],
+)
+def test_a_missing_extra_is_named_in_one_line(argv, extra, tmp_path):
+  argv = [str(tmp_path / arg) if arg.endswith(".png") else arg for arg in argv]
+  result = _run(_BLOCK, "flax,optax,mctx,tqdm,matplotlib", *argv)
+  assert result.returncode == 2, (result.stdout, result.stderr)
+  lines = result.stderr.strip().splitlines()
+  assert len(lines) == 1, result.stderr
+  assert lines[0].startswith(f"mcgs-jax {argv[0]}")
+  assert f"pip install 'mcgs-jax[{extra}]'" in lines[0]
+  assert not list(tmp_path.iterdir())  # nothing written
