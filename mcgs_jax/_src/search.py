@@ -267,9 +267,8 @@ def select(
     & (graph.children_index[jnp.arange(batch_size), parent, action] < 0),
     leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
   )
-  return graph.replace(
-    path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1
-  ), path
+  graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
+  return graph, path
 
 
 def expand(
@@ -749,9 +748,15 @@ def simulate_in_parallel(
   max_depth: int,
   options: GraphOptions,
 ) -> tuple[chex.PRNGKey, Graph]:
-  """`K = options.num_parallel` playouts in every game (see `search`): K paths
-  selected one after another under virtual losses, one `recurrent_fn` call on the
-  `K * B` last edges, then each path linked and backed up in turn."""
+  """`K = options.num_parallel` playouts in every game (see `search`).
+
+  The K paths are selected one after another, each counting a virtual visit, valued
+  as a loss for the player who chose each edge, on the nodes and edges it passes, so
+  the next one spreads out (virtual loss; taken back before backup); one
+  `recurrent_fn` call evaluates all `K * B` leaves; then the paths are linked and
+  backed up one after another, so two paths that end on the same edge, or reach the
+  same new state, share one node. Returns the key for the next step and the graph.
+  """
   rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
 
   def select_one(graph: Graph, key: chex.PRNGKey) -> tuple[Graph, Path]:
@@ -810,15 +815,21 @@ def _evaluate_in_parallel(
   return jax.tree_util.tree_map(unflat, (output, embedding))
 
 
-def _check_argument_types(
+def _check_arguments(
+  root: types.RootFnOutput,
+  num_simulations: int,
+  max_depth: int | None,
   options: GraphOptions,
   recurrent_fn: types.RecurrentFn,
   root_action_selection_fn: types.RootActionSelectionFn,
   interior_action_selection_fn: types.InteriorActionSelectionFn,
   graph: Graph | None,
   recycle: Graph | None,
-) -> None:
-  """TypeError naming the first of `search`'s arguments that is of the wrong type."""
+) -> tuple[int, int]:
+  """Checks `search`'s arguments but the ones `initial_graph` checks, naming the
+  first at fault; returns `(num_simulations, max_depth)` (its default filled in)."""
+  checks.check_root(root)
+  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
   if not isinstance(options, GraphOptions):
     raise TypeError(f"options must be a mcgs_jax.GraphOptions, got {type(options).__name__}")
   checks.check_callable(
@@ -840,6 +851,15 @@ def _check_argument_types(
         f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
         f"or None, got {type(value).__name__}"
       )
+  if num_simulations % options.num_parallel:
+    raise ValueError(
+      f"num_simulations ({num_simulations}) must be a multiple of num_parallel "
+      f"({options.num_parallel})"
+    )
+  max_depth = checks.check_int(
+    "max_depth", num_simulations if max_depth is None else max_depth, minimum=1
+  )
+  return num_simulations, max_depth
 
 
 def search(
@@ -894,12 +914,8 @@ def search(
       `num_nodes` up must hold the empty values, as in every graph that a search,
       `mcgs_jax.reroot` or `mcgs_jax.empty_like` returns. Not with `graph`.
 
-  With `options.num_parallel = K > 1`, the K paths of a step are selected one after
-  another, each counting a virtual visit, valued as a loss for the player who chose
-  each edge, on the nodes and edges it passes, so the next one spreads out (virtual
-  loss; taken back before backup); one `recurrent_fn` call evaluates all `K * B`
-  leaves; then the paths are linked and backed up one after another, so two paths
-  that end on the same edge, or reach the same new state, share one node.
+  With `options.num_parallel = K > 1`, each step runs K playouts per game under
+  virtual loss, with one `recurrent_fn` call for all of them (`simulate_in_parallel`);
   `num_simulations` stays the total per game and must be a multiple of K. With
   `options.solver`, pair the search with selection rules built with `solver=True`
   so that they skip dominated proven edges.
@@ -907,20 +923,18 @@ def search(
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
   """
-  checks.check_root(root)
-  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
-  _check_argument_types(
-    options, recurrent_fn, root_action_selection_fn, interior_action_selection_fn, graph, recycle
+  num_simulations, max_depth = _check_arguments(
+    root,
+    num_simulations,
+    max_depth,
+    options,
+    recurrent_fn,
+    root_action_selection_fn,
+    interior_action_selection_fn,
+    graph,
+    recycle,
   )
   options = options_lib.keyable(options, root.embedding)
-  if num_simulations % options.num_parallel:
-    raise ValueError(
-      f"num_simulations ({num_simulations}) must be a multiple of num_parallel "
-      f"({options.num_parallel})"
-    )
-  max_depth = checks.check_int(
-    "max_depth", num_simulations if max_depth is None else max_depth, minimum=1
-  )
   graph = initial_graph(
     root,
     invalid_actions,
