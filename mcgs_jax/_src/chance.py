@@ -26,10 +26,6 @@ DECISION_TAG = 0
 CHANCE_TAG = 1
 
 
-def _shape(x):
-  return tuple(np.shape(x))
-
-
 def _lowest_logit(dtype):
   return jnp.finfo(dtype).min
 
@@ -53,7 +49,7 @@ def check_decision_output(output, batch_size: int, num_chance_outcomes=None) -> 
         f"decision_recurrent_fn must return (DecisionRecurrentFnOutput, "
         f"afterstate_embedding); its output has no {name!r}"
       )
-  shape = _shape(output.chance_logits)
+  shape = np.shape(output.chance_logits)
   if len(shape) != 2 or shape[0] != batch_size:
     raise ValueError(
       f"decision_recurrent_fn returned chance_logits of shape {shape}; "
@@ -74,15 +70,15 @@ def check_decision_output(output, batch_size: int, num_chance_outcomes=None) -> 
       f"decision_recurrent_fn returned chance_logits of dtype "
       f"{jnp.result_type(output.chance_logits)}; expected floating point"
     )
-  if _shape(output.afterstate_value) != (batch_size,):
+  if np.shape(output.afterstate_value) != (batch_size,):
     raise ValueError(
       f"decision_recurrent_fn returned afterstate_value of shape "
-      f"{_shape(output.afterstate_value)}; expected [B] = ({batch_size},)"
+      f"{np.shape(output.afterstate_value)}; expected [B] = ({batch_size},)"
     )
   reward = getattr(output, "reward", None)
-  if reward is not None and _shape(reward) != (batch_size,):
+  if reward is not None and np.shape(reward) != (batch_size,):
     raise ValueError(
-      f"decision_recurrent_fn returned reward of shape {_shape(reward)}; "
+      f"decision_recurrent_fn returned reward of shape {np.shape(reward)}; "
       f"expected [B] = ({batch_size},) or None"
     )
   return shape[1]
@@ -103,7 +99,7 @@ def check_chance_output(output, batch_size: int, num_actions: int):
     "discount": (batch_size,),
   }
   for name, shape in expected.items():
-    got = _shape(getattr(output, name))
+    got = np.shape(getattr(output, name))
     if got != shape:
       raise ValueError(f"chance_recurrent_fn returned {name} of shape {got}; expected {shape}")
 
@@ -119,21 +115,12 @@ def check_same_structure(what: str, new, reference, reference_name: str, batch_s
   for (path, leaf), ref in zip(
     jax.tree_util.tree_leaves_with_path(new), jax.tree_util.tree_leaves(reference), strict=True
   ):
-    if _shape(leaf)[:1] != (batch_size,) or _shape(leaf)[1:] != _shape(ref)[1:]:
+    if np.shape(leaf)[:1] != (batch_size,) or np.shape(leaf)[1:] != np.shape(ref)[1:]:
       raise ValueError(
-        f"{what}{jax.tree_util.keystr(path)} has shape {_shape(leaf)}; "
-        f"expected [B = {batch_size}] + {_shape(ref)[1:]} as "
+        f"{what}{jax.tree_util.keystr(path)} has shape {np.shape(leaf)}; "
+        f"expected [B = {batch_size}] + {np.shape(ref)[1:]} as "
         f"{reference_name}"
       )
-
-
-def _broadcast_where(flag, on_true, on_false):
-  """`where(flag [B], x, y)` leaf by leaf over two pytrees of `[B, ...]` leaves."""
-
-  def pick(x, y):
-    return jnp.where(flag.reshape(flag.shape + (1,) * (jnp.ndim(x) - 1)), x, y)
-
-  return jax.tree_util.tree_map(pick, on_true, on_false)
 
 
 def make_recurrent_fn(

@@ -6,13 +6,19 @@ at batch level with a scalar trip condition, so XLA never selects over the graph
 arrays per game, and the cost of one simulation does not grow with capacity.
 """
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import checks, hashing, proofs, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph, empty_graph
+from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
+
+# `finite_root` is read from here by gumbel.py.
+from mcgs_jax._src.initial import finite_root as finite_root
+from mcgs_jax._src.initial import initial_graph, summable
 from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.selection import masked_argmax
 
@@ -30,7 +36,7 @@ class Path:
   nodes: `[B, D]` int32, node at depth d, valid for `d < length`.
   actions: `[B, D]` int32, action chosen at depth d, valid for `d < length`.
   length: `[B]` int32, edges taken; 0 when the root is terminal.
-  leaf: `[B]` int32, node where the playout ended (set by `expand`): the child of
+  leaf: `[B]` int32, node where the playout ended (set by `link`): the child of
     the last edge, the root when `length == 0`, -1 when the node the last edge needed
     did not fit in the graph (that edge is then not counted).
   leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
@@ -48,12 +54,34 @@ class Path:
   leaf_folded: chex.Array
 
 
-def _drop_unless(condition, index, out_of_bounds):
+@chex.dataclass(frozen=True)
+class _Descent:
+  """Where `select` is in every game after `depth` steps (`D` = longest path
+  allowed, `N` = capacity)."""
+
+  depth: chex.Array  # [] int32, edges chosen so far (the same in every game).
+  node: chex.Array  # [B] int32, node the next edge leaves from.
+  active: chex.Array  # [B] bool, the playout goes on from `node`.
+  keys: chex.Array  # [B] per-game keys, split once per depth.
+  nodes: chex.Array  # [B, D] int32, `Path.nodes` so far.
+  actions: chex.Array  # [B, D] int32, `Path.actions` so far.
+  length: chex.Array  # [B] int32, `Path.length` so far.
+  path_marks: chex.Array  # [B, N] int32, `graph.path_marks` with this path stamped.
+
+
+def _drop_unless(condition: chex.Array, index: chex.Array, out_of_bounds: int) -> chex.Array:
   """`index` where `condition`, else an index that a `mode='drop'` scatter ignores."""
   return jnp.where(condition, index, out_of_bounds)
 
 
-def stops_at_transposition(graph: Graph, node, action, child, keys, options: GraphOptions):
+def _stop_rule_ends_playout(
+  graph: Graph,
+  node: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  keys: chex.Array,
+  options: GraphOptions,
+) -> chex.Array:
   """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
   `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
   (visits came through other parents) before it stops, where `N(child)` counts
@@ -93,7 +121,9 @@ def stops_at_transposition(graph: Graph, node, action, child, keys, options: Gra
   return caught_up & (lag > options.stop_epsilon)
 
 
-def _usable_actions(graph: Graph, node, actions, depth):
+def _usable_actions(
+  graph: Graph, node: chex.Array, actions: chex.Array, depth: chex.Array
+) -> chex.Array:
   """`actions [B]`, where a rule chose an edge marked `edge_non_finite`, replaced by
   the valid unmarked action with the highest prior logit (unchanged when there is
   none). The built-in rules never choose such edges; this keeps rules that do not
@@ -107,20 +137,74 @@ def _usable_actions(graph: Graph, node, actions, depth):
   return jnp.where(replace, fallback, actions)
 
 
+def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
+  """`[B]` keys -> `([B] keys to go on with, [B] keys for this depth)`."""
+  pairs = jax.vmap(jax.random.split)(keys)
+  return pairs[:, 0], pairs[:, 1]
+
+
+def _take_edges(
+  graph: Graph,
+  descent: _Descent,
+  actions: chex.Array,
+  *,
+  stamp: chex.Array,
+  max_depth: int,
+  options: GraphOptions,
+) -> _Descent:
+  """`descent` one depth further: every game records `actions [B]` (made usable)
+  at this depth, and an active playout moves to the child unless it ends there."""
+  batch = jnp.arange(graph.batch_size)
+  depth, node = descent.depth, descent.node
+  actions = _usable_actions(graph, node, actions, depth)
+  child = graph.children_index[batch, node, actions]
+  known_child = jnp.maximum(child, 0)
+  proceed = (
+    descent.active
+    & (child >= 0)
+    & ~graph.node_terminal[batch, known_child]
+    & (depth + 1 < max_depth)
+  )
+  if options.solver:
+    # A child whose proof is only stale (its children settle it) counts as proven:
+    # the playout stops there and backup records the proof.
+    provable, _ = jax.vmap(proofs.prove_node)(graph, known_child)
+    proceed &= ~(graph.node_proven[batch, known_child] | provable)
+  if options.transpositions:
+    proceed &= descent.path_marks[batch, known_child] != stamp
+    proceed &= ~_stop_rule_ends_playout(graph, node, actions, known_child, descent.keys, options)
+  # One write per game, rows in order: declaring it lets XLA update the marks in
+  # place; without it the table was copied at every step (measured: the per-
+  # simulation cost doubled from capacity 65 to 1025). The same flags on the other
+  # scatters measured slower, so they are left off there.
+  path_marks = descent.path_marks.at[batch, _drop_unless(proceed, known_child, graph.capacity)].set(
+    stamp, mode="drop", unique_indices=True, indices_are_sorted=True
+  )
+  return descent.replace(
+    depth=depth + 1,
+    node=jnp.where(proceed, child, node),
+    active=proceed,
+    nodes=descent.nodes.at[:, depth].set(node),
+    actions=descent.actions.at[:, depth].set(actions),
+    length=jnp.where(descent.active, depth + 1, descent.length),
+    path_marks=path_marks,
+  )
+
+
 def select(
-  rng_key,
+  rng_key: chex.PRNGKey,
   graph: Graph,
   *,
-  root_action_selection_fn,
-  interior_action_selection_fn,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
   max_depth: int,
   options: GraphOptions = _DEFAULT_OPTIONS,
-):
+) -> tuple[Graph, Path]:
   """Descends from the root of every game until the playout ends.
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
   already on this path (cycle guard), is visited more often than the edge
-  (`N(child) > N(n, a)`, as `options.stop_rule` says: `stops_at_transposition`), is
+  (`N(child) > N(n, a)`, as `options.stop_rule` says: `_stop_rule_ends_playout`), is
   proven (`options.solver`), or at `max_depth` edges. An edge marked
   `edge_non_finite` is taken only when every valid action is marked
   (`_usable_actions`); its playout is then dropped again.
@@ -138,100 +222,64 @@ def select(
     `(graph, path)`: the graph with the path's nodes stamped in `path_marks` and
     `playouts_started` advanced, and the `Path` (its `leaf` still unset).
   """
-  batch_size, capacity = graph.batch_size, graph.capacity
-  batch = jnp.arange(batch_size)
-  buffer_depth = min(max_depth, capacity)
+  batch_size = graph.batch_size
+  buffer_depth = min(max_depth, graph.capacity)
   # A stamp is never reused: root visits would be (a dropped playout does not
   # advance them), and the next playout would stop at nodes falsely on its path.
   stamp = graph.playouts_started
-  root_terminal = graph.node_terminal[:, ROOT_INDEX]
-  path_marks = graph.path_marks.at[:, ROOT_INDEX].set(stamp)
-
-  def split_keys(keys):
-    pairs = jax.vmap(jax.random.split)(keys)
-    return pairs[:, 0], pairs[:, 1]
-
-  def advance(carry, actions):
-    depth, node, active, keys, nodes, path_actions, length, path_marks = carry
-    actions = _usable_actions(graph, node, actions, depth)
-    nodes = nodes.at[:, depth].set(node)
-    path_actions = path_actions.at[:, depth].set(actions)
-    length = jnp.where(active, depth + 1, length)
-    child = graph.children_index[batch, node, actions]
-    known_child = jnp.maximum(child, 0)
-    proceed = (
-      active & (child >= 0) & ~graph.node_terminal[batch, known_child] & (depth + 1 < max_depth)
-    )
-    if options.solver:
-      # A child whose proof is only stale (its children settle it) counts as proven:
-      # the playout stops there and backup records the proof.
-      provable, _ = jax.vmap(proofs.prove_node)(graph, known_child)
-      proceed &= ~(graph.node_proven[batch, known_child] | provable)
-    if options.transpositions:
-      proceed &= path_marks[batch, known_child] != stamp
-      proceed &= ~stops_at_transposition(graph, node, actions, known_child, keys, options)
-    # One write per game, rows in order: declaring it lets XLA update the marks in
-    # place; without it the table was copied at every step (measured: the per-
-    # simulation cost doubled from capacity 65 to 1025). The same flags on the other
-    # scatters measured slower, so they are left off there.
-    path_marks = path_marks.at[batch, _drop_unless(proceed, known_child, capacity)].set(
-      stamp, mode="drop", unique_indices=True, indices_are_sorted=True
-    )
-    node = jnp.where(proceed, child, node)
-    return (depth + 1, node, proceed, keys, nodes, path_actions, length, path_marks)
-
-  keys, selection_keys = split_keys(jax.random.split(rng_key, batch_size))
+  take_edges = functools.partial(
+    _take_edges, graph, stamp=stamp, max_depth=max_depth, options=options
+  )
+  keys, selection_keys = _split_keys(jax.random.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
-  carry = (
-    jnp.int32(0),
-    root,
-    ~root_terminal,
-    keys,
-    jnp.zeros((batch_size, buffer_depth), jnp.int32),
-    jnp.zeros((batch_size, buffer_depth), jnp.int32),
-    jnp.zeros((batch_size,), jnp.int32),
-    path_marks,
+  descent = _Descent(
+    depth=jnp.int32(0),
+    node=root,
+    active=~graph.node_terminal[:, ROOT_INDEX],
+    keys=keys,
+    nodes=jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    actions=jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    length=jnp.zeros((batch_size,), jnp.int32),
+    path_marks=graph.path_marks.at[:, ROOT_INDEX].set(stamp),
   )
-  carry = advance(carry, root_actions)
+  descent = take_edges(descent, root_actions)
 
-  def keep_going(carry):
-    depth, _, active = carry[:3]
-    return (depth < buffer_depth) & jnp.any(active)
+  def keep_going(descent: _Descent) -> chex.Array:
+    return (descent.depth < buffer_depth) & jnp.any(descent.active)
 
-  def interior_step(carry):
-    depth, node, active, keys = carry[:4]
-    keys, selection_keys = split_keys(keys)
+  def interior_step(descent: _Descent) -> _Descent:
+    keys, selection_keys = _split_keys(descent.keys)
     actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
-      selection_keys, graph, node, depth
+      selection_keys, graph, descent.node, descent.depth
     )
-    return advance((depth, node, active, keys) + carry[4:], actions)
+    return take_edges(descent.replace(keys=keys), actions)
 
-  carry = jax.lax.while_loop(keep_going, interior_step, carry)
-  _, _, _, _, nodes, path_actions, length, path_marks = carry
+  descent = jax.lax.while_loop(keep_going, interior_step, descent)
+  parent, action = _last_edge(descent.nodes, descent.actions, descent.length)
   path = Path(
-    nodes=nodes,
-    actions=path_actions,
-    length=length,
-    leaf=jnp.where(length == 0, ROOT_INDEX, -1).astype(jnp.int32),
+    nodes=descent.nodes,
+    actions=descent.actions,
+    length=descent.length,
+    leaf=jnp.where(descent.length == 0, ROOT_INDEX, -1).astype(jnp.int32),
     leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
-    expands=length > 0,
+    expands=(descent.length > 0)
+    & (graph.children_index[jnp.arange(batch_size), parent, action] < 0),
     leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
   )
-  parent, action = last_edge(path)
-  path = path.replace(expands=(length > 0) & (graph.children_index[batch, parent, action] < 0))
-  return graph.replace(path_marks=path_marks, playouts_started=graph.playouts_started + 1), path
+  graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
+  return graph, path
 
 
 def expand(
-  params,
-  rng_key,
+  params: types.Params,
+  rng_key: chex.PRNGKey,
   graph: Graph,
   path: Path,
   *,
-  recurrent_fn,
+  recurrent_fn: types.RecurrentFn,
   options: GraphOptions = _DEFAULT_OPTIONS,
-):
+) -> tuple[Graph, Path]:
   """Evaluates the last edge of every path and links it to its child.
 
   One batched `recurrent_fn` call for all games. Where the last edge is unexpanded,
@@ -258,26 +306,22 @@ def expand(
   return link(graph, path, output, embedding, options=options)
 
 
-def last_edge(path: Path):
+def _last_edge(
+  nodes: chex.Array, actions: chex.Array, length: chex.Array
+) -> tuple[chex.Array, chex.Array]:
+  """`last_edge` of the path held in `nodes [B, D]`, `actions [B, D]`, `length [B]`."""
+  last = jnp.maximum(length - 1, 0)
+  batch = jnp.arange(length.shape[0])
+  return nodes[batch, last], actions[batch, last]
+
+
+def last_edge(path: Path) -> tuple[chex.Array, chex.Array]:
   """`(parent [B], action [B])`: the last edge of every path (garbage where
   `length == 0`)."""
-  last = jnp.maximum(path.length - 1, 0)
-  batch = jnp.arange(path.length.shape[0])
-  return path.nodes[batch, last], path.actions[batch, last]
+  return _last_edge(path.nodes, path.actions, path.length)
 
 
-def summable(x):
-  """`x` is finite and small enough that the search's sums of visit-weighted values
-  cannot overflow: `|x| <= sqrt(largest float)` of its dtype (1.8e19 in float32).
-  Larger values (a reward of 3e38 is finite, but twice it is not) count as
-  non-finite."""
-  x = jnp.asarray(x)
-  dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
-  # `<=` is False for NaN too.
-  return jnp.abs(x) <= jnp.sqrt(jnp.finfo(dtype).max).astype(dtype)
-
-
-def finite_outputs(output: types.RecurrentFnOutput):
+def finite_outputs(output: types.RecurrentFnOutput) -> chex.Array:
   """`[B]` bool: `recurrent_fn`'s output for a game can be used. Reward and discount
   must be finite; unless the discount is 0 (a terminal state, whose value and prior
   the search never reads), so must the value, `reward + discount * value` and the
@@ -299,14 +343,130 @@ def finite_outputs(output: types.RecurrentFnOutput):
   return step & ((discount == 0) | evaluation)
 
 
+@chex.dataclass(frozen=True)
+class _Evaluation:
+  """What the graph stores of `recurrent_fn`'s output for the last edge of every
+  path, in the graph's dtypes."""
+
+  reward: chex.Array  # [B], the edge's reward.
+  discount: chex.Array  # [B], the edge's discount.
+  terminal: chex.Array  # [B] bool, the state is terminal (discount 0).
+  value: chex.Array  # [B], the state's value; 0 when terminal.
+  prior_logits: chex.Array  # [B, A]; no NaN or infinity when terminal.
+
+
+def _stored_evaluation(graph: Graph, output: types.RecurrentFnOutput) -> _Evaluation:
+  """`output` as the graph stores it."""
+  discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
+  terminal = discount == 0
+  # A terminal state's value never reaches its parents (discount 0); store 0, and
+  # no NaN or infinite logit either (a terminal node is never expanded).
+  value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
+  prior_logits = jnp.asarray(output.prior_logits, graph.children_prior_logits.dtype)
+  return _Evaluation(
+    reward=jnp.asarray(output.reward, graph.edge_rewards.dtype),
+    discount=discount,
+    terminal=terminal,
+    value=value,
+    prior_logits=jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0, prior_logits),
+  )
+
+
+@chex.dataclass(frozen=True)
+class _Lookup:
+  """A new state looked up in the graph by its key (`L` key lanes, `C` hash slots)."""
+
+  key: chex.Array  # [B, L] uint32, the state's key (the root's, unused, in tree mode).
+  found: chex.Array  # [B] int32, the node holding that key; -1 when none (tree mode).
+  free_slot: chex.Array  # [B] int32 in [0, C), a slot for a new node; -1 when none.
+
+
+def _look_up(graph: Graph, embedding: types.Embedding, options: GraphOptions) -> _Lookup:
+  """Finds the node of the state `embedding [B, ...]` by its key: a `hashing.probe`
+  over `options.probe_window` slots in graph mode; none in tree mode."""
+  batch_size = graph.batch_size
+  if not options.transpositions:
+    none = jnp.full((batch_size,), -1, jnp.int32)
+    return _Lookup(key=graph.node_keys[:, 0], found=none, free_slot=none)
+  key = checks.check_key(options.resolved_hash_fn(embedding), batch_size)
+  if key.shape[1] != graph.node_keys.shape[2]:
+    raise ValueError(
+      f"hash_fn returned {key.shape[1]} lanes; the root key has {graph.node_keys.shape[2]}"
+    )
+  # The table may be smaller than the window asked for (a small capacity).
+  probe_window = min(options.probe_window, graph.hash_slots.shape[1])
+  found, free_slot = jax.vmap(hashing.probe, in_axes=(0, 0, 0, None))(
+    graph.hash_slots, graph.node_keys, key, probe_window
+  )
+  return _Lookup(key=key, found=found, free_slot=free_slot)
+
+
+def _write_rows(
+  graph: Graph,
+  parent: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  *,
+  create: chex.Array,
+  linked: chex.Array,
+  lookup: _Lookup,
+  evaluation: _Evaluation,
+  embedding: types.Embedding,
+  options: GraphOptions,
+) -> Graph:
+  """Writes a new node's rows at row `num_nodes` where `create [B]`, the edge
+  `(parent [B], action [B])` to `child [B]` where `create | linked`, and in graph
+  mode the new node's hash slot (`dropped_inserts` where the probe window was
+  full). Leaves `num_nodes` and the other counters to the caller."""
+  batch = jnp.arange(graph.batch_size)
+  new_node = _drop_unless(create, graph.num_nodes, graph.capacity)
+  edge_parent = _drop_unless(linked | create, parent, graph.capacity)
+
+  def set_node(table: chex.Array, values: chex.Array) -> chex.Array:
+    return table.at[batch, new_node].set(values, mode="drop")
+
+  def set_edge(table: chex.Array, values: chex.Array) -> chex.Array:
+    return table.at[batch, edge_parent, action].set(values, mode="drop")
+
+  new_rows = {
+    "node_visits": 1,
+    "raw_values": evaluation.value,
+    "node_values": evaluation.value,
+    "node_keys": lookup.key,
+    "node_terminal": evaluation.terminal,
+    "node_proven": evaluation.terminal & options.solver,
+    "proven_values": 0.0,
+    "path_marks": NODE_FIELDS["path_marks"],
+    "node_evaluations": 1,
+    "children_prior_logits": evaluation.prior_logits,
+  }
+  assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
+  graph = graph.replace(
+    **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
+    embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
+    children_index=set_edge(graph.children_index, child),
+    edge_rewards=set_edge(graph.edge_rewards, evaluation.reward),
+    edge_discounts=set_edge(graph.edge_discounts, evaluation.discount),
+    edge_non_finite=set_edge(graph.edge_non_finite, False),
+  )
+  if not options.transpositions:
+    return graph
+  insert = create & (lookup.free_slot >= 0)
+  slot = _drop_unless(insert, lookup.free_slot, graph.hash_slots.shape[1])
+  return graph.replace(
+    hash_slots=graph.hash_slots.at[batch, slot].set(graph.num_nodes, mode="drop"),
+    dropped_inserts=graph.dropped_inserts + (create & (lookup.free_slot < 0)),
+  )
+
+
 def link(
   graph: Graph,
   path: Path,
   output: types.RecurrentFnOutput,
-  embedding,
+  embedding: types.Embedding,
   *,
   options: GraphOptions = _DEFAULT_OPTIONS,
-):
+) -> tuple[Graph, Path]:
   """The second half of `expand`: links the last edge of every path to its child,
   given what `recurrent_fn` returned for that edge (`[B]` output, `[B, ...]`
   embedding). Reads the graph afresh, so paths linked one after another see each
@@ -327,110 +487,65 @@ def link(
   its `k(n)` evaluations (`path.leaf_folded`; backup recomputes the node), counted
   in `folded_evaluations`. Without it that evaluation is dropped (`k(n)` stays 1).
   """
-  batch_size, capacity = graph.batch_size, graph.capacity
-  batch = jnp.arange(batch_size)
+  batch = jnp.arange(graph.batch_size)
   parent, action = last_edge(path)
   child = graph.children_index[batch, parent, action]
   collided = path.expands & (child >= 0)
   non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
   path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
   needs_node = (path.length > 0) & (child < 0)
-  discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
-  terminal = discount == 0
-  # A terminal state's value never reaches its parents (discount 0); store 0, and
-  # no NaN or infinite logit either (a terminal node is never expanded).
-  value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
-  prior_logits = jnp.asarray(output.prior_logits, graph.children_prior_logits.dtype)
-  prior_logits = jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0, prior_logits)
-  transpositions, solver = options.transpositions, options.solver
-  # The table may be smaller than the window asked for (a small capacity).
-  probe_window = min(options.probe_window, graph.hash_slots.shape[1])
-
-  if transpositions:
-    key = checks.check_key(options.resolved_hash_fn(embedding), batch_size)
-    if key.shape[1] != graph.node_keys.shape[2]:
-      raise ValueError(
-        f"hash_fn returned {key.shape[1]} lanes; the root key has {graph.node_keys.shape[2]}"
-      )
-    found, free_slot = jax.vmap(hashing.probe, in_axes=(0, 0, 0, None))(
-      graph.hash_slots, graph.node_keys, key, probe_window
-    )
-    linked = needs_node & (found >= 0)
-  else:
-    key = graph.node_keys[:, 0]
-    found = jnp.full((batch_size,), -1, jnp.int32)
-    linked = jnp.zeros((batch_size,), jnp.bool_)
-  has_room = graph.num_nodes < capacity
+  evaluation = _stored_evaluation(graph, output)
+  lookup = _look_up(graph, embedding, options)
+  linked = needs_node & (lookup.found >= 0)
+  has_room = graph.num_nodes < graph.capacity
   create = needs_node & ~linked & has_room
   overflow = needs_node & ~linked & ~has_room
-  new_node = _drop_unless(create, graph.num_nodes, capacity)
-  new_child = jnp.where(linked, found, graph.num_nodes)
-  edge_parent = _drop_unless(linked | create, parent, capacity)
-
-  def set_node(table, values):
-    return table.at[batch, new_node].set(values, mode="drop")
-
-  def set_edge(table, values):
-    return table.at[batch, edge_parent, action].set(values, mode="drop")
-
-  hash_slots = graph.hash_slots
-  dropped = jnp.zeros((batch_size,), jnp.bool_)
-  if transpositions:
-    insert = create & (free_slot >= 0)
-    dropped = create & (free_slot < 0)
-    hash_slots = hash_slots.at[batch, _drop_unless(insert, free_slot, hash_slots.shape[1])].set(
-      graph.num_nodes, mode="drop"
-    )
-
-  new_rows = {
-    "node_visits": 1,
-    "raw_values": value,
-    "node_values": value,
-    "node_keys": key,
-    "node_terminal": terminal,
-    "node_proven": terminal & solver,
-    "proven_values": 0.0,
-    "path_marks": NODE_FIELDS["path_marks"],
-    "node_evaluations": 1,
-    "children_prior_logits": prior_logits,
-  }
-  assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
+  new_child = jnp.where(linked, lookup.found, graph.num_nodes)
+  leaf = jnp.where(
+    path.length == 0,
+    jnp.where(collided | non_finite, -1, ROOT_INDEX),
+    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child),
+  )
+  graph = _write_rows(
+    graph,
+    parent,
+    action,
+    new_child,
+    create=create,
+    linked=linked,
+    lookup=lookup,
+    evaluation=evaluation,
+    embedding=embedding,
+    options=options,
+  )
+  mark_non_finite = _drop_unless(non_finite & (child < 0), parent, graph.capacity)
   graph = graph.replace(
-    **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
-    embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
-    children_index=set_edge(graph.children_index, new_child),
-    edge_rewards=set_edge(graph.edge_rewards, jnp.asarray(output.reward, graph.edge_rewards.dtype)),
-    edge_discounts=set_edge(graph.edge_discounts, discount),
-    edge_non_finite=set_edge(graph.edge_non_finite, False)
-    .at[batch, _drop_unless(non_finite & (child < 0), parent, capacity), action]
-    .set(True, mode="drop"),
-    hash_slots=hash_slots,
+    edge_non_finite=graph.edge_non_finite.at[batch, mark_non_finite, action].set(True, mode="drop"),
     num_nodes=graph.num_nodes + create,
     transposition_hits=graph.transposition_hits + linked,
-    dropped_inserts=graph.dropped_inserts + dropped,
     capacity_overflows=graph.capacity_overflows + overflow,
     parallel_collisions=graph.parallel_collisions + collided,
     non_finite_evaluations=graph.non_finite_evaluations + non_finite,
   )
-  dropped_playout = collided | non_finite
-  leaf = jnp.where(
-    path.length == 0,
-    jnp.where(dropped_playout, -1, ROOT_INDEX),
-    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child),
-  )
-  folded = jnp.zeros((batch_size,), jnp.bool_)
+  folded = jnp.zeros((graph.batch_size,), jnp.bool_)
   if options.fold_evaluations:
     graph, folded = _fold_evaluation(
       graph,
-      jnp.where(linked, found, child),
+      jnp.where(linked, lookup.found, child),
       (path.length > 0) & (linked | (child >= 0)),
-      terminal,
-      value,
+      evaluation.terminal,
+      evaluation.value,
     )
   return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create, leaf_folded=folded)
 
 
-def _fold_evaluation(graph: Graph, node, evaluated, terminal, value):
+def _fold_evaluation(
+  graph: Graph,
+  node: chex.Array,
+  evaluated: chex.Array,
+  terminal: chex.Array,
+  value: chex.Array,
+) -> tuple[Graph, chex.Array]:
   """Adds `value [B]`, a new evaluation of the state of the existing `node [B]`, to
   its own value where `evaluated` (and neither the node nor the evaluation is
   terminal, nor the node proven: those values are exact): `k(n) += 1` and `U(n)`
@@ -456,17 +571,13 @@ def _fold_evaluation(graph: Graph, node, evaluated, terminal, value):
   ), folded
 
 
-def recompute_node(graph: Graph, node_index):
-  """`(N(n), Q(n))` of one game's node from its edges (the idempotent update):
-  `N(n) = k(n) + sum_a N(n, a)`, `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a)) / N(n)`,
-  with `k(n)` its own evaluations (1 unless `fold_evaluations`)."""
-  visits, value, _ = recompute_node_and_edges(graph, node_index)
-  return visits, value
-
-
-def recompute_node_and_edges(graph: Graph, node_index):
-  """`(N(n), Q(n), [A] Q(n, a))`: `recompute_node` and the live edge values it used
-  (what backup stores in `edge_values`)."""
+def recompute_node_and_edges(
+  graph: Graph, node_index: chex.Array
+) -> tuple[chex.Array, chex.Array, chex.Array]:
+  """`(N(n), Q(n), [A] Q(n, a))` of one game's node from its edges (the idempotent
+  update): `N(n) = k(n) + sum_a N(n, a)`, `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a))
+  / N(n)`, with `k(n)` its own evaluations (1 unless `fold_evaluations`), and the
+  live edge values `Q(n, a)` it used (what backup stores in `edge_values`)."""
   edge_visits = graph.edge_visits[node_index]
   evaluations = graph.node_evaluations[node_index]
   visits = evaluations + jnp.sum(edge_visits)
@@ -507,7 +618,7 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS
   stores in `edge_values`. A playout that ended at a terminal node adds one to that
   node's visits; one whose evaluation was folded into its leaf (`path.leaf_folded`)
   recomputes the leaf first. With `options.solver`, each node on the path is also
-  re-proven (`mcgs_jax.proofs.prove_node`); a proven node's `Q` is its proven value.
+  re-proven (`proofs.prove_node`); a proven node's `Q` is its proven value.
   """
   batch_size, capacity = graph.batch_size, graph.capacity
   batch = jnp.arange(batch_size)
@@ -531,7 +642,7 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS
     graph = _record_leaf_proof(graph, path)
   longest = jnp.max(path.length)
 
-  def update(step, graph):
+  def update(step: chex.Array, graph: Graph) -> Graph:
     depth = longest - 1 - step
     on_path = depth < path.length
     node = path.nodes[:, depth]
@@ -558,13 +669,13 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS
   return jax.lax.fori_loop(0, longest, update, graph)
 
 
-def add_path_visits(graph: Graph, path: Path, delta) -> Graph:
+def add_path_visits(graph: Graph, path: Path, delta: int) -> Graph:
   """Adds `delta` to the visits of every node and edge on the paths (virtual visits
   of playouts in flight, so that the next selection in the same step goes elsewhere;
   the same call with `-delta` takes them back)."""
   batch = jnp.arange(graph.batch_size)
 
-  def add(depth, graph):
+  def add(depth: chex.Array, graph: Graph) -> Graph:
     node = _drop_unless(depth < path.length, path.nodes[:, depth], graph.capacity)
     return graph.replace(
       edge_visits=graph.edge_visits.at[batch, node, path.actions[:, depth]].add(delta, mode="drop"),
@@ -581,7 +692,7 @@ def add_path_losses(graph: Graph, path: Path) -> Graph:
   `add_path_visits`; restore `node_values` afterwards."""
   batch = jnp.arange(graph.batch_size)
 
-  def add(depth, graph):
+  def add(depth: chex.Array, graph: Graph) -> Graph:
     parent, action = path.nodes[:, depth - 1], path.actions[:, depth - 1]
     node = path.nodes[:, depth]
     discount = graph.edge_discounts[batch, parent, action]
@@ -600,103 +711,171 @@ def add_path_losses(graph: Graph, path: Path) -> Graph:
   return jax.lax.fori_loop(1, jnp.max(path.length), add, graph)
 
 
-def _check_continued_graph(
-  graph: Graph, capacity, batch_size: int, num_actions: int, transpositions: bool, name: str
-) -> int:
-  """Checks that `graph` (the argument `name`, `graph` or `recycle`) fits a search
-  with these arguments; returns its capacity."""
-  if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
-    raise ValueError(
-      f"{name} holds B = {graph.batch_size} games of A = {graph.num_actions} "
-      f"actions; root has B = {batch_size}, A = {num_actions}"
-    )
-  if capacity is not None and capacity != graph.capacity:
-    raise ValueError(
-      f"capacity = {capacity} differs from the capacity of {name} "
-      f"({graph.capacity}); a search on {name} keeps its capacity"
-    )
-  if transpositions != (graph.hash_slots.shape[1] > 0):
-    raise ValueError(
-      f"transpositions = {transpositions}, but {name} was built with "
-      f"transpositions = {not transpositions}"
-    )
-  return graph.capacity
+def simulate(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  *,
+  recurrent_fn: types.RecurrentFn,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
+  max_depth: int,
+  options: GraphOptions,
+) -> tuple[chex.PRNGKey, Graph]:
+  """One playout in every game: `select`, `expand`, `backup`. Returns the key for
+  the next step and the graph."""
+  rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
+  graph, path = select(
+    select_key,
+    graph,
+    root_action_selection_fn=root_action_selection_fn,
+    interior_action_selection_fn=interior_action_selection_fn,
+    max_depth=max_depth,
+    options=options,
+  )
+  graph, path = expand(params, expand_key, graph, path, recurrent_fn=recurrent_fn, options=options)
+  return rng_key, backup(graph, path, options=options)
 
 
-def _check_recycled(recycle: Graph, expected: Graph) -> None:
-  """ValueError naming the first table of `recycle` whose shape or dtype differs
-  from those of the graph this search builds (`expected`, from `jax.eval_shape`)."""
-  recycled = jax.tree_util.tree_leaves_with_path(recycle.replace(extra_data=None))
-  wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
-  if [path for path, _ in recycled] != [path for path, _ in wanted]:
-    raise ValueError(
-      "recycle holds other tables than this search builds (a different embedding "
-      "structure?); pass a graph from a search with the same root, game and options"
+def simulate_in_parallel(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  *,
+  recurrent_fn: types.RecurrentFn,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
+  max_depth: int,
+  options: GraphOptions,
+) -> tuple[chex.PRNGKey, Graph]:
+  """`K = options.num_parallel` playouts in every game (see `search`).
+
+  The K paths are selected one after another, each counting a virtual visit, valued
+  as a loss for the player who chose each edge, on the nodes and edges it passes, so
+  the next one spreads out (virtual loss; taken back before backup); one
+  `recurrent_fn` call evaluates all `K * B` leaves; then the paths are linked and
+  backed up one after another, so two paths that end on the same edge, or reach the
+  same new state, share one node. Returns the key for the next step and the graph.
+  """
+  rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
+
+  def select_one(graph: Graph, key: chex.PRNGKey) -> tuple[Graph, Path]:
+    graph, path = select(
+      key,
+      graph,
+      root_action_selection_fn=root_action_selection_fn,
+      interior_action_selection_fn=interior_action_selection_fn,
+      max_depth=max_depth,
+      options=options,
     )
-  for (path, old), (_, new) in zip(recycled, wanted, strict=True):
-    if (old.shape, old.dtype) != (new.shape, new.dtype):
-      raise ValueError(
-        f"recycle{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
-        f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
-        f"A, transpositions and embedding)"
+    return add_path_visits(add_path_losses(graph, path), path, 1), path
+
+  node_values = graph.node_values
+  graph, paths = jax.lax.scan(select_one, graph, jax.random.split(select_key, options.num_parallel))
+  graph, _ = jax.lax.scan(
+    lambda g, path: (add_path_visits(g, path, -1), None),
+    graph.replace(node_values=node_values),
+    paths,
+  )
+  output, embedding = _evaluate_in_parallel(params, expand_key, graph, paths, recurrent_fn)
+
+  def link_and_backup(graph: Graph, inputs: tuple) -> tuple[Graph, None]:
+    path, output, embedding = inputs
+    graph, path = link(graph, path, output, embedding, options=options)
+    return backup(graph, path, options=options), None
+
+  graph, _ = jax.lax.scan(link_and_backup, graph, (paths, output, embedding))
+  return rng_key, graph
+
+
+def _evaluate_in_parallel(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  paths: Path,
+  recurrent_fn: types.RecurrentFn,
+) -> tuple[types.RecurrentFnOutput, types.Embedding]:
+  """`recurrent_fn`'s output and embedding for the last edges of `K` paths per game
+  (`paths`' leaves `[K, B, ...]`), from one call on all `K * B` of them; returned
+  `[K, B, ...]`."""
+  num_parallel, batch_size = paths.length.shape
+  parents, actions = jax.vmap(last_edge)(paths)  # [K, B]
+  batch = jnp.arange(batch_size)
+  flat = lambda x: x.reshape((num_parallel * batch_size,) + x.shape[2:])
+  unflat = lambda x: x.reshape((num_parallel, batch_size) + x.shape[1:])
+  parent_embedding = jax.tree_util.tree_map(
+    lambda x: flat(x[batch[None], parents]), graph.embeddings
+  )
+  output, embedding = checks.unpack_recurrent_result(
+    recurrent_fn(params, rng_key, flat(actions), parent_embedding)
+  )
+  checks.check_recurrent_output(
+    output, embedding, parent_embedding, num_parallel * batch_size, graph.num_actions
+  )
+  return jax.tree_util.tree_map(unflat, (output, embedding))
+
+
+def _check_arguments(
+  root: types.RootFnOutput,
+  num_simulations: int,
+  max_depth: int | None,
+  options: GraphOptions,
+  recurrent_fn: types.RecurrentFn,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
+  graph: Graph | None,
+  recycle: Graph | None,
+) -> tuple[int, int]:
+  """Checks `search`'s arguments but the ones `initial_graph` checks, naming the
+  first at fault; returns `(num_simulations, max_depth)` (its default filled in)."""
+  checks.check_root(root)
+  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
+  if not isinstance(options, GraphOptions):
+    raise TypeError(f"options must be a mcgs_jax.GraphOptions, got {type(options).__name__}")
+  checks.check_callable(
+    "recurrent_fn",
+    recurrent_fn,
+    "(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)",
+  )
+  checks.check_callable(
+    "root_action_selection_fn", root_action_selection_fn, "(key, graph, node) -> action"
+  )
+  checks.check_callable(
+    "interior_action_selection_fn",
+    interior_action_selection_fn,
+    "(key, graph, node, depth) -> action",
+  )
+  for name, value in (("graph", graph), ("recycle", recycle)):
+    if value is not None and not isinstance(value, Graph):
+      raise TypeError(
+        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
+        f"or None, got {type(value).__name__}"
       )
-
-
-def _continue(
-  graph: Graph, fresh: Graph, root: types.RootFnOutput, invalid_actions, extra_data
-) -> Graph:
-  """`graph` with the new root evaluation's prior and masks; `fresh` where empty."""
-  empty = graph.num_nodes == 0
-  graph = jax.tree_util.tree_map(
-    lambda new, old: jnp.where(empty.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
-    fresh.replace(extra_data=None),
-    graph.replace(extra_data=None),
+  if num_simulations % options.num_parallel:
+    raise ValueError(
+      f"num_simulations ({num_simulations}) must be a multiple of num_parallel "
+      f"({options.num_parallel})"
+    )
+  max_depth = checks.check_int(
+    "max_depth", num_simulations if max_depth is None else max_depth, minimum=1
   )
-  return graph.replace(
-    children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
-      fresh.children_prior_logits[:, ROOT_INDEX]
-    ),
-    root_invalid_actions=fresh.root_invalid_actions,
-    node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(fresh.node_terminal[:, ROOT_INDEX]),
-    # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
-    # that a graph edited by hand (or from an older version) starts clean.
-    path_marks=jnp.full_like(graph.path_marks, -1),
-    extra_data=extra_data,
-  )
-
-
-def finite_root(root: types.RootFnOutput, invalid_actions):
-  """`(root, non_finite [B] bool)`: the root with a non-finite value (or one beyond
-  `summable`) taken as 0 and prior logits holding a NaN or +inf, or no finite entry,
-  taken as uniform over the valid actions, and which games needed either."""
-  value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
-  bad_value = ~summable(value)
-  # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
-  bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
-  uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
-  return (
-    root.replace(
-      value=jnp.where(bad_value, 0.0, value).astype(value.dtype),
-      prior_logits=jnp.where(bad_logits[:, None], uniform, logits),
-    ),
-    bad_value | bad_logits,
-  )
+  return num_simulations, max_depth
 
 
 def search(
-  params,
-  rng_key,
+  params: types.Params,
+  rng_key: chex.PRNGKey,
   *,
   root: types.RootFnOutput,
-  recurrent_fn,
-  root_action_selection_fn,
-  interior_action_selection_fn,
+  recurrent_fn: types.RecurrentFn,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
   num_simulations: int,
   max_depth: int | None = None,
-  invalid_actions=None,
+  invalid_actions: chex.Array | None = None,
   options: GraphOptions = _DEFAULT_OPTIONS,
-  extra_data=None,
-  loop_fn=jax.lax.fori_loop,
+  extra_data: chex.ArrayTree = None,
+  loop_fn: types.LoopFn = jax.lax.fori_loop,
   graph: Graph | None = None,
   recycle: Graph | None = None,
 ) -> Graph:
@@ -709,7 +888,7 @@ def search(
     recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
       embedding)`, as in mctx.
     root_action_selection_fn, interior_action_selection_fn: selection rules on one
-      game's graph (see `mcgs_jax.selection`).
+      game's graph (e.g. `mcgs_jax.muzero_action_selection`).
     num_simulations: playouts per game, >= 1.
     max_depth: most edges in one playout (default: `num_simulations`, as mctx).
     invalid_actions: `[B, A]` bool, actions the root may not choose. A row that is
@@ -735,12 +914,8 @@ def search(
       `num_nodes` up must hold the empty values, as in every graph that a search,
       `mcgs_jax.reroot` or `mcgs_jax.empty_like` returns. Not with `graph`.
 
-  With `options.num_parallel = K > 1`, the K paths of a step are selected one after
-  another, each counting a virtual visit, valued as a loss for the player who chose
-  each edge, on the nodes and edges it passes, so the next one spreads out (virtual
-  loss; taken back before backup); one `recurrent_fn` call evaluates all `K * B`
-  leaves; then the paths are linked and backed up one after another, so two paths
-  that end on the same edge, or reach the same new state, share one node.
+  With `options.num_parallel = K > 1`, each step runs K playouts per game under
+  virtual loss, with one `recurrent_fn` call for all of them (`simulate_in_parallel`);
   `num_simulations` stays the total per game and must be a multiple of K. With
   `options.solver`, pair the search with selection rules built with `solver=True`
   so that they skip dominated proven edges.
@@ -748,144 +923,36 @@ def search(
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
   """
-  batch_size, num_actions = checks.check_root(root)
-  num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
-  if not isinstance(options, GraphOptions):
-    raise TypeError(f"options must be a mcgs_jax.GraphOptions, got {type(options).__name__}")
-  checks.check_callable(
-    "recurrent_fn",
+  num_simulations, max_depth = _check_arguments(
+    root,
+    num_simulations,
+    max_depth,
+    options,
     recurrent_fn,
-    "(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)",
-  )
-  checks.check_callable(
-    "root_action_selection_fn", root_action_selection_fn, "(key, graph, node) -> action"
-  )
-  checks.check_callable(
-    "interior_action_selection_fn",
+    root_action_selection_fn,
     interior_action_selection_fn,
-    "(key, graph, node, depth) -> action",
+    graph,
+    recycle,
   )
-  for name, value in (("graph", graph), ("recycle", recycle)):
-    if value is not None and not isinstance(value, Graph):
-      raise TypeError(
-        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
-        f"or None, got {type(value).__name__}"
-      )
   options = options_lib.keyable(options, root.embedding)
-  num_parallel, transpositions = options.num_parallel, options.transpositions
-  capacity = options.capacity
-  if num_simulations % num_parallel:
-    raise ValueError(
-      f"num_simulations ({num_simulations}) must be a multiple of num_parallel ({num_parallel})"
-    )
-  max_depth = checks.check_int(
-    "max_depth", num_simulations if max_depth is None else max_depth, minimum=1
+  graph = initial_graph(
+    root,
+    invalid_actions,
+    num_simulations=num_simulations,
+    options=options,
+    extra_data=extra_data,
+    graph=graph,
+    recycle=recycle,
   )
-  if graph is not None and recycle is not None:
-    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
-  if graph is not None:
-    capacity = _check_continued_graph(
-      graph, capacity, batch_size, num_actions, transpositions, "graph"
-    )
-  if recycle is not None:
-    if not isinstance(recycle, Graph):
-      raise TypeError(f"recycle must be a mcgs_jax.Graph, got {type(recycle).__name__}")
-    capacity = _check_continued_graph(
-      recycle, capacity, batch_size, num_actions, transpositions, "recycle"
-    )
-  capacity = checks.check_int(
-    "capacity", num_simulations + 1 if capacity is None else capacity, minimum=2
+  simulate_step = functools.partial(
+    simulate if options.num_parallel == 1 else simulate_in_parallel,
+    params,
+    recurrent_fn=recurrent_fn,
+    root_action_selection_fn=root_action_selection_fn,
+    interior_action_selection_fn=interior_action_selection_fn,
+    max_depth=max_depth,
+    options=options,
   )
-  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
-  root, root_non_finite = finite_root(root, invalid_actions)
-  if transpositions:
-    root_key = checks.check_key(options.resolved_hash_fn(root.embedding), batch_size)
-    num_slots = hashing.num_slots_for(capacity)
-  else:
-    root_key = jnp.zeros((batch_size, 0), jnp.uint32)
-    num_slots = 0
-
-  def new_graph(recycle):
-    return empty_graph(
-      root,
-      capacity=capacity,
-      num_slots=num_slots,
-      root_key=root_key,
-      root_invalid_actions=invalid_actions,
-      value_bounds=options.value_bounds,
-      extra_data=extra_data,
-      recycle=recycle,
-    )
-
-  if recycle is not None:
-    _check_recycled(recycle, jax.eval_shape(new_graph, None))
-  fresh = new_graph(recycle)
-  graph = fresh if graph is None else _continue(graph, fresh, root, invalid_actions, extra_data)
-  graph = graph.replace(non_finite_roots=graph.non_finite_roots + root_non_finite)
-
-  def simulate(unused_index, carry):
-    rng_key, graph = carry
-    rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
-    graph, path = select(
-      select_key,
-      graph,
-      root_action_selection_fn=root_action_selection_fn,
-      interior_action_selection_fn=interior_action_selection_fn,
-      max_depth=max_depth,
-      options=options,
-    )
-    graph, path = expand(
-      params, expand_key, graph, path, recurrent_fn=recurrent_fn, options=options
-    )
-    return rng_key, backup(graph, path, options=options)
-
-  def simulate_in_parallel(unused_index, carry):
-    rng_key, graph = carry
-    rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
-
-    def select_one(graph, key):
-      graph, path = select(
-        key,
-        graph,
-        root_action_selection_fn=root_action_selection_fn,
-        interior_action_selection_fn=interior_action_selection_fn,
-        max_depth=max_depth,
-        options=options,
-      )
-      return add_path_visits(add_path_losses(graph, path), path, 1), path
-
-    node_values = graph.node_values
-    graph, paths = jax.lax.scan(select_one, graph, jax.random.split(select_key, num_parallel))
-    graph, _ = jax.lax.scan(
-      lambda g, path: (add_path_visits(g, path, -1), None),
-      graph.replace(node_values=node_values),
-      paths,
-    )
-    parents, actions = jax.vmap(last_edge)(paths)  # [K, B]
-    batch = jnp.arange(batch_size)
-    flat = lambda x: x.reshape((num_parallel * batch_size,) + x.shape[2:])
-    unflat = lambda x: x.reshape((num_parallel, batch_size) + x.shape[1:])
-    parent_embedding = jax.tree_util.tree_map(
-      lambda x: flat(x[batch[None], parents]), graph.embeddings
-    )
-    output, embedding = checks.unpack_recurrent_result(
-      recurrent_fn(params, expand_key, flat(actions), parent_embedding)
-    )
-    checks.check_recurrent_output(
-      output, embedding, parent_embedding, num_parallel * batch_size, num_actions
-    )
-    output, embedding = jax.tree_util.tree_map(unflat, (output, embedding))
-
-    def link_and_backup(graph, inputs):
-      path, output, embedding = inputs
-      graph, path = link(graph, path, output, embedding, options=options)
-      return backup(graph, path, options=options), None
-
-    graph, _ = jax.lax.scan(link_and_backup, graph, (paths, output, embedding))
-    return rng_key, graph
-
-  if num_parallel == 1:
-    _, graph = loop_fn(0, num_simulations, simulate, (rng_key, graph))
-  else:
-    _, graph = loop_fn(0, num_simulations // num_parallel, simulate_in_parallel, (rng_key, graph))
+  num_steps = num_simulations // options.num_parallel
+  _, graph = loop_fn(0, num_steps, lambda _, carry: simulate_step(*carry), (rng_key, graph))
   return graph

@@ -30,7 +30,7 @@ def masked_argmax(scores, invalid_actions):
 def excluded_actions(graph: Graph, node_index, depth, solver: bool):
   """`[A]` bool: the root's invalid actions at depth 0, edges whose evaluation was
   not finite (`graph.edge_non_finite`), and with `solver` the proven edges not worth
-  a playout (`mcgs_jax.proofs.excluded_edges`)."""
+  a playout (`proofs.excluded_edges`)."""
   excluded = (graph.root_invalid_actions & (depth == 0)) | graph.edge_non_finite[node_index]
   if solver:
     excluded |= proofs.excluded_edges(graph, node_index)
@@ -52,7 +52,9 @@ def muzero_action_selection(
   `argmax_a  qtransform(Q)(n, a) + c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`
   with `c(n) = pb_c_init + log((N(n) + pb_c_base + 1) / pb_c_base)`.
 
-  `N(n) = 1 + sum_b N(n, b)`, as in mctx, so in tree mode this is mctx's rule exactly.
+  `N(n) = k(n) + sum_b N(n, b)` (`graph.node_visits`; `k(n)`, the node's own
+  evaluations, is 1 unless `fold_evaluations`), as in mctx, so in tree mode this is
+  mctx's rule exactly.
   At depth 0 the root's invalid actions are never chosen; with `solver`, neither are
   proven edges that another edge beats.
   """

@@ -1,0 +1,170 @@
+"""The graph a search starts from: a fresh one holding the root, a graph it continues,
+or a fresh one written into the arrays of a graph it recycles."""
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcgs_jax._src import checks, hashing, types
+from mcgs_jax._src.graph import ROOT_INDEX, Graph, empty_graph
+from mcgs_jax._src.options import GraphOptions
+
+
+def summable(x: chex.Array) -> chex.Array:
+  """`x` is finite and small enough that the search's sums of visit-weighted values
+  cannot overflow: `|x| <= sqrt(largest float)` of its dtype (1.8e19 in float32).
+  Larger values (a reward of 3e38 is finite, but twice it is not) count as
+  non-finite."""
+  x = jnp.asarray(x)
+  dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
+  # `<=` is False for NaN too.
+  return jnp.abs(x) <= jnp.sqrt(jnp.finfo(dtype).max).astype(dtype)
+
+
+def finite_root(
+  root: types.RootFnOutput, invalid_actions: chex.Array
+) -> tuple[types.RootFnOutput, chex.Array]:
+  """`(root, non_finite [B] bool)`: the root with a non-finite value (or one beyond
+  `summable`) taken as 0 and prior logits holding a NaN or +inf, or no finite entry,
+  taken as uniform over the valid actions, and which games needed either."""
+  value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
+  bad_value = ~summable(value)
+  # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
+  bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
+  uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
+  return (
+    root.replace(
+      value=jnp.where(bad_value, 0.0, value).astype(value.dtype),
+      prior_logits=jnp.where(bad_logits[:, None], uniform, logits),
+    ),
+    bad_value | bad_logits,
+  )
+
+
+def initial_graph(
+  root: types.RootFnOutput,
+  invalid_actions: chex.Array | None,
+  *,
+  num_simulations: int,
+  options: GraphOptions,
+  extra_data: chex.ArrayTree,
+  graph: Graph | None,
+  recycle: Graph | None,
+) -> Graph:
+  """The graph a search with these arguments (see `search`) starts from.
+
+  Without `graph`, a fresh graph whose only node is `root` (written into the arrays
+  of `recycle` when given); with it, `graph` continued from `root`'s evaluation
+  (`_continue`). Checks that `graph` or `recycle` fits the search, and the capacity
+  (`options.capacity`, by default `num_simulations + 1` or the capacity of either),
+  the invalid actions and the root key; a non-finite root is replaced
+  (`finite_root`) and counted in `non_finite_roots`.
+  """
+  batch_size, num_actions = np.shape(root.prior_logits)
+  if graph is not None and recycle is not None:
+    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
+  capacity = options.capacity
+  for name, given in (("graph", graph), ("recycle", recycle)):
+    if given is not None:
+      capacity = _check_continued_graph(
+        given, capacity, batch_size, num_actions, options.transpositions, name
+      )
+  capacity = checks.check_int(
+    "capacity", num_simulations + 1 if capacity is None else capacity, minimum=2
+  )
+  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
+  root, root_non_finite = finite_root(root, invalid_actions)
+  if options.transpositions:
+    root_key = checks.check_key(options.resolved_hash_fn(root.embedding), batch_size)
+    num_slots = hashing.num_slots_for(capacity)
+  else:
+    root_key = jnp.zeros((batch_size, 0), jnp.uint32)
+    num_slots = 0
+  new_graph = functools.partial(
+    empty_graph,
+    root,
+    capacity=capacity,
+    num_slots=num_slots,
+    root_key=root_key,
+    root_invalid_actions=invalid_actions,
+    value_bounds=options.value_bounds,
+    extra_data=extra_data,
+  )
+  if recycle is not None:
+    _check_recycled(recycle, jax.eval_shape(new_graph))
+  fresh = new_graph(recycle=recycle)
+  start = fresh if graph is None else _continue(graph, fresh, extra_data)
+  return start.replace(non_finite_roots=start.non_finite_roots + root_non_finite)
+
+
+def _check_continued_graph(
+  graph: Graph,
+  capacity: int | None,
+  batch_size: int,
+  num_actions: int,
+  transpositions: bool,
+  name: str,
+) -> int:
+  """Checks that `graph` (the argument `name`, `graph` or `recycle`) fits a search
+  with these arguments; returns its capacity."""
+  if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
+    raise ValueError(
+      f"{name} holds B = {graph.batch_size} games of A = {graph.num_actions} "
+      f"actions; root has B = {batch_size}, A = {num_actions}"
+    )
+  if capacity is not None and capacity != graph.capacity:
+    raise ValueError(
+      f"capacity = {capacity} differs from the capacity of {name} "
+      f"({graph.capacity}); a search on {name} keeps its capacity"
+    )
+  if transpositions != (graph.hash_slots.shape[1] > 0):
+    raise ValueError(
+      f"transpositions = {transpositions}, but {name} was built with "
+      f"transpositions = {not transpositions}"
+    )
+  return graph.capacity
+
+
+def _check_recycled(recycle: Graph, expected: Graph) -> None:
+  """ValueError naming the first table of `recycle` whose shape or dtype differs
+  from those of the graph this search builds (`expected`, from `jax.eval_shape`)."""
+  recycled = jax.tree_util.tree_leaves_with_path(recycle.replace(extra_data=None))
+  wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
+  if [path for path, _ in recycled] != [path for path, _ in wanted]:
+    raise ValueError(
+      "recycle holds other tables than this search builds (a different embedding "
+      "structure?); pass a graph from a search with the same root, game and options"
+    )
+  for (path, old), (_, new) in zip(recycled, wanted, strict=True):
+    if (old.shape, old.dtype) != (new.shape, new.dtype):
+      raise ValueError(
+        f"recycle{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
+        f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
+        f"A, transpositions and embedding)"
+      )
+
+
+def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
+  """`graph` with the root's new prior logits, invalid actions and terminal flag
+  from `fresh` (the fresh graph of the new root evaluation), and `fresh` whole in
+  games where `graph` is empty."""
+  empty = graph.num_nodes == 0
+  graph = jax.tree_util.tree_map(
+    lambda new, old: jnp.where(empty.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+    fresh.replace(extra_data=None),
+    graph.replace(extra_data=None),
+  )
+  return graph.replace(
+    children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
+      fresh.children_prior_logits[:, ROOT_INDEX]
+    ),
+    root_invalid_actions=fresh.root_invalid_actions,
+    node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(fresh.node_terminal[:, ROOT_INDEX]),
+    # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
+    # that a graph edited by hand (or from an older version) starts clean.
+    path_marks=jnp.full_like(graph.path_marks, -1),
+    extra_data=extra_data,
+  )
