@@ -5,7 +5,7 @@ prior, its selection rules, its extra data, and how it reads `action` and
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import chex
 import jax
@@ -109,13 +109,17 @@ def run_policy(
   root = call.root.replace(
     prior_logits=mask_invalid_actions(call.root.prior_logits, call.invalid_actions)
   )
+  root_rule, interior_rule = call.root_action_selection_fn, call.interior_action_selection_fn
+  if root_rule is None or interior_rule is None:
+    raise AssertionError(f"{caller}: its setup must supply both selection functions")
   searched = search_lib.search(
     call.params,
     call.rng_key,
     root=root,
-    recurrent_fn=call.recurrent_fn,
-    root_action_selection_fn=call.root_action_selection_fn,
-    interior_action_selection_fn=call.interior_action_selection_fn,
+    # A None recurrent_fn (the user's) reaches search's check, which names it.
+    recurrent_fn=cast(types.RecurrentFn, call.recurrent_fn),
+    root_action_selection_fn=root_rule,
+    interior_action_selection_fn=interior_rule,
     num_simulations=call.num_simulations,
     max_depth=call.max_depth,
     invalid_actions=call.invalid_actions,
