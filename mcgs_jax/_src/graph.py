@@ -7,7 +7,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import types
+from mcgs_jax._src import base
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
@@ -217,7 +217,7 @@ class Graph:
       return _edge_qvalues(self, node_index)
     return jax.vmap(_edge_qvalues)(self, node_index)
 
-  def summary(self) -> types.SearchSummary:
+  def summary(self) -> base.SearchSummary:
     """Root statistics of every game, as `mctx.Tree.summary()`."""
     root = jnp.full((self.batch_size,), ROOT_INDEX)
     value = self.node_values[:, ROOT_INDEX]
@@ -226,7 +226,7 @@ class Graph:
     # A root with no visited edge (every action invalid) gets all-zero probabilities
     # rather than 0/0.
     visit_probs = visit_counts / jnp.maximum(total, 1)
-    return types.SearchSummary(
+    return base.SearchSummary(
       visit_counts=visit_counts, visit_probs=visit_probs, value=value, qvalues=self.qvalues(root)
     )
 
@@ -239,7 +239,7 @@ def _edge_qvalues(graph: Graph, node_index):
 
 
 def empty_graph(
-  root: types.RootFnOutput,
+  root: base.RootFnOutput,
   *,
   capacity: int,
   num_slots: int,

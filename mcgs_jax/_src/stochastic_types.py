@@ -13,7 +13,7 @@ from typing import Any
 
 import chex
 
-from mcgs_jax._src import types
+from mcgs_jax._src import base
 from mcgs_jax._src.graph import Graph
 
 
@@ -98,7 +98,7 @@ class StochasticGraph(Graph):
     """`A`, the number of actions at a decision node."""
     return self.extra_data.root_invalid_actions.shape[-1]
 
-  def summary(self) -> types.SearchSummary:
+  def summary(self) -> base.SearchSummary:
     """Root statistics of every game over the `A` actions, as mctx's summary of a
     stochastic search."""
     full = Graph.summary(self)
@@ -114,10 +114,10 @@ class StochasticGraph(Graph):
 
 # What the two functions look like, as mctx's DecisionRecurrentFn / ChanceRecurrentFn.
 DecisionRecurrentFn = Callable[
-  [types.Params, chex.PRNGKey, chex.Array, types.Embedding],
-  tuple[DecisionRecurrentFnOutput, types.Embedding],
+  [base.Params, chex.PRNGKey, chex.Array, base.Embedding],
+  tuple[DecisionRecurrentFnOutput, base.Embedding],
 ]
 ChanceRecurrentFn = Callable[
-  [types.Params, chex.PRNGKey, chex.Array, types.Embedding],
-  tuple[ChanceRecurrentFnOutput, types.Embedding],
+  [base.Params, chex.PRNGKey, chex.Array, base.Embedding],
+  tuple[ChanceRecurrentFnOutput, base.Embedding],
 ]
