@@ -101,7 +101,9 @@ def check_graph(
       if name != "embeddings":
         assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
     for leaf in jax.tree_util.tree_leaves(graph.embeddings):
-      assert np.all(np.asarray(leaf)[game, used:] == 0), "unused rows of embeddings are not empty"
+      assert np.all(np.asarray(leaf)[game, used:] == ROW_FIELDS["embeddings"]), (
+        "unused rows of embeddings are not empty"
+      )
     assert np.all(children < used), "a child index points past num_nodes"
     assert np.all((edge_visits == 0) | (children >= 0)), "a visited edge has no child"
     assert np.all(edge_visits >= 0)

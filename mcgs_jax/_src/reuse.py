@@ -41,7 +41,6 @@ Conventions of `reroot`:
     from its new root.
 """
 
-import dataclasses
 from typing import Any
 
 import jax
@@ -51,6 +50,7 @@ import numpy as np
 from mcgs_jax._src import hashing
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
+  EMPTY_VALUES,
   NODE_FIELDS,
   ROOT_INDEX,
   ROW_FIELDS,
@@ -279,11 +279,10 @@ def empty_like(graph: Any) -> Graph:
   game afresh from its root, so it is the first `graph=` of a jitted self-play loop
   that reroots after every move: every move then runs the same compiled function.
   """
-  fills = {**ROW_FIELDS, "hash_slots": -1}
 
-  def empty(name):
+  def empty(name, fill):
     return jax.tree_util.tree_map(
-      lambda leaf: jnp.full(leaf.shape, fills.get(name, 0), leaf.dtype), getattr(graph, name)
+      lambda leaf: jnp.full(leaf.shape, fill, leaf.dtype), getattr(graph, name)
     )
 
-  return Graph(**{field.name: empty(field.name) for field in dataclasses.fields(Graph)})
+  return Graph(**{name: empty(name, fill) for name, fill in EMPTY_VALUES.items()})
