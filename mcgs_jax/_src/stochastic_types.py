@@ -8,6 +8,7 @@ A move splits in two: `decision_recurrent_fn` maps (state, action) to an
 the new tile lands). Decision nodes hold states, chance nodes hold afterstates.
 """
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +93,11 @@ class StochasticGraph(Graph):
   `Graph`'s; only `summary()` differs: it keeps the root's `A` decision columns,
   as `mctx.stochastic_muzero_policy`'s tree (sliced to the actions) does.
   """
+
+  @classmethod
+  def from_graph(cls, graph: Graph) -> "StochasticGraph":
+    """`graph`, every field as it is, as a `StochasticGraph`."""
+    return cls(**{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)})
 
   @property
   def num_decision_actions(self) -> int:
