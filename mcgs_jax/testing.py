@@ -211,10 +211,12 @@ def commuting_game(num_actions=3, modulus=11, horizon=6):
 
 
 def make_self_play(game_name, *, batch_size, num_simulations, capacity, transpositions=True):
-  """`(init, step)`: a jitted self-play step that continues the rerooted graph.
+  """`(game, init, step)`: `game_name`'s `Game` (`mcgs_jax.games.make_game`) and a
+  jitted self-play step that continues the rerooted graph.
 
-  `init(key)` gives the states and a graph whose games are all empty (any graph
-  with `num_nodes == 0` is replaced by a fresh one), so `step` compiles once.
+  `init(key) -> (state, graph)` gives the states and a graph whose games are all
+  empty (any graph with `num_nodes == 0` is replaced by a fresh one), so `step`
+  compiles once.
   `step(key, state, graph) -> (state, graph, action, carried, legal)`, where
   `carried` `[B]` is the root visits the search started from (0 for a fresh root).
   """

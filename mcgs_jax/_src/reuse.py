@@ -16,8 +16,9 @@ Conventions of `reroot`:
   * New numbering: the new root is node 0; the other kept nodes follow in their old
     index order (`new = rank among kept nodes`, plus one for the nodes that were
     below the new root's old index). In tree mode every node's index stays larger
-    than its parent's. Freed rows are reset to the empty values of
-    `mcgs_jax.graph.empty_graph` (visits 0, children -1, everything else 0).
+    than its parent's. Freed rows are reset to the empty value of each table,
+    as every `mcgs_jax.Graph` field declares it (children and path marks -1,
+    everything else 0).
   * The hash table is rebuilt from the kept nodes' keys with the probe rule of
     `hashing.probe`: a node goes into a free slot of the `probe_window` slots that
     start at `key[0] mod C`. Nodes are inserted in rounds; where two nodes want the
