@@ -101,7 +101,9 @@ def check_graph(
       if name != "embeddings":
         assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
     for leaf in jax.tree_util.tree_leaves(graph.embeddings):
-      assert np.all(np.asarray(leaf)[game, used:] == 0), "unused rows of embeddings are not empty"
+      assert np.all(np.asarray(leaf)[game, used:] == ROW_FIELDS["embeddings"]), (
+        "unused rows of embeddings are not empty"
+      )
     assert np.all(children < used), "a child index points past num_nodes"
     assert np.all((edge_visits == 0) | (children >= 0)), "a visited edge has no child"
     assert np.all(edge_visits >= 0)
@@ -209,10 +211,12 @@ def commuting_game(num_actions=3, modulus=11, horizon=6):
 
 
 def make_self_play(game_name, *, batch_size, num_simulations, capacity, transpositions=True):
-  """`(init, step)`: a jitted self-play step that continues the rerooted graph.
+  """`(game, init, step)`: `game_name`'s `Game` (`mcgs_jax.games.make_game`) and a
+  jitted self-play step that continues the rerooted graph.
 
-  `init(key)` gives the states and a graph whose games are all empty (any graph
-  with `num_nodes == 0` is replaced by a fresh one), so `step` compiles once.
+  `init(key) -> (state, graph)` gives the states and a graph whose games are all
+  empty (any graph with `num_nodes == 0` is replaced by a fresh one), so `step`
+  compiles once.
   `step(key, state, graph) -> (state, graph, action, carried, legal)`, where
   `carried` `[B]` is the root visits the search started from (0 for a fresh root).
   """

@@ -1,5 +1,6 @@
 """The search graph: fixed-capacity node, edge and hash-slot arrays per game."""
 
+import dataclasses
 import math
 from typing import Any, ClassVar
 
@@ -7,47 +8,34 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import types
+from mcgs_jax._src import base
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 
-# Every table of the graph, declared once with the value of an unused row:
-# `empty_graph` fills with it (or `clear_used_rows` writes it over the rows a recycled
-# graph used), `link` writes every node table of a new node, `reroot` moves rows and
-# refills freed ones, and `mcgs_jax.testing` checks that unused rows hold it.
-NODE_FIELDS: dict[str, Any] = {  # [B, N, ...]: one row per node
-  "node_visits": 0,
-  "node_evaluations": 0,
-  "raw_values": 0.0,
-  "node_values": 0.0,
-  "node_keys": 0,
-  "node_terminal": False,
-  "node_proven": False,
-  "proven_values": 0.0,
-  "path_marks": -1,
-  "children_prior_logits": 0.0,
-  "embeddings": 0,
-}
-EDGE_FIELDS: dict[str, Any] = {  # [B, N, A]: one row per node, one column per action
-  "children_index": UNEXPANDED,
-  "edge_visits": 0,
-  "edge_rewards": 0.0,
-  "edge_discounts": 0.0,
-  "edge_values": 0.0,
-  "edge_non_finite": False,
-}
-ROW_FIELDS: dict[str, Any] = {**NODE_FIELDS, **EDGE_FIELDS}  # every [B, N, ...] table
-COUNTER_FIELDS = (  # [B] int32: events counted over the graph's life
-  "transposition_hits",
-  "dropped_inserts",
-  "capacity_overflows",
-  "parallel_collisions",
-  "folded_evaluations",
-  "non_finite_evaluations",
-  "non_finite_roots",
-  "playouts_started",
-)
+
+# Every `Graph` field declares in its metadata its role and its empty value, the value
+# of a row no node uses: `empty_graph` fills with it (or `clear_used_rows` writes it
+# over the rows a recycled graph used), `link` writes every node table of a new node,
+# `reroot` moves rows and refills freed ones, `empty_like` fills every field with it,
+# and `mcgs_jax.testing` checks that unused rows hold it. The field lists
+# (`NODE_FIELDS`, ...) below the class are read from this metadata.
+def _node_table(empty: Any) -> dict[str, Any]:
+  """A `[B, N, ...]` table, one row per node, written whole when the node is created."""
+  return {"role": "node", "empty": empty}
+
+
+def _edge_table(empty: Any) -> dict[str, Any]:
+  """A `[B, N, A]` table, one entry per edge (a node's action)."""
+  return {"role": "edge", "empty": empty}
+
+
+_COUNTER = {"role": "counter", "empty": 0}  # a `[B]` int32 count of events
+
+
+def _other(empty: Any) -> dict[str, Any]:
+  """Any other field (per game, per hash slot, per root action)."""
+  return {"role": "other", "empty": empty}
 
 
 @chex.dataclass(frozen=True)
@@ -90,6 +78,9 @@ class Graph:
   embeddings: pytree of `[B, N, ...]`, the recurrent state of every node.
   hash_slots: `[B, C]` int32, node index held by each slot, -1 when empty.
   num_nodes: `[B]` int32, nodes in use.
+
+  Counters of the graph search, each `[B]` int32, none of them in mctx:
+
   transposition_hits: `[B]` int32, expansions that found their state already in
     the graph and linked to it.
   dropped_inserts: `[B]` int32, new nodes not entered in the hash table because
@@ -109,6 +100,7 @@ class Graph:
     finite (the value was taken as 0, the logits as uniform over valid actions).
   playouts_started: `[B]` int32, playouts selected, dropped ones included. It only
     grows, and stamps `path_marks`.
+
   root_invalid_actions: `[B, A]` bool, actions the root may not select.
   value_bounds: `[B, 2]` float, the lowest and highest value the game allows
     (`GraphOptions.value_bounds`; -inf and +inf when not given), read by the solver.
@@ -125,36 +117,39 @@ class Graph:
   ROOT_INDEX: ClassVar[int] = ROOT_INDEX
   UNVISITED: ClassVar[int] = UNEXPANDED
 
-  node_visits: chex.Array
-  node_evaluations: chex.Array
-  raw_values: chex.Array
-  node_values: chex.Array
-  node_keys: chex.Array
-  node_terminal: chex.Array
-  node_proven: chex.Array
-  proven_values: chex.Array
-  path_marks: chex.Array
-  children_index: chex.Array
-  children_prior_logits: chex.Array
-  edge_visits: chex.Array
-  edge_rewards: chex.Array
-  edge_discounts: chex.Array
-  edge_values: chex.Array
-  edge_non_finite: chex.Array
-  embeddings: Any
-  hash_slots: chex.Array
-  num_nodes: chex.Array
-  transposition_hits: chex.Array
-  dropped_inserts: chex.Array
-  capacity_overflows: chex.Array
-  parallel_collisions: chex.Array
-  folded_evaluations: chex.Array
-  non_finite_evaluations: chex.Array
-  non_finite_roots: chex.Array
-  playouts_started: chex.Array
-  root_invalid_actions: chex.Array
-  value_bounds: chex.Array
-  extra_data: Any = None
+  node_visits: chex.Array = dataclasses.field(metadata=_node_table(0))
+  node_evaluations: chex.Array = dataclasses.field(metadata=_node_table(0))
+  raw_values: chex.Array = dataclasses.field(metadata=_node_table(0.0))
+  node_values: chex.Array = dataclasses.field(metadata=_node_table(0.0))
+  node_keys: chex.Array = dataclasses.field(metadata=_node_table(0))
+  node_terminal: chex.Array = dataclasses.field(metadata=_node_table(False))
+  node_proven: chex.Array = dataclasses.field(metadata=_node_table(False))
+  proven_values: chex.Array = dataclasses.field(metadata=_node_table(0.0))
+  path_marks: chex.Array = dataclasses.field(metadata=_node_table(-1))
+  children_index: chex.Array = dataclasses.field(metadata=_edge_table(UNEXPANDED))
+  children_prior_logits: chex.Array = dataclasses.field(metadata=_node_table(0.0))
+  edge_visits: chex.Array = dataclasses.field(metadata=_edge_table(0))
+  edge_rewards: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
+  edge_discounts: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
+  edge_values: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
+  edge_non_finite: chex.Array = dataclasses.field(metadata=_edge_table(False))
+  embeddings: Any = dataclasses.field(metadata=_node_table(0))
+  hash_slots: chex.Array = dataclasses.field(metadata=_other(-1))
+  num_nodes: chex.Array = dataclasses.field(metadata=_other(0))
+
+  # Counters of the graph search, none of them in mctx.
+  transposition_hits: chex.Array = dataclasses.field(metadata=_COUNTER)
+  dropped_inserts: chex.Array = dataclasses.field(metadata=_COUNTER)
+  capacity_overflows: chex.Array = dataclasses.field(metadata=_COUNTER)
+  parallel_collisions: chex.Array = dataclasses.field(metadata=_COUNTER)
+  folded_evaluations: chex.Array = dataclasses.field(metadata=_COUNTER)
+  non_finite_evaluations: chex.Array = dataclasses.field(metadata=_COUNTER)
+  non_finite_roots: chex.Array = dataclasses.field(metadata=_COUNTER)
+  playouts_started: chex.Array = dataclasses.field(metadata=_COUNTER)
+
+  root_invalid_actions: chex.Array = dataclasses.field(metadata=_other(False))
+  value_bounds: chex.Array = dataclasses.field(metadata=_other(0.0))
+  extra_data: Any = dataclasses.field(default=None, metadata=_other(0))
 
   @property
   def batch_size(self) -> int:
@@ -217,7 +212,7 @@ class Graph:
       return _edge_qvalues(self, node_index)
     return jax.vmap(_edge_qvalues)(self, node_index)
 
-  def summary(self) -> types.SearchSummary:
+  def summary(self) -> base.SearchSummary:
     """Root statistics of every game, as `mctx.Tree.summary()`."""
     root = jnp.full((self.batch_size,), ROOT_INDEX)
     value = self.node_values[:, ROOT_INDEX]
@@ -226,7 +221,7 @@ class Graph:
     # A root with no visited edge (every action invalid) gets all-zero probabilities
     # rather than 0/0.
     visit_probs = visit_counts / jnp.maximum(total, 1)
-    return types.SearchSummary(
+    return base.SearchSummary(
       visit_counts=visit_counts, visit_probs=visit_probs, value=value, qvalues=self.qvalues(root)
     )
 
@@ -238,8 +233,27 @@ def _edge_qvalues(graph: Graph, node_index):
   return graph.edge_rewards[node_index] + graph.edge_discounts[node_index] * child_values
 
 
+def _fields_of_role(role: str) -> dict[str, Any]:
+  """Empty value of every `Graph` field of `role`, by name, in declaration order."""
+  return {
+    field.name: field.metadata["empty"]
+    for field in dataclasses.fields(Graph)
+    if field.metadata["role"] == role
+  }
+
+
+NODE_FIELDS: dict[str, Any] = _fields_of_role("node")  # [B, N, ...]: one row per node
+EDGE_FIELDS: dict[str, Any] = _fields_of_role("edge")  # [B, N, A]: one column per action
+ROW_FIELDS: dict[str, Any] = {**NODE_FIELDS, **EDGE_FIELDS}  # every [B, N, ...] table
+COUNTER_FIELDS: tuple[str, ...] = tuple(_fields_of_role("counter"))  # [B] int32
+# Every field's value in a graph whose games are all empty (`empty_like`).
+EMPTY_VALUES: dict[str, Any] = {
+  field.name: field.metadata["empty"] for field in dataclasses.fields(Graph)
+}
+
+
 def empty_graph(
-  root: types.RootFnOutput,
+  root: base.RootFnOutput,
   *,
   capacity: int,
   num_slots: int,
@@ -287,8 +301,6 @@ def empty_graph(
     "edge_values": value_dtype,
     "edge_non_finite": jnp.bool_,
   }
-  assert set(root_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
-  assert set(edge_dtypes) == set(EDGE_FIELDS), "an edge table is not set"
 
   # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
   # writes new buffers directly instead of broadcasting and copying into old ones.

@@ -16,8 +16,9 @@ Conventions of `reroot`:
   * New numbering: the new root is node 0; the other kept nodes follow in their old
     index order (`new = rank among kept nodes`, plus one for the nodes that were
     below the new root's old index). In tree mode every node's index stays larger
-    than its parent's. Freed rows are reset to the empty values of
-    `mcgs_jax.graph.empty_graph` (visits 0, children -1, everything else 0).
+    than its parent's. Freed rows are reset to the empty value of each table,
+    as every `mcgs_jax.Graph` field declares it (children and path marks -1,
+    everything else 0).
   * The hash table is rebuilt from the kept nodes' keys with the probe rule of
     `hashing.probe`: a node goes into a free slot of the `probe_window` slots that
     start at `key[0] mod C`. Nodes are inserted in rounds; where two nodes want the
@@ -41,7 +42,6 @@ Conventions of `reroot`:
     from its new root.
 """
 
-import dataclasses
 from typing import Any
 
 import jax
@@ -51,6 +51,7 @@ import numpy as np
 from mcgs_jax._src import hashing
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
+  EMPTY_VALUES,
   NODE_FIELDS,
   ROOT_INDEX,
   ROW_FIELDS,
@@ -279,11 +280,10 @@ def empty_like(graph: Any) -> Graph:
   game afresh from its root, so it is the first `graph=` of a jitted self-play loop
   that reroots after every move: every move then runs the same compiled function.
   """
-  fills = {**ROW_FIELDS, "hash_slots": -1}
 
-  def empty(name):
+  def empty(name, fill):
     return jax.tree_util.tree_map(
-      lambda leaf: jnp.full(leaf.shape, fills.get(name, 0), leaf.dtype), getattr(graph, name)
+      lambda leaf: jnp.full(leaf.shape, fill, leaf.dtype), getattr(graph, name)
     )
 
-  return Graph(**{field.name: empty(field.name) for field in dataclasses.fields(Graph)})
+  return Graph(**{name: empty(name, fill) for name, fill in EMPTY_VALUES.items()})

@@ -8,12 +8,13 @@ A move splits in two: `decision_recurrent_fn` maps (state, action) to an
 the new tile lands). Decision nodes hold states, chance nodes hold afterstates.
 """
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import chex
 
-from mcgs_jax._src import types
+from mcgs_jax._src import base
 from mcgs_jax._src.graph import Graph
 
 
@@ -93,12 +94,17 @@ class StochasticGraph(Graph):
   as `mctx.stochastic_muzero_policy`'s tree (sliced to the actions) does.
   """
 
+  @classmethod
+  def from_graph(cls, graph: Graph) -> "StochasticGraph":
+    """`graph`, every field as it is, as a `StochasticGraph`."""
+    return cls(**{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)})
+
   @property
   def num_decision_actions(self) -> int:
     """`A`, the number of actions at a decision node."""
     return self.extra_data.root_invalid_actions.shape[-1]
 
-  def summary(self) -> types.SearchSummary:
+  def summary(self) -> base.SearchSummary:
     """Root statistics of every game over the `A` actions, as mctx's summary of a
     stochastic search."""
     full = Graph.summary(self)
@@ -114,10 +120,10 @@ class StochasticGraph(Graph):
 
 # What the two functions look like, as mctx's DecisionRecurrentFn / ChanceRecurrentFn.
 DecisionRecurrentFn = Callable[
-  [types.Params, chex.PRNGKey, chex.Array, types.Embedding],
-  tuple[DecisionRecurrentFnOutput, types.Embedding],
+  [base.Params, chex.PRNGKey, chex.Array, base.Embedding],
+  tuple[DecisionRecurrentFnOutput, base.Embedding],
 ]
 ChanceRecurrentFn = Callable[
-  [types.Params, chex.PRNGKey, chex.Array, types.Embedding],
-  tuple[ChanceRecurrentFnOutput, types.Embedding],
+  [base.Params, chex.PRNGKey, chex.Array, base.Embedding],
+  tuple[ChanceRecurrentFnOutput, base.Embedding],
 ]

@@ -1,81 +1,61 @@
-"""Inputs and outputs of a search, named and shaped as in mctx so that code written
-for `mctx` runs unchanged against `mcgs_jax`."""
+"""The callables a search takes and the output of a policy, named as in mctx: the
+layer above the graph.
+
+The values that need no graph (`RootFnOutput`, `RecurrentFnOutput`,
+`SearchSummary`, ...) are declared in `base.py`, below the graph, and re-exported
+here, so that `types.X` names every type of a search's signature.
+"""
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import chex
 
-if TYPE_CHECKING:
-  from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.base import (
+  Embedding,
+  HashFn,
+  Params,
+  RecurrentFn,
+  RecurrentFnOutput,
+  RecurrentState,
+  RootFnOutput,
+  SearchSummary,
+)
+from mcgs_jax._src.graph import Graph
 
-Params = Any
-Embedding = Any  # any pytree whose leaves have a leading batch axis `[B, ...]`
-# mctx's name of the same thing: the state `recurrent_fn` takes and returns (any
-# pytree, `()` included: see `GraphOptions.transpositions`).
-RecurrentState = Embedding
-
-
-@chex.dataclass(frozen=True)
-class RootFnOutput:
-  """The evaluation of the root state of every game in the batch.
-
-  prior_logits: `[B, A]` float, policy logits at the root.
-  value: `[B]` float, value of the root state for the player to move.
-  embedding: pytree of `[B, ...]` arrays, the state handed to `recurrent_fn`.
-  """
-
-  prior_logits: chex.Array
-  value: chex.Array
-  embedding: Embedding
-
-
-@chex.dataclass(frozen=True)
-class RecurrentFnOutput:
-  """What `recurrent_fn` returns for one transition of every game.
-
-  reward: `[B]` float, reward of the transition for the player who moved.
-  discount: `[B]` float, multiplies the value of the next state: `-1` between the two
-    players of a zero-sum game, `1` in a one-player game, `0` when the next state is
-    terminal (the search then never looks below it).
-  prior_logits: `[B, A]` float, policy logits at the next state.
-  value: `[B]` float, value of the next state for its player to move.
-  """
-
-  reward: chex.Array
-  discount: chex.Array
-  prior_logits: chex.Array
-  value: chex.Array
-
-
-# The callables a search takes, named as in mctx. Selection rules and q-transforms
-# see one game's graph (unbatched, under `jax.vmap`).
-RecurrentFn = Callable[
-  [Params, chex.PRNGKey, chex.Array, Embedding], tuple[RecurrentFnOutput, Embedding]
+__all__ = [
+  "Embedding",
+  "HashFn",
+  "InteriorActionSelectionFn",
+  "LoopFn",
+  "Params",
+  "PolicyOutput",
+  "QTransform",
+  "RecurrentFn",
+  "RecurrentFnOutput",
+  "RecurrentState",
+  "RootActionSelectionFn",
+  "RootFnOutput",
+  "SearchSummary",
 ]
-HashFn = Callable[[Embedding], chex.Array]
-RootActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array], chex.Array]
-InteriorActionSelectionFn = Callable[[chex.PRNGKey, "Graph", chex.Array, chex.Array], chex.Array]
-QTransform = Callable[..., chex.Array]  # (graph, node_index, **hyperparameters) -> [A]
-LoopFn = Callable[..., Any]  # jax.lax.fori_loop's signature
+
+# Selection rules and q-transforms see one game's graph (unbatched, under `jax.vmap`).
+RootActionSelectionFn = Callable[[chex.PRNGKey, Graph, chex.Array], chex.Array]
+InteriorActionSelectionFn = Callable[[chex.PRNGKey, Graph, chex.Array, chex.Array], chex.Array]
+# `(graph, node_index) -> [A]` scores, hyperparameters bound (`functools.partial`).
+QTransform = Callable[[Graph, chex.Array], chex.Array]
+
+_Carry = TypeVar("_Carry")
 
 
-@chex.dataclass(frozen=True)
-class SearchSummary:
-  """Statistics at the root of every game, as `mctx.SearchSummary`.
+class LoopFn(Protocol):
+  """The loop over simulations, with `jax.lax.fori_loop`'s signature (`hk.fori_loop`
+  has it too): `body_fun(i, carry)` for `i` from `lower` to `upper - 1`, starting
+  from `init_val`; returns the last carry."""
 
-  visit_counts: `[B, A]` float, edge visits `N(root, a)`.
-  visit_probs: `[B, A]` float, `visit_counts` normalised to sum to one (all zero when
-    the root has no visited edge, e.g. every action invalid).
-  value: `[B]` float, `Q(root)`.
-  qvalues: `[B, A]` float, `r(root, a) + discount(root, a) * Q(child)`; 0 for an
-    unexpanded action.
-  """
-
-  visit_counts: chex.Array
-  visit_probs: chex.Array
-  value: chex.Array
-  qvalues: chex.Array
+  def __call__(
+    self, lower: int, upper: int, body_fun: Callable[[Any, _Carry], _Carry], init_val: _Carry, /
+  ) -> _Carry: ...
 
 
 @chex.dataclass(frozen=True)
@@ -91,8 +71,8 @@ class PolicyOutput:
 
   action: chex.Array
   action_weights: chex.Array
-  search_graph: "Graph"
+  search_graph: Graph
 
   @property
-  def search_tree(self) -> "Graph":
+  def search_tree(self) -> Graph:
     return self.search_graph

@@ -1,0 +1,76 @@
+"""The graph's schema: every `Graph` field declares its role and empty value in its
+metadata, the field lists are read from it, the roles match the shapes of a real
+graph, and `StochasticGraph.from_graph` keeps every field."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mcgs_jax._src import graph as graph_lib
+from mcgs_jax._src.stochastic_types import StochasticGraph
+from mcgs_jax.testing import commuting_game
+
+BATCH, CAPACITY, SLOTS, LANES = 2, 5, 8, 2
+ROLES = {"node", "edge", "counter", "other"}
+
+
+def small_graph():
+  root_fn, _ = commuting_game()
+  root = root_fn(BATCH)
+  return graph_lib.empty_graph(
+    root,
+    capacity=CAPACITY,
+    num_slots=SLOTS,
+    root_key=jnp.ones((BATCH, LANES), jnp.uint32),
+    root_invalid_actions=jnp.zeros_like(root.prior_logits, bool),
+  )
+
+
+def test_every_field_declares_a_role_and_an_empty_value():
+  for field in dataclasses.fields(graph_lib.Graph):
+    assert field.metadata["role"] in ROLES, field.name
+    assert "empty" in field.metadata, field.name
+
+
+def test_the_field_lists_are_the_fields_of_each_role_in_declaration_order():
+  fields = dataclasses.fields(graph_lib.Graph)
+
+  def of_role(role):
+    return [field.name for field in fields if field.metadata["role"] == role]
+
+  assert list(graph_lib.NODE_FIELDS) == of_role("node")
+  assert list(graph_lib.EDGE_FIELDS) == of_role("edge")
+  assert list(graph_lib.ROW_FIELDS) == of_role("node") + of_role("edge")
+  assert list(graph_lib.COUNTER_FIELDS) == of_role("counter")
+  assert list(graph_lib.EMPTY_VALUES) == [field.name for field in fields]
+  assert graph_lib.EDGE_FIELDS["children_index"] == graph_lib.UNEXPANDED
+
+
+def test_the_roles_match_the_shapes_of_a_graph():
+  graph = small_graph()
+  num_actions = graph.num_actions
+  for name in graph_lib.ROW_FIELDS:
+    for leaf in jax.tree_util.tree_leaves(getattr(graph, name)):
+      assert leaf.shape[:2] == (BATCH, CAPACITY), name
+  for name in graph_lib.EDGE_FIELDS:
+    assert getattr(graph, name).shape == (BATCH, CAPACITY, num_actions), name
+  for name in graph_lib.COUNTER_FIELDS:
+    counter = getattr(graph, name)
+    assert counter.shape == (BATCH,) and counter.dtype == jnp.int32, name
+
+
+def test_unused_rows_hold_the_declared_empty_values():
+  graph = small_graph()
+  for name, empty in graph_lib.ROW_FIELDS.items():
+    for leaf in jax.tree_util.tree_leaves(getattr(graph, name)):
+      np.testing.assert_array_equal(np.asarray(leaf)[:, 1:], empty, err_msg=name)
+
+
+def test_from_graph_keeps_every_field():
+  graph = small_graph()
+  stochastic = StochasticGraph.from_graph(graph)
+  assert type(stochastic) is StochasticGraph
+  for field in dataclasses.fields(graph_lib.Graph):
+    assert getattr(stochastic, field.name) is getattr(graph, field.name), field.name
