@@ -89,7 +89,7 @@ def main(argv=None) -> int:
   except ValueError as error:
     parser.error(str(error))
 
-  env = arena._game_from_spec(args.game).env  # pylint: disable=protected-access
+  env = arena._game_from_spec(args.game).env
   agents = {}
 
   def agent(reference):

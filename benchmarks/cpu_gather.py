@@ -39,8 +39,8 @@ def main(argv=None):
   args = parser.parse_args(argv)
   if args.one_core:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-  import jax  # pylint: disable=import-outside-toplevel
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  import jax
+  import jax.numpy as jnp
 
   batch_size, used_rows, num_tables = 64, 65, 12
   print(f"cores: {len(os.sched_getaffinity(0))}, B={batch_size}, {num_tables} tables [B, N, 7]")

@@ -121,7 +121,7 @@ def main(argv=None):
   start = time.perf_counter()
   positions = random_positions(num_positions, seed=args.seed, quiet=not args.all)
   solve_seconds = time.perf_counter() - start
-  import pgx  # pylint: disable=import-outside-toplevel
+  import pgx
 
   env = pgx.make(env_name)
   game = make_game(env, evaluators.rollout_evaluator(env))

@@ -74,7 +74,7 @@ def play_part(args):
 
 
 def speed_part(args):
-  import mctx  # pylint: disable=import-outside-toplevel
+  import mctx
 
   batch_size, num_simulations = args.speed_batch, args.speed_simulations
   game = play2048.make_2048(play2048.uniform_evaluator())

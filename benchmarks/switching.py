@@ -103,7 +103,7 @@ def main(argv=None):
   if unknown:
     parser.error(f"unknown tables {unknown}; expected some of {TABLES}")
 
-  game = arena._game_from_spec("connect_four")  # pylint: disable=protected-access
+  game = arena._game_from_spec("connect_four")
   apply_fn, params, _ = train.load_network(
     arena_command.builtin_checkpoint("connect_four"), game.env
   )

@@ -46,23 +46,23 @@ def reachable_positions(env):
   step = jax.jit(jax.vmap(env.step))
   frontier = jax.tree_util.tree_map(lambda x: x[None], env.init(jax.random.PRNGKey(0)))
   kept_states, kept_boards = [], []
-  seen = {tuple(np.asarray(frontier._x.board).reshape(9))}  # pylint: disable=protected-access
+  seen = {tuple(np.asarray(frontier._x.board).reshape(9))}
   while True:
-    boards = np.asarray(frontier._x.board).reshape(-1, 9)  # pylint: disable=protected-access
+    boards = np.asarray(frontier._x.board).reshape(-1, 9)
     over = np.asarray(frontier.terminated)
     live = np.flatnonzero(~over)
     if live.size == 0:
       break
-    kept_states.append(jax.tree_util.tree_map(lambda x: x[live], frontier))  # pylint: disable=cell-var-from-loop
+    kept_states.append(jax.tree_util.tree_map(lambda x: x[live], frontier))
     kept_boards.append(boards[live])
     legal = np.asarray(frontier.legal_action_mask)[live]
     parents, actions = np.nonzero(legal)
     parents = live[parents]
     children = step(
-      jax.tree_util.tree_map(lambda x: x[parents], frontier),  # pylint: disable=cell-var-from-loop
+      jax.tree_util.tree_map(lambda x: x[parents], frontier),
       jnp.asarray(actions, jnp.int32),
     )
-    child_boards = np.asarray(children._x.board).reshape(-1, 9)  # pylint: disable=protected-access
+    child_boards = np.asarray(children._x.board).reshape(-1, 9)
     fresh = []
     for index, board in enumerate(map(tuple, child_boards)):
       if board not in seen:
@@ -71,7 +71,7 @@ def reachable_positions(env):
     if not fresh:
       break
     fresh = np.asarray(fresh, np.int64)
-    frontier = jax.tree_util.tree_map(lambda x: x[fresh], children)  # pylint: disable=cell-var-from-loop
+    frontier = jax.tree_util.tree_map(lambda x: x[fresh], children)
   states = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *kept_states)
   return states, np.concatenate(kept_boards)
 

@@ -118,9 +118,7 @@ def solved_accuracy(game, networks: dict, positions, simulations: int, seed: int
   for name, (apply_fn, params) in networks.items():
     logits, _ = apply_fn(params, state.observation)
     greedy = np.asarray(jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf), -1))
-    network_game = arena._agent_game(  # pylint: disable=protected-access
-      game, tree_agent(apply_fn, simulations, name)
-    )
+    network_game = arena._agent_game(game, tree_agent(apply_fn, simulations, name))
 
     @jax.jit
     def search(params, key, state, network_game=network_game):
@@ -184,7 +182,7 @@ def main(argv=None):
     history = runs[name]["history"]
     print(name, len(history), "iterations", history[-1]["elapsed_s"], flush=True)
 
-  game = arena._game_from_spec("connect_four")  # pylint: disable=protected-access
+  game = arena._game_from_spec("connect_four")
   networks = {}
   for name in names:
     apply_fn, params, _ = train.load_network(runs[name]["params"], game.env)

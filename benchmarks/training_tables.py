@@ -73,7 +73,7 @@ def block_table(config: dict, history: list[dict], block: int) -> str:
   ]
   for start in range(0, len(history), block):
     entries = history[start : start + block]
-    mean = lambda name: sum(entry[name] for entry in entries) / len(entries)  # pylint: disable=cell-var-from-loop
+    mean = lambda name: sum(entry[name] for entry in entries) / len(entries)
     plies = sum(entry["positions"] for entry in entries) / (len(entries) * config["num_games"])
     first, last = entries[0]["iteration"], entries[-1]["iteration"]
     lines.append(

@@ -288,10 +288,10 @@ def with_tables(template: DagGame, next_index, legal, terminal_values) -> DagGam
   the library's own `step`.
   """
   env = copy.copy(template)
-  env._next_index_jnp = next_index  # pylint: disable=protected-access
-  env._legal_jnp = legal  # pylint: disable=protected-access
-  env._terminal_values_jnp = terminal_values  # pylint: disable=protected-access
-  env._exact_values = None  # pylint: disable=protected-access
+  env._next_index_jnp = next_index
+  env._legal_jnp = legal
+  env._terminal_values_jnp = terminal_values
+  env._exact_values = None
   return env
 
 

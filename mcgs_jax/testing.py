@@ -220,7 +220,7 @@ def make_self_play(game_name, *, batch_size, num_simulations, capacity, transpos
   `step(key, state, graph) -> (state, graph, action, carried, legal)`, where
   `carried` `[B]` is the root visits the search started from (0 for a fresh root).
   """
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.adapter import make_game
 
   game = make_game(game_name)
 

@@ -38,7 +38,7 @@ if _OWN_CACHE:
 
 
 def _mcgs_jax_location() -> pathlib.Path:
-  import mcgs_jax  # pylint: disable=import-outside-toplevel
+  import mcgs_jax
 
   return pathlib.Path(mcgs_jax.__file__).resolve()
 

@@ -21,7 +21,7 @@ def main(coordinator: str, process_id: int, num_processes: int, out_path: str) -
       process_id=process_id,
       local_device_ids=[0],
     )
-  from mcgs_jax.apps.arena import Agent, play_match  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.arena import Agent, play_match
 
   graph = Agent(policy="uct", evaluator="rollout", num_simulations=16)
   tree = Agent(policy="uct", evaluator="rollout", num_simulations=16, transpositions=False)

@@ -313,9 +313,9 @@ def test_bad_arguments_of_make_2048():
 @pytest.mark.slow
 def test_play_command_plays_to_the_end_and_writes_json_and_plot(tmp_path, capsys):
   """`mcgs-jax play` on a 2x2 board: every game ends, graph and tree side by side."""
-  import json  # pylint: disable=import-outside-toplevel
+  import json
 
-  from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import play_command
 
   plot = tmp_path / "play.png"
   assert (
@@ -355,9 +355,9 @@ def test_play_command_plays_to_the_end_and_writes_json_and_plot(tmp_path, capsys
 def test_play_command_reuses_the_graph_by_move_and_tile(capsys):
   """`--reuse`: each search continues the previous one, rerooted by the move and
   then by the tile that fell, so roots start with visits carried over."""
-  import json  # pylint: disable=import-outside-toplevel
+  import json
 
-  from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import play_command
 
   assert (
     play_command.main(
@@ -394,7 +394,7 @@ def test_play_command_reuses_the_graph_by_move_and_tile(capsys):
   ],
 )
 def test_play_command_bad_input_is_one_line(argv, message, capsys):
-  from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import play_command
 
   with pytest.raises(SystemExit) as raised:
     play_command.main(argv)

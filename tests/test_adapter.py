@@ -106,8 +106,8 @@ def test_a_search_without_stored_observations_is_the_same_search(spec):
   """Dropping the observation from the embeddings (the default) changes nothing a
   search computes: same statistics, same stored states but the observation, and the
   evaluator still reads the real observation of every new state."""
-  from mcgs_jax import muzero_policy  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.testing import to_numpy  # pylint: disable=import-outside-toplevel
+  from mcgs_jax import muzero_policy
+  from mcgs_jax.testing import to_numpy
 
   def observation_evaluator(params, rng_key, state):
     del params, rng_key
@@ -364,7 +364,7 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   """pgx marks every action legal once the game is over; the adapter makes them all
   invalid, so a finished root is terminal: nothing is searched, the weights are all
   zero and the action is 0, beside a live game searched as usual."""
-  import mcgs_jax as mg  # pylint: disable=import-outside-toplevel
+  import mcgs_jax as mg
 
   game = adapter.make_game(tic_tac_toe_env)
   x_won = game.play([0, 3, 1, 4, 2])
@@ -405,7 +405,7 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
 def test_make_game_2048_returns_the_game_with_chance():
   """`make_game("2048")` hands back what `stochastic_muzero_policy` takes (2048 split
   at its afterstate), on pgx's 4x4 board or on a smaller one."""
-  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import play2048
 
   game = adapter.make_game("2048")
   assert isinstance(game, play2048.Stochastic2048)

@@ -236,8 +236,8 @@ MATCH_FLAGS = [
 
 def test_cli_flags_make_the_agents():
   args = arena_command.build_parser().parse_args(MATCH_FLAGS)
-  assert arena_command._agent(args, "a") == STRONG  # pylint: disable=protected-access
-  assert arena_command._agent(args, "b") == WEAK  # pylint: disable=protected-access
+  assert arena_command._agent(args, "a") == STRONG
+  assert arena_command._agent(args, "b") == WEAK
   args = arena_command.build_parser().parse_args(
     [
       "--game",
@@ -254,12 +254,12 @@ def test_cli_flags_make_the_agents():
       "3",
     ]
   )
-  a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")  # pylint: disable=protected-access
+  a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")
   assert not a.transpositions and b.transpositions
   assert b.solver and b.num_parallel == 4 and b.num_rollouts == 3
   assert a.reuse and b.reuse  # the default of this library's engine
   args = arena_command.build_parser().parse_args(["--game", "tic_tac_toe", "--a-no-reuse"])
-  assert not arena_command._agent(args, "a").reuse  # pylint: disable=protected-access
+  assert not arena_command._agent(args, "a").reuse
   assert (a.policy, a.evaluator, a.num_simulations) == ("muzero", "rollout", 64)
 
 
@@ -347,23 +347,23 @@ def test_agent_defaults_are_the_command_defaults():
     evaluator=defaults["fallback_evaluator"],
     num_simulations=defaults["simulations"],
   )
-  assert arena_command._agent(args, "a") == expected  # pylint: disable=protected-access
+  assert arena_command._agent(args, "a") == expected
   assert expected.reuse and expected.transpositions
 
 
 def test_simulations_flag_sets_both_sides():
   parse = lambda argv: arena_command.build_parser().parse_args(["--game", "tic_tac_toe"] + argv)
   args = parse(["--simulations", "32"])
-  agents = [arena_command._agent(args, side) for side in "ab"]  # pylint: disable=protected-access
+  agents = [arena_command._agent(args, side) for side in "ab"]
   assert [agent.num_simulations for agent in agents] == [32, 32]
   args = parse(["--simulations", "32", "--b-simulations", "8"])
-  agents = [arena_command._agent(args, side) for side in "ab"]  # pylint: disable=protected-access
+  agents = [arena_command._agent(args, side) for side in "ab"]
   assert [agent.num_simulations for agent in agents] == [32, 8]
 
 
 def test_openings_are_distinct_and_playable():
-  game = arena._game_from_spec("tic_tac_toe")  # pylint: disable=protected-access
-  import jax  # pylint: disable=import-outside-toplevel
+  game = arena._game_from_spec("tic_tac_toe")
+  import jax
 
   states = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 60))
   openings = arena.draw_openings(game, states, 2, seed=1)

@@ -252,9 +252,9 @@ def test_solver_reports_proven_root_actions(capsys):
 
 
 def test_names_come_from_the_registry():
-  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry
 
-  actions = {action.dest: action for action in search_command.build_parser()._actions}  # pylint: disable=protected-access
+  actions = {action.dest: action for action in search_command.build_parser()._actions}
   assert tuple(actions["policy"].choices) == registry.POLICY_NAMES
   assert tuple(actions["evaluator"].choices) == registry.WEIGHTLESS_EVALUATORS
   assert "network" not in registry.WEIGHTLESS_EVALUATORS
@@ -265,11 +265,11 @@ def test_names_come_from_the_registry():
 
 
 def test_random_legal_actions_pick_legal_moves_only():
-  import jax  # pylint: disable=import-outside-toplevel
-  import numpy as np  # pylint: disable=import-outside-toplevel
+  import jax
+  import numpy as np
 
-  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games import evaluators  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry
+  from mcgs_jax.games import evaluators
 
   assert registry.random_legal_actions is evaluators.random_legal_actions
   mask = np.zeros((64, 7), bool)

@@ -94,7 +94,7 @@ def test_reuse_agent_counts_this_search_hits_only():
 
 
 def test_equal_time_calibration():
-  game = arena._game_from_spec(GAME)  # pylint: disable=protected-access
+  game = arena._game_from_spec(GAME)
   state = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 8))
   slow = Agent(policy="muzero", evaluator="uniform", num_simulations=32)
   calibrated, calibration = arena.calibrate_simulations(game, slow, MCTX, state)
@@ -106,7 +106,7 @@ def test_equal_time_calibration():
   target = calibration["a_seconds"]
   best = min(measured.values(), key=lambda seconds: abs(seconds - target))
   assert calibration["b_seconds"] == best == measured[calibration["b_simulations"]]
-  assert 2 <= len(measured) <= arena._CALIBRATION_ROUNDS  # pylint: disable=protected-access
+  assert 2 <= len(measured) <= arena._CALIBRATION_ROUNDS
 
 
 @pytest.mark.slow
@@ -129,8 +129,8 @@ def parse(argv):
 def test_default_command_is_ours_against_mctx():
   args = parse([])
   apply_fn = lambda params, observation: None
-  a = arena_command._agent(args, "a", apply_fn)  # pylint: disable=protected-access
-  b = arena_command._agent(args, "b", apply_fn)  # pylint: disable=protected-access
+  a = arena_command._agent(args, "a", apply_fn)
+  b = arena_command._agent(args, "b", apply_fn)
   assert (a.engine, a.transpositions, a.reuse, a.policy, a.evaluator) == (
     "mcgs",
     True,
@@ -156,16 +156,16 @@ def test_default_command_is_ours_against_mctx():
 
 def test_command_parts_flags():
   apply_fn = lambda params, observation: None
-  a = arena_command._agent(parse(["--a-no-reuse"]), "a", apply_fn)  # pylint: disable=protected-access
+  a = arena_command._agent(parse(["--a-no-reuse"]), "a", apply_fn)
   assert a.transpositions and not a.reuse
   args = parse(["--b-engine", "mcgs", "--b-reuse"])
-  b = arena_command._agent(args, "b", apply_fn)  # pylint: disable=protected-access
+  b = arena_command._agent(args, "b", apply_fn)
   assert b.engine == "mcgs" and not b.transpositions and b.reuse
   # mctx as A takes a tree without being told.
-  a = arena_command._agent(parse(["--a-engine", "mctx"]), "a", apply_fn)  # pylint: disable=protected-access
+  a = arena_command._agent(parse(["--a-engine", "mctx"]), "a", apply_fn)
   assert a.engine == "mctx" and not a.transpositions
   # A game without a built-in network falls back to rollouts.
-  a = arena_command._agent(parse(["--game", GAME]), "a")  # pylint: disable=protected-access
+  a = arena_command._agent(parse(["--game", GAME]), "a")
   assert a.evaluator == "rollout"
 
 

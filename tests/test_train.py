@@ -153,7 +153,7 @@ def _same_leaves(first, second):
 
 
 def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
-  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import arena
 
   fake = _FakeMatch()
   monkeypatch.setattr(arena, "play_match", fake)
@@ -229,7 +229,7 @@ def test_train_quick_runs_checkpoints_and_plots(tmp_path, monkeypatch):
 
   figure = train_lib.plot_history(history, str(tmp_path / "curve.png"))
   assert (tmp_path / "curve.png").stat().st_size > 0
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  import matplotlib.pyplot as plt
 
   plt.close(figure)
 

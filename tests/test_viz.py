@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
-from matplotlib.collections import PathCollection  # pylint: disable=wrong-import-position
+import matplotlib.pyplot as plt
+from matplotlib.collections import PathCollection
 
-import mcgs_jax as mg  # pylint: disable=wrong-import-position
+import mcgs_jax as mg
 from mcgs_jax.apps import viz
-from mcgs_jax.games import evaluators  # pylint: disable=wrong-import-position
-from mcgs_jax.games.adapter import make_game  # pylint: disable=wrong-import-position
+from mcgs_jax.games import evaluators
+from mcgs_jax.games.adapter import make_game
 
 pgx = pytest.importorskip("pgx")
 

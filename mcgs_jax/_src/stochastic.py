@@ -152,7 +152,7 @@ def stochastic_muzero_policy(
       afterstate_template=afterstate_template,
     )
     read_out = lambda graph: policies.sample_from_visits(
-      rng_key, _as_stochastic(graph), options=options, temperature=temperature
+      rng_key, StochasticGraph.from_graph(graph), options=options, temperature=temperature
     )
     return chance_call, read_out
 
@@ -263,14 +263,6 @@ def _chance_options(
     hash_fn=chance.make_key_fn(
       options.hash_fn or hashing.hash_pytree, afterstate_hash_fn or hashing.hash_pytree
     ),
-  )
-
-
-def _as_stochastic(graph: Graph) -> StochasticGraph:
-  """The searched `Graph` as the `StochasticGraph` it is (its summary keeps the `A`
-  decision columns)."""
-  return StochasticGraph(
-    **{field.name: getattr(graph, field.name) for field in dataclasses.fields(Graph)}
   )
 
 

@@ -515,7 +515,7 @@ def _fetch(arrays):
   """The arrays as numpy, whole: gathered from every host when there are several
   (untested), else copied from the local devices."""
   if jax.process_count() > 1:
-    from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
+    from jax.experimental import multihost_utils
 
     return jax.tree_util.tree_map(np.asarray, multihost_utils.process_allgather(arrays, tiled=True))
   return jax.device_get(arrays)

@@ -303,7 +303,7 @@ def _check_parallel(args, side: str) -> None:
 def _agent(args, side: str, apply_fn=None):
   """The `Agent` of one side from the parsed flags (`apply_fn`: its network's, with
   a checkpoint)."""
-  from mcgs_jax.apps.arena import Agent  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.arena import Agent
 
   get = lambda name: getattr(args, f"{side}_{name}")
   _check_engine(args, side)
@@ -349,9 +349,9 @@ def _network(args, side: str):
   if _evaluator(args, side) != "network":
     return None, None
   path = _checkpoint(args, side) or ""
-  from mcgs_jax.apps import arena, train  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import arena, train
 
-  env = arena._game_from_spec(args.game).env  # pylint: disable=protected-access
+  env = arena._game_from_spec(args.game).env
   try:
     apply_fn, params, _ = train.load_network(path, env)
   except OSError as error:
@@ -419,10 +419,10 @@ def format_result(game: str, result, openings: int) -> str:
 
 def save_plot(path: str, game: str, result) -> None:
   """Two panels: A's score with its 95% interval, and nodes per move by ply."""
-  import matplotlib  # pylint: disable=import-outside-toplevel
+  import matplotlib
 
   matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  import matplotlib.pyplot as plt
 
   figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1, 2]})
   low, high = result.score_ci95
@@ -474,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   except SystemExit as exit_:
     return exit_.code if isinstance(exit_.code, int) else 2
   try:
-    from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import arena
 
     for side in ("a", "b"):  # flag errors before loading anything
       _check_engine(args, side)

@@ -56,7 +56,7 @@ IMPLEMENTATIONS = ("mctx", "tree", "graph")
 def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
   """`batch_size` positions after 0..`max_opening_moves` random legal moves (a game
   that would end stays at the position before its last move)."""
-  from mcgs_jax.games.evaluators import random_legal_actions  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.evaluators import random_legal_actions
 
   init_key, moves_key, length_key = jax.random.split(rng_key, 3)
   state = game.init(init_key, batch_size)
@@ -90,7 +90,7 @@ def make_policy(
   the previous output's `search_graph` (or None), which it recycles and donates.
   """
   if impl == "mctx":
-    import mctx  # pylint: disable=import-outside-toplevel
+    import mctx
 
     def theirs(params, key, state):
       root = game.root(params, key, state)
@@ -108,7 +108,7 @@ def make_policy(
     return jax.jit(theirs)
   if impl not in ("tree", "graph"):
     raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLEMENTATIONS}")
-  from mcgs_jax.apps.registry import POLICIES  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.registry import POLICIES
 
   def ours(params, key, state, recycled=None):
     root = game.root(params, key, state)
@@ -409,7 +409,7 @@ def memory_rows(
   embedding of one node (part of `bytes_per_node`), and `max_nodes` the most
   `B x capacity` whose graphs fit in `budget_bytes`.
   """
-  from mcgs_jax.games.adapter import make_game  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.adapter import make_game
 
   rows = []
   low, high = capacities
@@ -637,7 +637,7 @@ def _probe_window_lines(rows) -> list[str]:
 
 def build_parser():
   """The `mcgs-jax bench` parser."""
-  from mcgs_jax.apps.cli_args import (  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps.cli_args import (
     OneLineErrorParser,
     int_at_least,
   )
@@ -795,9 +795,9 @@ def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
     except (ValueError, ImportError) as error:
       parser.error(f"--memory: {error}")
   try:
-    import flax  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    import mctx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    import pgx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import flax  # noqa: F401
+    import mctx  # noqa: F401
+    import pgx  # noqa: F401
   except ImportError as error:
     parser.exit(
       2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n"

@@ -36,7 +36,7 @@ def enable_compilation_cache(path: str | None = None) -> str:
 
   Returns the directory used.
   """
-  import jax  # pylint: disable=import-outside-toplevel
+  import jax
 
   path = path or cache_dir()
   os.makedirs(path, exist_ok=True)
@@ -47,7 +47,7 @@ def enable_compilation_cache(path: str | None = None) -> str:
 
 
 def _version() -> str:
-  from mcgs_jax import __version__  # pylint: disable=import-outside-toplevel
+  from mcgs_jax import __version__
 
   return __version__
 
@@ -84,23 +84,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(command: str, rest: list[str]) -> int:
   if command == "arena":
-    from mcgs_jax.apps import arena_command  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import arena_command
 
     return arena_command.main(rest)
   if command == "bench":
-    from mcgs_jax.apps import benchmark  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import benchmark
 
     benchmark.main(rest)
     return 0
   if command == "search":
-    from mcgs_jax.apps import search_command  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import search_command
 
     return search_command.main(rest)
   if command == "play":
-    from mcgs_jax.apps import play_command  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.apps import play_command
 
     return play_command.main(rest)
-  from mcgs_jax.apps import train  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import train
 
   result = train.main(rest)
   return int(result or 0)

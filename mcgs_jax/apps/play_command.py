@@ -71,9 +71,9 @@ class PlayConfig:
 
 def _evaluator(config: PlayConfig):
   """`(Evaluator2048, params)`."""
-  import jax  # pylint: disable=import-outside-toplevel
+  import jax
 
-  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import play2048
 
   if config.evaluator == "uniform":
     return play2048.uniform_evaluator(), None
@@ -89,12 +89,12 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   and plays its move, and the first `graph` to pass (None without reuse; an empty
   graph of the right shapes with it). `carried` is the root visits a search starts
   with (0 without reuse)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  import jax
+  import jax.numpy as jnp
 
-  from mcgs_jax._src import reuse  # pylint: disable=import-outside-toplevel
-  from mcgs_jax._src.stochastic import stochastic_muzero_policy  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+  from mcgs_jax._src import reuse
+  from mcgs_jax._src.stochastic import stochastic_muzero_policy
+  from mcgs_jax.games import play2048
 
   # mctx only knows rewards on the outcome edges; the search is the same on a tree.
   game = play2048.make_2048(
@@ -118,7 +118,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
       config.num_simulations,
     )
     if mode == "mctx":
-      import mctx  # pylint: disable=import-outside-toplevel
+      import mctx
 
       out = mctx.stochastic_muzero_policy(
         *arguments[:2],
@@ -190,8 +190,8 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
   `moves` (per game), `finished`, `nodes_per_move`, `transposition_hits_per_move`,
   `carried_visits_per_move` (root visits kept from the previous move, with reuse),
   `seconds`."""
-  import jax  # pylint: disable=import-outside-toplevel
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  import jax
+  import jax.numpy as jnp
 
   unknown = sorted(set(config.modes) - set(MODES))
   if unknown or not config.modes:
@@ -294,10 +294,10 @@ def format_results(result: dict) -> str:
 
 def save_plot(path: str, result: dict) -> None:
   """Two panels: mean score with its 95% interval per mode, largest tiles per mode."""
-  import matplotlib  # pylint: disable=import-outside-toplevel
+  import matplotlib
 
   matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  import matplotlib.pyplot as plt
 
   modes = list(result["modes"])
   figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -340,7 +340,7 @@ def _modes(text: str) -> list[str]:
 
 def _game(text: str) -> int:
   """`2048` or `2048:SIZE` -> the board side."""
-  from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import play2048
 
   if text.partition(":")[0] != "2048":
     raise argparse.ArgumentTypeError(

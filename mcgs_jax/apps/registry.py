@@ -88,7 +88,7 @@ def mctx_policy(name: str, recurrent_fn: Callable, **options) -> Callable:
   package's `recurrent_fn` and `RootFnOutput` (converted to mctx's types). ValueError
   when the mctx package is missing."""
   try:
-    import mctx  # pylint: disable=import-outside-toplevel
+    import mctx
   except ImportError:
     message = "engine 'mctx' needs the bench extra (pip install 'mcgs-jax[bench]')"
     raise ValueError(message) from None

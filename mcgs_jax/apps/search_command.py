@@ -179,7 +179,7 @@ def read_positions(path: str) -> list[list[int]]:
 
 @functools.lru_cache(maxsize=8)
 def _jitted_step(env):
-  import jax  # pylint: disable=import-outside-toplevel
+  import jax
 
   return jax.jit(env.step)
 
@@ -201,8 +201,8 @@ def _illegal_reason(game, spec: str, state, action: int) -> str:
 def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
   """The state after `moves` from the start (key 0), or ValueError naming `source`,
   the move's number (from 1) and the game's reason."""
-  import jax  # pylint: disable=import-outside-toplevel
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  import jax
+  import jax.numpy as jnp
 
   state = game.env.init(jax.random.PRNGKey(0))
   step = _jitted_step(game.env)
@@ -228,8 +228,8 @@ def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
 def _make_game(spec: str, evaluator: str, rollouts: int):
   """The `Game` for `spec` with the named evaluator (cached, so repeated in-process
   calls reuse the env and hence the compiled search)."""
-  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
-  from mcgs_jax.games import adapter  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry
+  from mcgs_jax.games import adapter
 
   try:
     game = adapter.make_game(spec)
@@ -249,9 +249,9 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
 @functools.lru_cache(maxsize=8)
 def _jitted_search(game, policy: str, simulations: int, transpositions: bool, solver: bool):
   """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
-  import jax  # pylint: disable=import-outside-toplevel
+  import jax
 
-  from mcgs_jax.apps import registry  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import registry
 
   # No root noise: a report of the search, not self-play exploration.
   search = registry.playing_policy(
@@ -280,7 +280,7 @@ def _jitted_search(game, policy: str, simulations: int, transpositions: bool, so
 def _exact_action_values(game, spec: str, moves: Sequence[int], state) -> dict[int, int] | None:
   """Exact value of every legal action for the player to move, or None if no solver
   applies (see the module docstring)."""
-  from mcgs_jax.games import solvers  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import solvers
 
   name = spec.partition(":")[0]
   if name == "nim":
@@ -304,11 +304,11 @@ def _action_label(game, spec: str, action: int) -> str:
 
 def search_positions(args, positions: list[list[int]]) -> list[dict]:
   """Searches every position in one batch; returns one report dict per position."""
-  import jax  # pylint: disable=import-outside-toplevel
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  import numpy as np  # pylint: disable=import-outside-toplevel
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
 
-  from mcgs_jax._src import proofs  # pylint: disable=import-outside-toplevel
+  from mcgs_jax._src import proofs
 
   evaluator = args.evaluator
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)

@@ -537,7 +537,7 @@ def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "netw
   """The arena agent of a trained network: `policy` in graph mode, keeping its graph
   between moves (the arena's default agent), with the network as evaluator (playing
   greedily, no noise: see `mcgs_jax.apps.arena`)."""
-  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import arena
 
   return arena.Agent(
     policy=policy,
@@ -552,7 +552,7 @@ def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "netw
 def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
   """The baseline the networks are measured against: muzero MCTS (a tree) with a
   uniform prior and value 0."""
-  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import arena
 
   return arena.Agent(
     policy="muzero",
@@ -573,7 +573,7 @@ def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> di
   the time of the matches' first plies (which compile the match steps when they are
   new).
   """
-  from mcgs_jax.apps import arena  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.apps import arena
 
   network = network_agent(config.policy, config.num_simulations, apply_fn)
   baseline = uniform_baseline(config.num_simulations)
@@ -814,11 +814,11 @@ def format_entry(entry: dict) -> str:
 def plot_history(history: list[dict], path: str | None = None):
   """Loss and arena scores per iteration; saved to `path` when given. Returns the
   matplotlib figure."""
-  import matplotlib  # pylint: disable=import-outside-toplevel
+  import matplotlib
 
   if path is not None:
     matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  import matplotlib.pyplot as plt
 
   figure, (loss_axis, score_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
   steps = [entry["iteration"] for entry in history]

@@ -304,9 +304,9 @@ def plot_graph(
   Returns:
     The matplotlib `Axes`.
   """
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  from matplotlib.collections import LineCollection  # pylint: disable=import-outside-toplevel
-  from matplotlib.lines import Line2D  # pylint: disable=import-outside-toplevel
+  import matplotlib.pyplot as plt
+  from matplotlib.collections import LineCollection
+  from matplotlib.lines import Line2D
 
   sub = subgraph(graph, game_index, max_nodes=max_nodes, max_depth=max_depth)
   position = layered_layout(sub)

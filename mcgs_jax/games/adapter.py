@@ -221,7 +221,7 @@ def _words_hash_fn(transposition_words: Callable, lanes: int) -> Callable:
 
 def _pgx_hash_fn(env_id: str, lanes: int) -> Callable:
   """The key `mcgs_jax.games.keys` defines for a pgx game; ValueError if none."""
-  from mcgs_jax.games import keys  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games import keys
 
   return keys.transposition_key_fn(env_id, lanes=lanes)
 
@@ -261,11 +261,11 @@ def _env_from_spec(spec: str):
   """The env named by a `make_game` spec string."""
   name, _, arguments = spec.partition(":")
   if name == "nim":
-    from mcgs_jax.games import nim  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.games import nim
 
     return nim.Nim(nim.parse_heaps(arguments)) if arguments else nim.Nim()
   if name == "dag":
-    from mcgs_jax.games import dag  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.games import dag
 
     return dag.DagGame(**_parse_dag_arguments(arguments))
   if arguments or name not in SUPPORTED_ENV_IDS:
@@ -275,7 +275,7 @@ def _env_from_spec(spec: str):
       f"unknown game {spec!r}{hint}: expected 'nim[:heaps]', "
       f"'dag[:name=value,...]' or one of {', '.join(SUPPORTED_ENV_IDS)}"
     )
-  import pgx  # pylint: disable=import-outside-toplevel
+  import pgx
 
   return pgx.make(name)
 
@@ -311,7 +311,7 @@ def make_game(
       key.
   """
   if isinstance(game, str) and game.partition(":")[0] == "2048":
-    from mcgs_jax.games import play2048  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.games import play2048
 
     return play2048.make_from_spec(game, evaluator)  # type: ignore[arg-type]
   env = _env_from_spec(game) if isinstance(game, str) else game

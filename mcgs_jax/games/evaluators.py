@@ -173,7 +173,7 @@ def __getattr__(name: str):
   # The flax network lives in `mcgs_jax.games.networks` so that this module (and
   # `make_game`) works without flax; its old names here still resolve.
   if name in ("MLPPolicyValueNet", "init_network"):
-    from mcgs_jax.games import networks  # pylint: disable=import-outside-toplevel
+    from mcgs_jax.games import networks
 
     return getattr(networks, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

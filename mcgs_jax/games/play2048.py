@@ -276,7 +276,7 @@ def rollout_evaluator(num_steps: int = 32, num_rollouts: int = 1) -> Evaluator20
 def init_network(rng_key, size: int = 4, hidden=(64, 64)):
   """A small flax MLP (`mcgs_jax.games.networks.MLPPolicyValueNet`) on one-hot
   boards. Returns `(apply_fn, params)` for `network_evaluator`."""
-  from mcgs_jax.games.networks import MLPPolicyValueNet  # pylint: disable=import-outside-toplevel
+  from mcgs_jax.games.networks import MLPPolicyValueNet
 
   network = MLPPolicyValueNet(num_actions=NUM_ACTIONS, hidden=tuple(hidden))
   params = network.init(rng_key, observation(jnp.zeros((1, size * size), jnp.int32)))
