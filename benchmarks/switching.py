@@ -6,15 +6,16 @@ root noise, `--games` games from `--games / 2` random 3-ply openings each played
 both colours, seed `--seed`. The agents:
 
   * default: this library's default agent, `Agent(policy="muzero", ...)`: a graph
-    (MCGS) kept between moves (`reuse`);
-  * graph: the same without reuse (the graph alone);
-  * tree+reuse: a tree kept between moves (reuse alone);
+    (MCGS) kept between moves (`reuse`) that proves exact values (`solver`);
+  * graph+reuse: the same without the solver;
+  * graph: a graph searched from scratch, no solver (the graph alone);
+  * tree+reuse: a tree kept between moves, no solver (reuse alone);
   * mctx: `mctx.muzero_policy` on the same network (`Agent(engine="mctx")`).
 
 Tables (`--tables`, comma-separated, default all):
 
-  * `equal-sims`: default, graph and tree+reuse against mctx, and default against
-    tree+reuse, all at `--simulations` (64) per move;
+  * `equal-sims`: default, graph+reuse, graph and tree+reuse against mctx, and
+    default against tree+reuse, all at `--simulations` (64) per move;
   * `equal-time`: default at `--simulations` against mctx given the simulations that
     take the same time per move (`play_match(..., equal_time=True)`);
   * `per-compute`: default at 8, 16, 32 and 64 simulations against mctx at 256.
@@ -50,9 +51,12 @@ def agents(apply_fn, simulations: int) -> dict[str, arena.Agent]:
     policy="muzero", evaluator="network", num_simulations=simulations, apply_fn=apply_fn
   )
   return {
-    "default": dataclasses.replace(base, name="default (graph + reuse)"),
-    "graph": dataclasses.replace(base, reuse=False, name="graph, no reuse"),
-    "tree+reuse": dataclasses.replace(base, transpositions=False, name="tree + reuse"),
+    "default": dataclasses.replace(base, name="default (graph + reuse + solver)"),
+    "graph+reuse": dataclasses.replace(base, solver=False, name="graph + reuse"),
+    "graph": dataclasses.replace(base, reuse=False, solver=False, name="graph, no reuse"),
+    "tree+reuse": dataclasses.replace(
+      base, transpositions=False, solver=False, name="tree + reuse"
+    ),
     "mctx": arena.Agent(
       policy="muzero",
       evaluator="network",
@@ -139,6 +143,7 @@ def main(argv=None):
     lines += ["", f"Equal simulations ({args.simulations} per move):", ""] + HEADER
     for a_name, b_name in (
       ("default", "mctx"),
+      ("graph+reuse", "mctx"),
       ("graph", "mctx"),
       ("tree+reuse", "mctx"),
       ("default", "tree+reuse"),

@@ -61,7 +61,7 @@ def test_colours_alternate_and_openings_are_shared(strong_vs_weak):
 
 def test_search_statistics(strong_vs_weak):
   a, b = strong_vs_weak.agents["a"], strong_vs_weak.agents["b"]
-  assert a["name"] == "uct/rollout/64 graph" and b["name"] == "muzero/uniform/2 graph"
+  assert a["name"] == "uct/rollout/64 graph solver" and b["name"] == "muzero/uniform/2 graph solver"
   plies = int(strong_vs_weak.game_lengths.sum()) - OPENING * NUM_GAMES
   assert a["searches"] + b["searches"] == plies
   assert 1 < a["mean_nodes"] <= 65
@@ -290,7 +290,7 @@ def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
   assert report["elo"] == pytest.approx(strong_vs_weak.elo)
   assert report["elo_ci95"] == pytest.approx(list(strong_vs_weak.elo_ci95))
   assert report["outcomes"] == strong_vs_weak.outcomes.tolist()
-  assert report["agents"]["a"]["name"] == "uct/rollout/64 graph"
+  assert report["agents"]["a"]["name"] == "uct/rollout/64 graph solver"
   assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

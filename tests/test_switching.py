@@ -19,8 +19,14 @@ pytest.importorskip("pgx")
 GAME = "tic_tac_toe"
 OPPONENT = Agent(policy="uct", evaluator="rollout", num_simulations=8, reuse=False)
 MCTX = Agent(policy="muzero", evaluator="uniform", num_simulations=8, engine="mctx")
+# mctx's search in this library: a tree from scratch, no solver.
 TREE = Agent(
-  policy="muzero", evaluator="uniform", num_simulations=8, transpositions=False, reuse=False
+  policy="muzero",
+  evaluator="uniform",
+  num_simulations=8,
+  transpositions=False,
+  reuse=False,
+  solver=False,
 )
 
 
@@ -30,9 +36,11 @@ TREE = Agent(
 
 def test_engine_defaults():
   assert Agent().reuse and Agent().transpositions and Agent().engine == "mcgs"
-  assert not MCTX.reuse and not MCTX.transpositions
+  assert Agent().solver  # every arena game has exact terminal values
+  assert not MCTX.reuse and not MCTX.transpositions and not MCTX.solver
   assert MCTX.describe() == "mctx muzero/uniform/8"
-  assert Agent(num_simulations=8).describe() == "uct/rollout/8 graph reuse"
+  assert Agent(num_simulations=8).describe() == "uct/rollout/8 graph solver reuse"
+  assert Agent(num_simulations=8, solver=False).describe() == "uct/rollout/8 graph reuse"
 
 
 @pytest.mark.parametrize(
@@ -146,7 +154,7 @@ def test_default_command_is_ours_against_mctx():
     "network",
   )
   assert a.num_simulations == b.num_simulations == 64
-  assert a.describe() == "muzero/network built-in/64 graph reuse"
+  assert a.describe() == "muzero/network built-in/64 graph solver reuse"
   assert b.describe() == "muzero/network built-in/64 mctx"
   path = arena_command.builtin_checkpoint("connect_four")
   apply_fn, params, iteration = train.load_network(path, make_game("connect_four").env)

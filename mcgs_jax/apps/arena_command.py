@@ -3,17 +3,19 @@
 Without arguments it plays this library's default agent against DeepMind's mctx on
 connect four: both sides `muzero` (greedy, no root noise) with the same trained
 network (shipped with the package: `builtin_checkpoint("connect_four")`) and 64
-simulations per move; agent A searches a graph and keeps it between moves (MCGS with
-`reuse`), agent B is `mctx.muzero_policy`, which searches a tree from scratch at every
-move. 128 games from 64 random 3-ply openings, each played once with each colour
-assignment. Every flag changes one side of that (`--a-...`, `--b-...`) or the match
-(`--game`, `--games`, `--openings`, `--seed`, `--equal-time`). `--a-checkpoint FILE`
+simulations per move; agent A searches a graph, keeps it between moves (MCGS with
+`reuse`) and proves exact values (the solver), agent B is `mctx.muzero_policy`, which
+searches a tree from scratch at every move. 128 games from 64 random 3-ply openings,
+each played once with each colour assignment. Every flag changes one side of that
+(`--a-...`, `--b-...`) or the match (`--game`, `--games`, `--openings`, `--seed`,
+`--equal-time`). `--a-checkpoint FILE`
 gives A another network (a file written by `mcgs_jax.apps.train`: `--checkpoint-dir`
 or `--save-params`); for a game without a built-in network the evaluator defaults to
 random rollouts. What each part buys on its own (the graph alone, reuse alone):
 
     mcgs-jax arena --b-engine mcgs --b-mode tree --b-reuse   # graph + reuse vs tree + reuse
-    mcgs-jax arena --a-no-reuse                              # graph alone vs mctx
+    mcgs-jax arena --a-no-reuse --a-no-solver                # graph alone vs mctx
+    mcgs-jax arena --b-engine mcgs --b-mode graph --a-no-solver   # what the solver buys
 
 `--equal-time` keeps A's simulations and first measures B's search on the match's
 positions, choosing B's simulations so that it takes A's time per move; both figures
@@ -188,7 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument(
       f"--{side}-solver",
       action="store_true",
-      help=f"{upper} proves exact values during its searches",
+      default=None,
+      help=f"{upper} proves exact values during its searches (default: on for engine "
+      "mcgs; mctx cannot)",
+    )
+    group.add_argument(
+      f"--{side}-no-solver",
+      dest=f"{side}_solver",
+      action="store_false",
+      help=f"{upper} searches without the solver",
     )
     group.add_argument(
       f"--{side}-reuse",
@@ -321,11 +331,11 @@ def _agent(args, side: str, apply_fn=None):
     )
     search = "mctx" if mctx_engine else "graph" if transpositions else "tree"
     reuse = get("reuse") if get("reuse") is not None else not mctx_engine
-    name = f"{get('policy')}/network {label}/{simulations} {search}" + (
-      " reuse" if reuse and not mctx_engine else ""
-    )
-    if get("solver"):
-      name += " solver"
+    solver = get("solver") if get("solver") is not None else not mctx_engine
+    # The order of Agent.describe().
+    name = f"{get('policy')}/network {label}/{simulations} {search}"
+    name += " solver" if solver else ""
+    name += " reuse" if reuse and not mctx_engine else ""
     if get("parallel") > 1:
       name += f" K={get('parallel')}"
   return Agent(
@@ -334,7 +344,7 @@ def _agent(args, side: str, apply_fn=None):
     num_simulations=simulations,
     engine=get("engine"),
     transpositions=None if mctx_engine else transpositions,
-    solver=get("solver"),
+    solver=get("solver") if not mctx_engine else None,
     reuse=get("reuse") if not mctx_engine else None,
     num_parallel=get("parallel"),
     num_rollouts=get("rollouts"),
