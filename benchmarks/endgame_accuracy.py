@@ -74,7 +74,10 @@ def batch_states(game, move_lists):
   return jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
 
 
-def make_search(game, num_simulations, transpositions, num_parallel=1):
+def make_search(game, num_simulations, **options):
+  """A jitted `uct_policy` search (c = C, capacity S + 1) of batched positions with
+  the graph keywords `options`; returns `search(key, state) -> (action, nodes, hits)`."""
+
   @jax.jit
   def search(key, state):
     root_key, search_key = jax.random.split(key)
@@ -88,9 +91,8 @@ def make_search(game, num_simulations, transpositions, num_parallel=1):
       invalid_actions=game.invalid_actions(state),
       c=C,
       hash_fn=game.hash_fn,
-      transpositions=transpositions,
       capacity=num_simulations + 1,
-      num_parallel=num_parallel,
+      **options,
     )
     graph = out.search_graph
     return out.action, graph.num_nodes, graph.transposition_hits
@@ -133,7 +135,9 @@ def main(argv=None):
   parallel = [int(k) for k in args.num_parallel.split(",")]
   for num_simulations in simulations:
     for transpositions, num_parallel in [(t, k) for k in parallel for t in (True, False)]:
-      search = make_search(game, num_simulations, transpositions, num_parallel)
+      search = make_search(
+        game, num_simulations, transpositions=transpositions, num_parallel=num_parallel
+      )
       start = time.perf_counter()
       actions, nodes, hits = jax.block_until_ready(search(jax.random.PRNGKey(args.seed), state))
       seconds = time.perf_counter() - start

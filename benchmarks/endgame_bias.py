@@ -40,7 +40,6 @@ import time
 import jax
 import numpy as np
 
-import mcgs_jax as mg
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 
@@ -82,29 +81,6 @@ def draw_positions(count: int, seeds: list[int], single: bool):
       batch_seed += 100_003
     drawn += found[:count]
   return drawn
-
-
-def make_search(game, num_simulations: int, options: dict):
-  @jax.jit
-  def search(key, state):
-    root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    out = mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
-      num_simulations,
-      invalid_actions=game.invalid_actions(state),
-      c=C,
-      hash_fn=game.hash_fn,
-      capacity=num_simulations + 1,
-      **options,
-    )
-    graph = out.search_graph
-    return out.action, graph.num_nodes, graph.transposition_hits
-
-  return search
 
 
 def interval(differences: np.ndarray) -> tuple[float, float, float]:
@@ -150,7 +126,7 @@ def main(argv=None):
   for num_simulations in simulations:
     scores = {}
     for name in variants:
-      search = make_search(game, num_simulations, VARIANTS[name])
+      search = endgame_accuracy.make_search(game, num_simulations, **VARIANTS[name])
       start = time.perf_counter()
       actions, nodes, hits = jax.block_until_ready(search(jax.random.PRNGKey(args.seed), state))
       seconds = time.perf_counter() - start
