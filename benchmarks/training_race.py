@@ -105,6 +105,7 @@ def tree_agent(apply_fn, simulations: int, name: str) -> arena.Agent:
     num_simulations=simulations,
     transpositions=False,
     reuse=False,
+    solver=False,  # mctx's search: a tree from scratch, nothing proven
     apply_fn=apply_fn,
     name=name,
   )

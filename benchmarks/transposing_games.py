@@ -50,6 +50,7 @@ def agents(evaluator: str, simulations: int) -> dict[str, arena.Agent]:
     evaluator="rollout" if evaluator == "uct" else "uniform",
     num_simulations=simulations,
     reuse=True,
+    solver=False,  # the graph against the tree, nothing else changed
     name="graph + reuse",
   )
   return {

@@ -24,7 +24,8 @@ One iteration of `train(config)`:
 5. **Evaluation** (every `eval_every` iterations, `eval_games > 0`). With
    `mcgs_jax.arena.play_match`, the network agent (same policy, same number of
    simulations, graph mode, reuse) plays the uniform-prior MCTS baseline
-   (`Agent(policy="muzero", evaluator="uniform", transpositions=False, reuse=False)`)
+   (`Agent(policy="muzero", evaluator="uniform", transpositions=False, reuse=False,
+   solver=False)`)
    and the network of the previous evaluation (at the first one: the initial
    network).
 
@@ -535,8 +536,8 @@ def checkpoint_path(directory: str, iteration: int) -> str:
 
 def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "network"):
   """The arena agent of a trained network: `policy` in graph mode, keeping its graph
-  between moves (the arena's default agent), with the network as evaluator (playing
-  greedily, no noise: see `mcgs_jax.apps.arena`)."""
+  between moves, without the solver (as self-play searches), with the network as
+  evaluator (playing greedily, no noise: see `mcgs_jax.apps.arena`)."""
   from mcgs_jax.apps import arena
 
   return arena.Agent(
@@ -544,14 +545,15 @@ def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "netw
     evaluator="network",
     num_simulations=num_simulations,
     transpositions=True,
+    solver=False,
     apply_fn=apply_fn,
     name=name,
   )
 
 
 def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
-  """The baseline the networks are measured against: muzero MCTS (a tree) with a
-  uniform prior and value 0."""
+  """The baseline the networks are measured against: muzero MCTS (a tree, no solver)
+  with a uniform prior and value 0."""
   from mcgs_jax.apps import arena
 
   return arena.Agent(
@@ -560,6 +562,7 @@ def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
     num_simulations=num_simulations,
     transpositions=False,
     reuse=False,
+    solver=False,
     name=name,
   )
 
