@@ -41,8 +41,8 @@ import jax.numpy as jnp
 from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, runner, types
-from mcgs_jax._src import search as search_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.initial import finite_root
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax._src.selection import excluded_actions, masked_argmax
@@ -298,7 +298,7 @@ def gumbel_muzero_policy(
     _check_gumbel_scale(gumbel_scale)
     # The scores read the root logits: a NaN there must not reach them (the search
     # replaces and counts it the same way, in `non_finite_roots`).
-    finite, _ = search_lib.finite_root(call.root, call.invalid_actions)
+    finite, _ = finite_root(call.root, call.invalid_actions)
     logits = mask_invalid_actions(finite.prior_logits, call.invalid_actions)
     search_key, gumbel_key = jax.random.split(call.rng_key)
     extra_data = GumbelMuZeroExtraData(

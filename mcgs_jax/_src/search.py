@@ -15,9 +15,6 @@ import jax.numpy as jnp
 from mcgs_jax._src import checks, hashing, proofs, types
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
-
-# `finite_root` is read from here by gumbel.py.
-from mcgs_jax._src.initial import finite_root as finite_root
 from mcgs_jax._src.initial import initial_graph, summable
 from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.selection import masked_argmax
