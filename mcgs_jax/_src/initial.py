@@ -11,6 +11,7 @@ import numpy as np
 from mcgs_jax._src import checks, hashing, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph, empty_graph
 from mcgs_jax._src.options import GraphOptions
+from mcgs_jax._src.per_game import where_per_game
 
 
 def summable(x: chex.Array) -> chex.Array:
@@ -152,11 +153,7 @@ def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
   from `fresh` (the fresh graph of the new root evaluation), and `fresh` whole in
   games where `graph` is empty."""
   empty = graph.num_nodes == 0
-  graph = jax.tree_util.tree_map(
-    lambda new, old: jnp.where(empty.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
-    fresh.replace(extra_data=None),
-    graph.replace(extra_data=None),
-  )
+  graph = where_per_game(empty, fresh.replace(extra_data=None), graph.replace(extra_data=None))
   return graph.replace(
     children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
       fresh.children_prior_logits[:, ROOT_INDEX]

@@ -55,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
+from mcgs_jax._src.per_game import where_per_game
 from mcgs_jax.apps import registry
 from mcgs_jax.apps.cli_args import progress_bar
 from mcgs_jax.games import adapter, evaluators
@@ -448,15 +449,6 @@ def _initial_graph(search: Callable, params, state, agent: Agent):
   return mg.empty_like(shapes)
 
 
-def _tree_where(mask, new, old):
-  """Per game: `new` where `mask [B]`, else `old` (pytrees of `[B, ...]`)."""
-
-  def pick(a, b):
-    return jnp.where(jnp.reshape(mask, mask.shape + (1,) * (a.ndim - 1)), a, b)
-
-  return jax.tree_util.tree_map(pick, new, old)
-
-
 @functools.lru_cache(maxsize=32)
 def _jitted_search(game: adapter.Game, agent: Agent) -> Callable:
   """`jax.jit(_make_search(game, agent))`, cached: a match and the calibration before
@@ -488,13 +480,13 @@ def _match_steps(game: adapter.Game, agent_a: Agent, agent_b: Agent) -> _MatchSt
     column = jnp.minimum(ply, opening_actions.shape[1] - 1)
     action = jax.lax.dynamic_index_in_dim(opening_actions, column, axis=1, keepdims=False)
     action = jnp.where(finished, 0, action).astype(jnp.int32)
-    return _tree_where(finished, state, game.step(state, action)), action
+    return where_per_game(finished, state, game.step(state, action)), action
 
   def advance(state, a_player, action_a, action_b):
     finished = evaluators.is_finished(state)
     a_to_move = state.current_player == a_player
     action = jnp.where(finished, 0, jnp.where(a_to_move, action_a, action_b)).astype(jnp.int32)
-    return _tree_where(finished, state, game.step(state, action)), action, a_to_move
+    return where_per_game(finished, state, game.step(state, action)), action, a_to_move
 
   return _MatchSteps(
     search_a=_jitted_search(game, agent_a),
@@ -995,7 +987,7 @@ def _search_seconds(game: adapter.Game, agent: Agent, params, state, seed: int) 
   action, _, _, searched = jax.block_until_ready(search(params, key, state, graph, played))
   if agent.reuse:
     finished = evaluators.is_finished(state)
-    state = _tree_where(finished, state, game.step(state, jnp.where(finished, 0, action)))
+    state = where_per_game(finished, state, game.step(state, jnp.where(finished, 0, action)))
     graph, played = searched, action
     jax.block_until_ready(search(params, key, state, graph, played))
   times = []

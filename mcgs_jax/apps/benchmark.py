@@ -47,8 +47,9 @@ from typing import Any
 
 import jax
 import jax.extend.backend
-import jax.numpy as jnp
 import numpy as np
+
+from mcgs_jax._src.per_game import where_per_game
 
 IMPLEMENTATIONS = ("mctx", "tree", "graph")
 
@@ -68,11 +69,7 @@ def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
     action = random_legal_actions(jax.random.split(move_key, batch_size), state.legal_action_mask)
     moved = game.step(state, action)
     keep = (step < lengths) & ~moved.terminated
-    state = jax.tree_util.tree_map(
-      lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
-      moved,
-      state,
-    )
+    state = where_per_game(keep, moved, state)
     return state, key
 
   state, _ = jax.lax.fori_loop(0, max_opening_moves, play, (state, moves_key))
