@@ -45,9 +45,37 @@ def finite_root(
   )
 
 
-def initial_graph(
+def check_inputs(
   root: types.RootFnOutput,
   invalid_actions: chex.Array | None,
+  graph: Graph | None,
+  recycle: Graph | None,
+) -> tuple[types.RootFnOutput, chex.Array]:
+  """Checks, at trace time, the root, `invalid_actions`, and that `graph` and
+  `recycle` are graphs or None and not both given; returns the root with its prior
+  logits as an array and `invalid_actions` as bool `[B, A]` (all False when None).
+
+  What depends on the search's settings (capacity, the continued graph's shapes) is
+  checked by `initial_graph`.
+  """
+  for name, value in (("graph", graph), ("recycle", recycle)):
+    if value is not None and not isinstance(value, Graph):
+      raise TypeError(
+        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
+        f"or None, got {type(value).__name__}"
+      )
+  if graph is not None and recycle is not None:
+    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
+  batch_size, num_actions = checks.check_root(root)
+  return (
+    root.replace(prior_logits=jnp.asarray(root.prior_logits)),
+    checks.check_invalid_actions(invalid_actions, batch_size, num_actions),
+  )
+
+
+def initial_graph(
+  root: types.RootFnOutput,
+  invalid_actions: chex.Array,
   *,
   num_simulations: int,
   options: GraphOptions,
@@ -55,18 +83,18 @@ def initial_graph(
   graph: Graph | None,
   recycle: Graph | None,
 ) -> Graph:
-  """The graph a search with these arguments (see `search`) starts from.
+  """The graph a search with these arguments (see `search`) starts from, after
+  `check_inputs` has checked `root`, `invalid_actions [B, A]` bool, `graph` and
+  `recycle`.
 
   Without `graph`, a fresh graph whose only node is `root` (written into the arrays
   of `recycle` when given); with it, `graph` continued from `root`'s evaluation
   (`_continue`). Checks that `graph` or `recycle` fits the search, and the capacity
-  (`options.capacity`, by default `num_simulations + 1` or the capacity of either),
-  the invalid actions and the root key; a non-finite root is replaced
+  (`options.capacity`, by default `num_simulations + 1` or the capacity of either)
+  and the root key; a non-finite root is replaced
   (`finite_root`) and counted in `non_finite_roots`.
   """
   batch_size, num_actions = np.shape(root.prior_logits)
-  if graph is not None and recycle is not None:
-    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
   capacity = options.capacity
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
@@ -76,7 +104,6 @@ def initial_graph(
   capacity = checks.check_int(
     "capacity", num_simulations + 1 if capacity is None else capacity, minimum=2
   )
-  invalid_actions = checks.check_invalid_actions(invalid_actions, batch_size, num_actions)
   root, root_non_finite = finite_root(root, invalid_actions)
   if options.transpositions:
     root_key = checks.check_key(options.resolved_hash_fn(root.embedding), batch_size)

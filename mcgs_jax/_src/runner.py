@@ -11,10 +11,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, proofs, selection, types
 from mcgs_jax._src import options as options_lib
+from mcgs_jax._src import proofs, selection, types
 from mcgs_jax._src import search as search_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.initial import check_inputs
 from mcgs_jax._src.options import GraphOptions
 
 
@@ -88,9 +89,10 @@ def run_policy(
 
   The arguments are the policy's own (mctx's positional ones, then `graph`,
   `recycle`, and the graph options: `options` or the flat `graph_options`, see
-  `options.resolve`). Only what the setup reads before the search is checked here,
-  at trace time; `search` checks the rest (`recurrent_fn`, `num_simulations`,
-  `max_depth`, capacity, continued graphs).
+  `options.resolve`). Each is checked once, at trace time: what the setup reads
+  (root, `invalid_actions`, `graph`, `recycle`) before it, the rest
+  (`recurrent_fn`, `num_simulations`, `max_depth`, capacity, continued graphs) by
+  `search_checked`.
   """
   call = SearchCall(
     params=params,
@@ -112,7 +114,7 @@ def run_policy(
   root_rule, interior_rule = call.root_action_selection_fn, call.interior_action_selection_fn
   if root_rule is None or interior_rule is None:
     raise AssertionError(f"{caller}: its setup must supply both selection functions")
-  searched = search_lib.search(
+  searched = search_lib.search_checked(
     call.params,
     call.rng_key,
     root=root,
@@ -135,20 +137,10 @@ def run_policy(
 
 def _checked(call: SearchCall) -> SearchCall:
   """`call` with its root's logits as an array and `invalid_actions` as bool `[B, A]`
-  (all False when None), after checking, at trace time, the root, `invalid_actions`,
-  and that `graph` and `recycle` are graphs or None."""
-  for name, value in (("graph", call.graph), ("recycle", call.recycle)):
-    if value is not None and not isinstance(value, Graph):
-      raise TypeError(
-        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
-        f"or None, got {type(value).__name__}"
-      )
-  batch_size, num_actions = checks.check_root(call.root)
-  return dataclasses.replace(
-    call,
-    root=call.root.replace(prior_logits=jnp.asarray(call.root.prior_logits)),
-    invalid_actions=checks.check_invalid_actions(call.invalid_actions, batch_size, num_actions),
-  )
+  (all False when None), after `check_inputs` has checked them and `graph` and
+  `recycle`, at trace time."""
+  root, invalid_actions = check_inputs(call.root, call.invalid_actions, call.graph, call.recycle)
+  return dataclasses.replace(call, root=root, invalid_actions=invalid_actions)
 
 
 def playable_weights(graph: Graph, weights: jax.Array, options: GraphOptions) -> jax.Array:

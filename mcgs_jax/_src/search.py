@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from mcgs_jax._src import checks, hashing, proofs, types
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
-from mcgs_jax._src.initial import initial_graph, summable
+from mcgs_jax._src.initial import check_inputs, initial_graph, summable
 from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.selection import masked_argmax
 
@@ -813,19 +813,16 @@ def _evaluate_in_parallel(
 
 
 def _check_arguments(
-  root: types.RootFnOutput,
   num_simulations: int,
   max_depth: int | None,
   options: GraphOptions,
   recurrent_fn: types.RecurrentFn,
   root_action_selection_fn: types.RootActionSelectionFn,
   interior_action_selection_fn: types.InteriorActionSelectionFn,
-  graph: Graph | None,
-  recycle: Graph | None,
 ) -> tuple[int, int]:
-  """Checks `search`'s arguments but the ones `initial_graph` checks, naming the
-  first at fault; returns `(num_simulations, max_depth)` (its default filled in)."""
-  checks.check_root(root)
+  """Checks `search`'s arguments but the ones `check_inputs` and `initial_graph`
+  check, naming the first at fault; returns `(num_simulations, max_depth)` (its
+  default filled in)."""
   num_simulations = checks.check_int("num_simulations", num_simulations, minimum=1)
   if not isinstance(options, GraphOptions):
     raise TypeError(f"options must be a mcgs_jax.GraphOptions, got {type(options).__name__}")
@@ -842,12 +839,6 @@ def _check_arguments(
     interior_action_selection_fn,
     "(key, graph, node, depth) -> action",
   )
-  for name, value in (("graph", graph), ("recycle", recycle)):
-    if value is not None and not isinstance(value, Graph):
-      raise TypeError(
-        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
-        f"or None, got {type(value).__name__}"
-      )
   if num_simulations % options.num_parallel:
     raise ValueError(
       f"num_simulations ({num_simulations}) must be a multiple of num_parallel "
@@ -920,16 +911,52 @@ def search(
   Returns:
     The `Graph`, with root statistics in `graph.summary()`.
   """
+  root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
+  return search_checked(
+    params,
+    rng_key,
+    root=root,
+    recurrent_fn=recurrent_fn,
+    root_action_selection_fn=root_action_selection_fn,
+    interior_action_selection_fn=interior_action_selection_fn,
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    invalid_actions=invalid_actions,
+    options=options,
+    extra_data=extra_data,
+    loop_fn=loop_fn,
+    graph=graph,
+    recycle=recycle,
+  )
+
+
+def search_checked(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  *,
+  root: types.RootFnOutput,
+  recurrent_fn: types.RecurrentFn,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
+  num_simulations: int,
+  max_depth: int | None,
+  invalid_actions: chex.Array,
+  options: GraphOptions,
+  extra_data: chex.ArrayTree,
+  loop_fn: types.LoopFn,
+  graph: Graph | None,
+  recycle: Graph | None,
+) -> Graph:
+  """`search` on a root, `invalid_actions [B, A]` bool, `graph` and `recycle` that
+  `check_inputs` returned or checked (the policy skeleton checks them before its
+  setup reads them); checks the other arguments, once, at trace time."""
   num_simulations, max_depth = _check_arguments(
-    root,
     num_simulations,
     max_depth,
     options,
     recurrent_fn,
     root_action_selection_fn,
     interior_action_selection_fn,
-    graph,
-    recycle,
   )
   options = options_lib.keyable(options, root.embedding)
   graph = initial_graph(
