@@ -65,3 +65,31 @@ def pytest_unconfigure(config):
 def pytest_report_header(config):
   del config
   return f"mcgs_jax: {_mcgs_jax_location()}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+  """Marks slow every variant of a test marked `quick_variants(*ids)` whose
+  parametrize id is not among `ids`: the README's suite runs those variants, the
+  slow set (`-m slow`, a step of `.ci/run`) the rest, which repeat the same check on
+  other inputs. An id that names no variant of its test is an error (unless the
+  command line picks variants by id, so that not all are collected)."""
+  listed = {}
+  for item in items:
+    marker = item.get_closest_marker("quick_variants")
+    if marker is None:
+      continue
+    function = item.nodeid.split("[")[0]
+    ids = listed.setdefault(function, (set(marker.args), set()))
+    variant = item.callspec.id
+    ids[1].add(variant)
+    if variant not in ids[0]:
+      item.add_marker(pytest.mark.slow)
+  if any("[" in arg for arg in config.args):
+    return
+  for function, (wanted, found) in listed.items():
+    if wanted - found:
+      raise pytest.UsageError(
+        f"{function}: quick_variants names {sorted(wanted - found)}, which are not among "
+        f"its variants {sorted(found)}"
+      )

@@ -359,6 +359,7 @@ def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
   np.testing.assert_allclose(value, np.mean(outcomes), atol=0.05)
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("policy", ["muzero", "gumbel", "uct"])
 def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   """pgx marks every action legal once the game is over; the adapter makes them all

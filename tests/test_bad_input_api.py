@@ -23,6 +23,7 @@ def _nan_recurrent_fn(params, rng_key, action, embedding):
   return output, embedding
 
 
+@pytest.mark.quick_variants("muzero_policy")
 @pytest.mark.parametrize("policy", [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy])
 def test_all_nan_game_gets_a_legal_action(policy):
   root = mg.RootFnOutput(

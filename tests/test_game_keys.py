@@ -280,6 +280,7 @@ def test_key_is_uint32_batch_by_lanes(env_id, lanes):
   assert keys.shape == (ROWS, lanes)
 
 
+@pytest.mark.quick_variants("tic_tac_toe", "connect_four", "chess", "hex")
 @pytest.mark.parametrize("env_id", GAMES)
 def test_random_play_never_merges_different_positions(env_id):
   """Over all states of ROWS random games: equal keys imply equal positions; where

@@ -92,6 +92,7 @@ def connect_four_setup():
   return game, params, state
 
 
+@pytest.mark.quick_variants("4-0.5")
 @pytest.mark.parametrize("considered, gumbel_scale", [(16, 1.0), (4, 0.5)])
 def test_tree_mode_matches_mctx_on_connect_four(considered, gumbel_scale):
   game, params, state = connect_four_setup()

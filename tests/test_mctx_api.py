@@ -41,6 +41,7 @@ POLICIES = {
 }
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_empty_embedding_runs_as_a_tree(name):
   policy = POLICIES[name]

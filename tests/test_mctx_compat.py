@@ -151,6 +151,7 @@ def test_graph_is_mctx_tree_under_its_names():
   assert not hasattr(ours, "parents") and not hasattr(ours, "action_from_parent")
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("policy", ["muzero", "gumbel"])
 def test_summary_and_root_reads_agree(policy):
   theirs, ours = searched(policy)
@@ -295,6 +296,7 @@ MCTX_RULES = {
 }
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("rules", sorted(MCTX_RULES))
 def test_mctx_rules_drive_mg_search(rules):
   """`mg.search` takes mctx's selection rules as they are; in tree mode it grows

@@ -24,6 +24,7 @@ def connect_four_setup():
   return game, params, state
 
 
+@pytest.mark.quick_variants("0.25")
 @pytest.mark.parametrize("dirichlet_fraction", [0.0, 0.25])
 def test_tree_mode_matches_mctx_on_connect_four(dirichlet_fraction):
   game, params, state = connect_four_setup()

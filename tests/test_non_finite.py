@@ -57,6 +57,7 @@ def assert_games_equal(first, second, games):
       np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.quick_variants("value-nan", "reward-nan", "discount--inf", "prior_logits-inf")
 @pytest.mark.parametrize(
   "field,bad",
   [
@@ -92,6 +93,7 @@ def test_a_non_finite_output_is_counted_and_kept_out(field, bad):
   np.testing.assert_array_equal(graph.non_finite_roots, 0)
 
 
+@pytest.mark.quick_variants("True-muzero", "False-uct")
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("transpositions", [True, False])
 def test_every_policy_stays_finite(policy, transpositions):
@@ -107,6 +109,7 @@ def test_every_policy_stays_finite(policy, transpositions):
   np.testing.assert_array_equal(graph.edge_visits[healthy], clean.search_graph.edge_visits[healthy])
 
 
+@pytest.mark.quick_variants("4")
 @pytest.mark.parametrize("num_parallel", [1, 4])
 def test_a_root_whose_every_child_is_bad_spends_every_playout_and_stays_defined(num_parallel):
   every_total = tuple(range(11))
@@ -153,6 +156,7 @@ def test_terminal_outputs_ignore_value_and_prior():
   check_graph(graph, 20, tree_mode=False)
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_a_non_finite_root_value_is_counted_and_replaced(policy):
   root = ROOT(BATCH)
@@ -167,6 +171,7 @@ def test_a_non_finite_root_value_is_counted_and_replaced(policy):
   assert np.all(np.isfinite(np.asarray(out.action_weights)))
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("policy", ["muzero", "uct"])
 def test_non_finite_root_logits_are_counted_and_replaced(policy):
   root = ROOT(BATCH)

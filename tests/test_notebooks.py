@@ -44,15 +44,10 @@ def test_notebooks_exist():
   assert {"01_quickstart.ipynb", "02_mcgs_vs_mcts.ipynb"} <= {p.name for p in NOTEBOOKS}
 
 
-# The quickstart runs with the suite; the longer notebooks with the slow checks.
-@pytest.mark.parametrize(
-  "path",
-  [
-    pytest.param(path, marks=() if path.name.startswith("01_") else pytest.mark.slow)
-    for path in NOTEBOOKS
-  ],
-  ids=[p.stem for p in NOTEBOOKS],
-)
+# Every notebook runs with the slow checks (a step of .ci/run): the quickstart's
+# calls are the API the suite tests, and a kernel start costs 15-30 s.
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, kernel_name):
   notebook = nbformat.read(path, as_version=4)
   client = nbclient.NotebookClient(

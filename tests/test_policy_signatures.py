@@ -38,6 +38,7 @@ def test_policy_signature_names_options_and_typed_keywords(policy):
   assert [p.annotation for p in keywords] == [Unpack[GraphKeywords]]
 
 
+@pytest.mark.quick_variants("muzero_policy")
 @pytest.mark.parametrize("policy", PLAIN_POLICIES, ids=lambda p: p.__name__)
 def test_options_search_as_the_same_flat_keywords(policy):
   keywords = dict(capacity=7, stop_rule="catch_up", transpositions=True)

@@ -94,13 +94,28 @@ def search_cases(draw):
   )
 
 
-@settings(
-  max_examples=6,
-  deadline=None,
-  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+# Each example is a new program (shapes, options, evaluator): two in the README's
+# suite, twelve more in the slow set.
+SEARCH_CASE_SETTINGS = dict(
+  deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
+
+
+@settings(max_examples=2, **SEARCH_CASE_SETTINGS)
 @given(search_cases())
 def test_invariants_after_every_search(case):
+  check_search_case(case)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, **SEARCH_CASE_SETTINGS)
+@given(search_cases())
+def test_invariants_after_every_search_more_cases(case):
+  check_search_case(case)
+
+
+def check_search_case(case):
+  """The graph invariants and valid action weights after the search of `case`."""
   search = muzero_search(
     case["config"], case["evaluator"], case["batch_size"], case["capacity"], case["transpositions"]
   )

@@ -81,6 +81,7 @@ def assert_same_graph(actual, expected):
     )
 
 
+@pytest.mark.quick_variants("graph-old-smaller")
 @pytest.mark.parametrize(
   "config, old_simulations",
   [
@@ -246,6 +247,8 @@ def test_recycle_must_be_a_graph():
     )
 
 
+# Slow: the recycling of test_recycled_search_equals_a_fresh_one, on the stochastic policy.
+@pytest.mark.slow
 def test_stochastic_policy_recycles_to_the_same_graph():
   """Chance nodes too: a recycled stochastic search (its wider tables, its
   `StochasticRecurrentState` embeddings) equals one on new tables."""

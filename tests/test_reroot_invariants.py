@@ -62,6 +62,7 @@ COMBINATIONS = [
 ]
 
 
+@pytest.mark.quick_variants("muzero-True")
 @pytest.mark.parametrize("policy_name, transpositions", COMBINATIONS)
 def test_rerooted_and_continued_graphs_pass(policy_name, transpositions):
   rerooted_games = 0

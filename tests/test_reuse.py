@@ -290,6 +290,7 @@ def test_tree_mode_keeps_the_subtree():
   check_graph(graph, None, tree_mode=True)
 
 
+@pytest.mark.quick_variants("True")
 @pytest.mark.parametrize("transpositions", [True, False])
 def test_searching_on_keeps_invariants_and_adds_to_the_child(transpositions):
   root, out, graph = searched_and_rerooted(transpositions)

@@ -104,6 +104,7 @@ def test_game_does_not_depend_on_other_games():
   assert not np.array_equal(a.edge_visits[1:], b.edge_visits[1:])
 
 
+@pytest.mark.quick_variants("1")
 @pytest.mark.parametrize("batch_size", [1, 256])
 def test_jit_at_batch_sizes(batch_size):
   out = run(jax.random.PRNGKey(8), num_simulations=8, batch_size=batch_size)
@@ -296,6 +297,7 @@ def test_search_continues_a_graph():
     mg.muzero_policy(None, key2, root, RECURRENT, 5, graph=graph, transpositions=False)
 
 
+@pytest.mark.quick_variants("True-4", "False-2")
 @pytest.mark.parametrize("num_parallel", [2, 4])
 @pytest.mark.parametrize("transpositions", [True, False])
 def test_parallel_playouts_keep_invariants_and_never_double_count(num_parallel, transpositions):

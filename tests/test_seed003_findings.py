@@ -84,6 +84,7 @@ def test_nim_3_4_5_random_rollouts_mislead():
   assert np.mean(right_win[wrong] < chosen_win[wrong]) >= 0.75
 
 
+@pytest.mark.quick_variants("heaps0")
 @pytest.mark.parametrize("heaps", [(2, 4), (3, 4, 5)])
 def test_node_counts_tree_vs_graph(heaps):
   tree, _ = nim_search(heaps, False)

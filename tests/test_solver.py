@@ -348,6 +348,7 @@ def mdp_search(name, num_simulations, value_bounds, num_games=4):
   return mdp, run(jax.random.PRNGKey(0))
 
 
+@pytest.mark.quick_variants("three_step-200-value_bounds0", "grid-200-None")
 @pytest.mark.parametrize("value_bounds", [(-1.0, 1.0), None])
 @pytest.mark.parametrize("num_simulations", [200, 2000])
 @pytest.mark.parametrize("name", ["three_step", "grid"])
@@ -455,6 +456,7 @@ def test_only_a_proven_loss_at_the_lowest_bound_is_excluded_unbeaten(
   np.testing.assert_array_equal(proofs.excluded_edges(beaten, 1), [True, False, False])
 
 
+@pytest.mark.quick_variants("value_bounds0-True")
 @pytest.mark.parametrize(
   "value_bounds, shortcut",
   [((0.0, 10.0), True), ((0.0, 9.99), False), ((0.0, 10.01), False), (None, False)],

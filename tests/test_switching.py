@@ -101,6 +101,8 @@ def test_reuse_agent_counts_this_search_hits_only():
   assert np.nanmax(stats["nodes_per_ply"]) > 17
 
 
+# Slow: it times mctx at several simulation counts, one compilation each.
+@pytest.mark.slow
 def test_equal_time_calibration():
   game = arena._game_from_spec(GAME)
   state = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 8))

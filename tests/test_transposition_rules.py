@@ -55,6 +55,7 @@ def extra_passes(graph):
   return result
 
 
+@pytest.mark.quick_variants("options0", "options2", "options4")
 @pytest.mark.parametrize(
   "options",
   [
@@ -95,6 +96,7 @@ RULES = selection.make_muzero_selection(
 )
 
 
+@pytest.mark.quick_variants("catch_up-0.0-False", "value_lag-0.02-True")
 @pytest.mark.parametrize(
   "stop_rule,epsilon,fold",
   [
@@ -196,6 +198,7 @@ def test_stored_edge_values_are_what_each_node_used():
       )
 
 
+@pytest.mark.quick_variants("commuting")
 @pytest.mark.parametrize("game_name", ["commuting", "dag"])
 def test_dropped_parallel_playouts_do_not_reuse_stamps(game_name):
   """With `num_parallel`, collided playouts are dropped; a stamp taken from the root
@@ -238,6 +241,7 @@ def test_fold_off_keeps_one_evaluation_per_node():
   np.testing.assert_array_equal(graph.folded_evaluations, 0)
 
 
+@pytest.mark.quick_variants("never")
 @pytest.mark.parametrize("stop_rule", ["catch_up", "never"])
 def test_folded_evaluations_are_counted_samples(stop_rule):
   """The commuting game's value is a function of the state, so every fold adds the

@@ -106,6 +106,12 @@ class Graph:
     (`GraphOptions.value_bounds`; -inf and +inf when not given), read by the solver.
   extra_data: anything a policy keeps beside the graph (e.g. Gumbel noise).
 
+  Names: a `children_*` table means in a graph what mctx's field of that name means
+  in a tree (which child an action leads to, the prior of each action), and keeps
+  mctx's name; an `edge_*` table holds what in a graph belongs to the edge and not
+  to its child (a child reached by several edges has one `node_visits` and one
+  `edge_visits` per edge).
+
   Code written for `mctx.Tree` reads the same statistics under mctx's names:
   `children_visits` (= `edge_visits`), `children_rewards`, `children_discounts`,
   `children_values` (the child's `Q`, 0 for an unexpanded edge), `node_visits`,
