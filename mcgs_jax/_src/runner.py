@@ -30,9 +30,9 @@ class SearchCall:
     invalid actions to the lowest finite logit), value `[B]`, embedding `[B, ...]`.
   recurrent_fn: as in `search`; None until the setup supplies it (the stochastic
     policy builds it from its two functions).
-  num_simulations: playouts per game (checked by `search`).
+  num_simulations: playouts per game (checked by `search_checked`).
   invalid_actions: `[B, A]` bool.
-  max_depth: most edges in a playout, or None (checked by `search`).
+  max_depth: most edges in a playout, or None (checked by `search_checked`).
   loop_fn: loop over simulations.
   options: the graph options of this call.
   graph: a graph to continue, or None.
@@ -118,7 +118,7 @@ def run_policy(
     call.params,
     call.rng_key,
     root=root,
-    # A None recurrent_fn (the user's) reaches search's check, which names it.
+    # A None recurrent_fn (the user's) reaches search_checked's check, which names it.
     recurrent_fn=cast(types.RecurrentFn, call.recurrent_fn),
     root_action_selection_fn=root_rule,
     interior_action_selection_fn=interior_rule,
