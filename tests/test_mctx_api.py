@@ -29,6 +29,27 @@ def _bandit_recurrent_fn(params, rng_key, action, embedding):
   return output, embedding
 
 
+def _bandit_decision_fn(params, rng_key, action, embedding):
+  """A stochastic bandit: the afterstate of an action is worth its reward."""
+  del params, rng_key
+  output = mg.DecisionRecurrentFnOutput(
+    chance_logits=jnp.zeros((B, 2)), afterstate_value=REWARDS[jnp.arange(B), action]
+  )
+  return output, embedding
+
+
+def _bandit_chance_fn(params, rng_key, outcome, embedding):
+  """The bandit's chance step: outcome k is worth k."""
+  del params, rng_key
+  output = mg.ChanceRecurrentFnOutput(
+    action_logits=jnp.zeros((B, A)),
+    value=outcome.astype(jnp.float32),
+    reward=jnp.zeros((B,)),
+    discount=jnp.ones((B,)),
+  )
+  return output, embedding
+
+
 EMPTY_ROOT = mg.RootFnOutput(
   prior_logits=jnp.array([[-1.0, 0.0, 2.0, 1.0], [0.0, 0.5, 0.0, -0.5]]),
   value=jnp.zeros((B,)),
@@ -80,24 +101,9 @@ def test_empty_embedding_in_search_and_stochastic_policy():
   )
   np.testing.assert_array_equal(graph.num_nodes, [6, 6])
 
-  def decision_fn(params, rng_key, action, embedding):
-    del params, rng_key
-    output = mg.DecisionRecurrentFnOutput(
-      chance_logits=jnp.zeros((B, 2)), afterstate_value=REWARDS[jnp.arange(B), action]
-    )
-    return output, ()
-
-  def chance_fn(params, rng_key, outcome, embedding):
-    del params, rng_key
-    output = mg.ChanceRecurrentFnOutput(
-      action_logits=jnp.zeros((B, A)),
-      value=outcome.astype(jnp.float32),
-      reward=jnp.zeros((B,)),
-      discount=jnp.ones((B,)),
-    )
-    return output, ()
-
-  out = mg.stochastic_muzero_policy(None, KEY, EMPTY_ROOT, decision_fn, chance_fn, 8)
+  out = mg.stochastic_muzero_policy(
+    None, KEY, EMPTY_ROOT, _bandit_decision_fn, _bandit_chance_fn, 8
+  )
   assert out.search_graph.hash_slots.shape == (B, 0)
   np.testing.assert_array_equal(out.search_graph.num_nodes, [9, 9])
   np.testing.assert_array_equal(out.search_graph.summary().visit_counts.sum(-1), [8, 8])
@@ -118,6 +124,44 @@ def test_traced_muzero_hyperparameters_equal_concrete_ones():
   np.testing.assert_array_equal(traced.action, concrete.action)
   np.testing.assert_allclose(traced.action_weights, concrete.action_weights, atol=1e-6)
   np.testing.assert_array_equal(traced.search_graph.edge_visits, concrete.search_graph.edge_visits)
+
+
+def test_a_dirichlet_fraction_known_to_be_zero_draws_no_noise():
+  """A fraction of 0 known at trace time skips the Gamma sampler (its program has
+  none), and the search is the same to the bit as with a traced 0, which samples the
+  noise and weighs it by 0."""
+  root, recurrent_fn = _commuting()
+  known = jax.jit(
+    lambda key: mg.muzero_policy(None, key, root, recurrent_fn, 16, dirichlet_fraction=0.0)
+  )
+  traced = jax.jit(
+    lambda key, fraction: mg.muzero_policy(
+      None, key, root, recurrent_fn, 16, dirichlet_fraction=fraction
+    )
+  )
+  for first, second in zip(
+    jax.tree_util.tree_leaves(known(KEY)), jax.tree_util.tree_leaves(traced(KEY, 0.0))
+  ):
+    np.testing.assert_array_equal(first, second)
+  assert "@_gamma" not in known.lower(KEY).as_text()
+  assert "@_gamma" in traced.lower(KEY, 0.0).as_text()
+  assert "@_gamma" in traced.lower(KEY, 0.25).as_text()
+
+  def stochastic(fraction):
+    return jax.jit(
+      lambda key: mg.stochastic_muzero_policy(
+        None,
+        key,
+        EMPTY_ROOT,
+        _bandit_decision_fn,
+        _bandit_chance_fn,
+        8,
+        dirichlet_fraction=fraction,
+      )
+    ).lower(KEY)
+
+  assert "@_gamma" not in stochastic(0.0).as_text()
+  assert "@_gamma" in stochastic(0.25).as_text()
 
 
 @pytest.mark.slow  # the muzero case runs in the suite

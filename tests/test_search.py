@@ -17,18 +17,30 @@ ROOT, RECURRENT = commuting_game()
 SIMS = 40
 
 
-@functools.partial(jax.jit, static_argnames=("num_simulations", "batch_size", "options"))
-def run(key, *, num_simulations=SIMS, batch_size=4, options=()):
-  out = mg.muzero_policy(
+@functools.partial(jax.jit, static_argnames=("num_simulations", "noise", "options"))
+def _run(key, root, invalid_actions, *, num_simulations, noise, options):
+  # Root noise only where a test needs the key to matter: a known fraction of 0 leaves
+  # the Gamma sampler out of the program (a third of a search's compile time). Roots
+  # and masks are arguments, so tests that differ only in them share one program.
+  return mg.muzero_policy(
     None,
     key,
-    ROOT(batch_size),
+    root,
     RECURRENT,
     num_simulations,
-    dirichlet_fraction=0.25,
+    invalid_actions=invalid_actions,
+    dirichlet_fraction=noise,
     **dict(options),
   )
-  return out
+
+
+def run(key, root=None, invalid_actions=None, *, num_simulations=SIMS, noise=0.0, options=()):
+  """The muzero policy on `root` (default: 4 games of the commuting game), with
+  `noise` as its `dirichlet_fraction`."""
+  root = ROOT(4) if root is None else root
+  return _run(
+    key, root, invalid_actions, num_simulations=num_simulations, noise=noise, options=options
+  )
 
 
 def test_invariants_graph_and_tree():
@@ -79,9 +91,9 @@ def test_full_capacity_is_counted_and_sound():
 
 
 def test_same_key_same_graph_and_other_key_differs():
-  first = run(jax.random.PRNGKey(5)).search_graph
-  second = run(jax.random.PRNGKey(5)).search_graph
-  other = run(jax.random.PRNGKey(6)).search_graph
+  first = run(jax.random.PRNGKey(5), noise=0.25).search_graph
+  second = run(jax.random.PRNGKey(5), noise=0.25).search_graph
+  other = run(jax.random.PRNGKey(6), noise=0.25).search_graph
   for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)):
     np.testing.assert_array_equal(a, b)
   assert not np.array_equal(first.edge_visits, other.edge_visits)
@@ -97,8 +109,7 @@ def test_game_does_not_depend_on_other_games():
     },
     value=root.value.at[1:].set(0.9),
   )
-  search = jax.jit(lambda r: mg.muzero_policy(None, key, r, RECURRENT, SIMS).search_graph)
-  a, b = search(root), search(changed)
+  a, b = run(key, root).search_graph, run(key, changed).search_graph
   np.testing.assert_array_equal(a.edge_visits[0], b.edge_visits[0])
   np.testing.assert_array_equal(a.node_values[0], b.node_values[0])
   assert not np.array_equal(a.edge_visits[1:], b.edge_visits[1:])
@@ -107,7 +118,7 @@ def test_game_does_not_depend_on_other_games():
 @pytest.mark.quick_variants("1")
 @pytest.mark.parametrize("batch_size", [1, 256])
 def test_jit_at_batch_sizes(batch_size):
-  out = run(jax.random.PRNGKey(8), num_simulations=8, batch_size=batch_size)
+  out = run(jax.random.PRNGKey(8), ROOT(batch_size), num_simulations=8)
   assert out.action.shape == (batch_size,)
   assert out.action_weights.shape == (batch_size, 3)
   np.testing.assert_allclose(np.asarray(out.action_weights).sum(-1), 1.0, rtol=1e-6)
@@ -128,25 +139,20 @@ def test_vmap_over_an_outer_axis_matches_separate_calls():
 
 
 def test_all_invalid_root_is_defined():
-  root = ROOT(3)
-  invalid = jnp.zeros((3, 3), bool).at[1].set(True)
-  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10, invalid_actions=invalid))(
-    jax.random.PRNGKey(0)
-  )
+  invalid = jnp.zeros((4, 3), bool).at[1].set(True)
+  out = run(jax.random.PRNGKey(0), invalid_actions=invalid)
   weights = np.asarray(out.action_weights)
   assert not np.any(np.isnan(weights))
   np.testing.assert_array_equal(weights[1], 0.0)
   assert int(out.action[1]) == 0
   assert int(out.search_graph.num_nodes[1]) == 1
-  assert int(out.search_graph.node_visits[1, 0]) == 11
-  np.testing.assert_allclose(weights[[0, 2]].sum(-1), 1.0, rtol=1e-6)
+  assert int(out.search_graph.node_visits[1, 0]) == SIMS + 1
+  np.testing.assert_allclose(weights[[0, 2, 3]].sum(-1), 1.0, rtol=1e-6)
   # Invalid actions are never visited at the root.
   partly = invalid.at[0, 1].set(True)
-  out = jax.jit(lambda k: mg.muzero_policy(None, k, root, RECURRENT, 10, invalid_actions=partly))(
-    jax.random.PRNGKey(0)
-  )
+  out = run(jax.random.PRNGKey(0), invalid_actions=partly)
   assert float(out.action_weights[0, 1]) == 0.0
-  check_graph(out.search_graph, 10, tree_mode=False)
+  check_graph(out.search_graph, SIMS, tree_mode=False)
 
 
 def cyclic_game(modulus=5, num_actions=3):
