@@ -13,8 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 import pytest
-from pgx._src.games.chess import Action as ChessAction
-from pgx.gardner_chess import Action as GardnerAction
 
 from mcgs_jax.games import keys as game_keys
 
@@ -38,12 +36,36 @@ def _move_labels(to_label, moves: Sequence[str], ranks: int):
   return labels
 
 
+class _Labels(Sequence[int]):
+  """The labels of coordinate moves, computed when first read: importing pgx's chess
+  modules takes seconds, which collecting this file (on every pytest worker) would
+  otherwise pay."""
+
+  def __init__(self, variant: str, moves: Sequence[str]):
+    self.variant, self.moves = variant, moves
+
+  @functools.cached_property
+  def labels(self) -> list[int]:
+    if self.variant == "chess":
+      from pgx._src.games.chess import Action  # noqa: PLC0415
+    else:
+      from pgx.gardner_chess import Action  # noqa: PLC0415
+    ranks = 8 if self.variant == "chess" else 5
+    return _move_labels(lambda f, t: Action(from_=f, to=t)._to_label(), self.moves, ranks)
+
+  def __len__(self) -> int:
+    return len(self.moves)
+
+  def __getitem__(self, index):
+    return self.labels[index]
+
+
 def chess(*moves):
-  return _move_labels(lambda f, t: ChessAction(from_=f, to=t)._to_label(), moves, 8)
+  return _Labels("chess", moves)
 
 
 def gardner(*moves):
-  return _move_labels(lambda f, t: GardnerAction(from_=f, to=t)._to_label(), moves, 5)
+  return _Labels("gardner_chess", moves)
 
 
 def _replace_x(state, **fields):

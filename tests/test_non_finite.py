@@ -33,10 +33,10 @@ def sickness(field=None, bad=jnp.nan, sick_totals=(3, 7), games=(SICK_GAME,)):
   (deterministic, so every edge into such a state is bad every time it is evaluated).
   `field=None` poisons nothing. As arrays, so every sickness shares one program."""
   return {
-    "bad": jnp.float32(bad),
-    "fields": jnp.array([name == field for name in FIELDS]),
-    "totals": jnp.zeros(11, bool).at[jnp.array(sick_totals)].set(True),
-    "games": jnp.zeros(BATCH, bool).at[jnp.array(games)].set(True),
+    "bad": np.float32(bad),
+    "fields": np.array([name == field for name in FIELDS]),
+    "totals": np.isin(np.arange(11), sick_totals),
+    "games": np.isin(np.arange(BATCH), games),
   }
 
 
