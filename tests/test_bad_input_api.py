@@ -62,7 +62,12 @@ def test_overflowing_reward_is_counted_as_non_finite():
   root = mg.RootFnOutput(
     prior_logits=jnp.zeros((B, A)), value=jnp.zeros((B,)), embedding=jnp.zeros((B,), jnp.int32)
   )
-  out = mg.muzero_policy(None, KEY, root, _huge_reward_fn(3e38), 16, transpositions=False)
+  search = jax.jit(
+    lambda root, reward: mg.muzero_policy(
+      None, KEY, root, _huge_reward_fn(reward), 16, transpositions=False
+    )
+  )
+  out = search(root, 3e38)
   graph = out.search_graph
   assert np.all(np.isfinite(graph.summary().value))
   assert np.all(np.asarray(graph.non_finite_evaluations) >= 1)
@@ -70,7 +75,7 @@ def test_overflowing_reward_is_counted_as_non_finite():
   np.testing.assert_array_equal(graph.summary().visit_counts[:, 0], [0, 0])
   check_graph(graph, 16, tree_mode=True)
   # A large reward that cannot overflow is kept.
-  out = mg.muzero_policy(None, KEY, root, _huge_reward_fn(1e10), 16, transpositions=False)
+  out = search(root, 1e10)
   np.testing.assert_array_equal(out.search_graph.non_finite_evaluations, [0, 0])
 
 
@@ -80,7 +85,7 @@ def test_overflowing_root_value_is_counted():
     value=jnp.array([3e38, 0.5]),
     embedding=jnp.zeros((B,), jnp.int32),
   )
-  out = mg.muzero_policy(None, KEY, root, _huge_reward_fn(0.25), 8)
+  out = jax.jit(lambda root: mg.muzero_policy(None, KEY, root, _huge_reward_fn(0.25), 8))(root)
   np.testing.assert_array_equal(out.search_graph.non_finite_roots, [1, 0])
   assert np.all(np.isfinite(out.search_graph.summary().value))
 

@@ -81,7 +81,9 @@ def test_empty_embedding_runs_as_a_tree(name):
 def test_empty_embedding_with_a_user_hash_fn_is_a_graph():
   # A key that calls every state the same: the graph keeps only the root.
   hash_fn = lambda embedding: jnp.zeros((B, 2), jnp.uint32)
-  out = mg.muzero_policy(None, KEY, EMPTY_ROOT, _bandit_recurrent_fn, 6, hash_fn=hash_fn)
+  out = jax.jit(
+    lambda key: mg.muzero_policy(None, key, EMPTY_ROOT, _bandit_recurrent_fn, 6, hash_fn=hash_fn)
+  )(KEY)
   graph = out.search_graph
   assert graph.hash_slots.shape[1] > 0
   np.testing.assert_array_equal(graph.num_nodes, [1, 1])
@@ -90,20 +92,24 @@ def test_empty_embedding_with_a_user_hash_fn_is_a_graph():
 
 def test_empty_embedding_in_search_and_stochastic_policy():
   rule = functools.partial(mg.muzero_action_selection, depth=0)
-  graph = mg.search(
-    None,
-    KEY,
-    root=EMPTY_ROOT,
-    recurrent_fn=_bandit_recurrent_fn,
-    root_action_selection_fn=lambda key, graph, node: rule(key, graph, node),
-    interior_action_selection_fn=mg.muzero_action_selection,
-    num_simulations=5,
-  )
+  graph = jax.jit(
+    lambda key: mg.search(
+      None,
+      key,
+      root=EMPTY_ROOT,
+      recurrent_fn=_bandit_recurrent_fn,
+      root_action_selection_fn=lambda key, graph, node: rule(key, graph, node),
+      interior_action_selection_fn=mg.muzero_action_selection,
+      num_simulations=5,
+    )
+  )(KEY)
   np.testing.assert_array_equal(graph.num_nodes, [6, 6])
 
-  out = mg.stochastic_muzero_policy(
-    None, KEY, EMPTY_ROOT, _bandit_decision_fn, _bandit_chance_fn, 8
-  )
+  out = jax.jit(
+    lambda key: mg.stochastic_muzero_policy(
+      None, key, EMPTY_ROOT, _bandit_decision_fn, _bandit_chance_fn, 8
+    )
+  )(KEY)
   assert out.search_graph.hash_slots.shape == (B, 0)
   np.testing.assert_array_equal(out.search_graph.num_nodes, [9, 9])
   np.testing.assert_array_equal(out.search_graph.summary().visit_counts.sum(-1), [8, 8])

@@ -255,7 +255,9 @@ def test_graph_mode_keeps_the_reachable_subgraph_by_key():
 
 def test_rebuilt_table_with_a_full_window_counts_what_it_leaves_out():
   _, out, graph = searched_and_rerooted(True)
-  narrow = reroot(out.search_graph, out.action, probe_window=1)
+  narrow = jax.jit(reroot, static_argnames="probe_window")(
+    out.search_graph, out.action, probe_window=1
+  )
   assert np.any(np.asarray(narrow.dropped_inserts) > 0)
   slots = np.asarray(narrow.hash_slots)
   np.testing.assert_array_equal(

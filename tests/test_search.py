@@ -246,27 +246,23 @@ def test_public_steps_compose_into_search():
     pb_c_init=1.25, pb_c_base=19652.0, qtransform=mg.qtransform_by_parent_and_siblings
   )
   key = jax.random.PRNGKey(13)
-  expected = mg.search(
-    None,
-    key,
-    root=root,
-    recurrent_fn=RECURRENT,
-    root_action_selection_fn=rules[0],
-    interior_action_selection_fn=rules[1],
-    num_simulations=5,
+  search = jax.jit(
+    lambda key, num_simulations: mg.search(
+      None,
+      key,
+      root=root,
+      recurrent_fn=RECURRENT,
+      root_action_selection_fn=rules[0],
+      interior_action_selection_fn=rules[1],
+      num_simulations=num_simulations,
+      options=mg.GraphOptions(capacity=6),
+    ),
+    static_argnums=1,
   )
-  graph = mg.search(
-    None,
-    key,
-    root=root,
-    recurrent_fn=RECURRENT,
-    root_action_selection_fn=rules[0],
-    interior_action_selection_fn=rules[1],
-    num_simulations=1,
-    options=mg.GraphOptions(capacity=6),
-  )
-  loop_key = jax.random.split(key, 3)[0]
-  for _ in range(4):
+  expected, graph = search(key, 5), search(key, 1)
+
+  @jax.jit  # one program for the loop's body, not one per operation
+  def simulate(loop_key, graph):
     loop_key, select_key, expand_key = jax.random.split(loop_key, 3)
     graph, path = search_steps.select(
       select_key,
@@ -276,7 +272,11 @@ def test_public_steps_compose_into_search():
       max_depth=5,
     )
     graph, path = search_steps.expand(None, expand_key, graph, path, recurrent_fn=RECURRENT)
-    graph = search_steps.backup(graph, path)
+    return loop_key, search_steps.backup(graph, path)
+
+  loop_key = jax.random.split(key, 3)[0]
+  for _ in range(4):
+    loop_key, graph = simulate(loop_key, graph)
   np.testing.assert_array_equal(graph.edge_visits, expected.edge_visits)
   np.testing.assert_allclose(graph.node_values, expected.node_values, atol=1e-6)
 

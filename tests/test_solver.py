@@ -166,16 +166,20 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
     jax.random.split(jax.random.PRNGKey(0), 2)
   )
   root = game.root(None, jax.random.PRNGKey(0), state)
-  plain = mg.muzero_policy(
-    None,
-    jax.random.PRNGKey(1),
-    root,
-    game.recurrent_fn,
-    30,
-    hash_fn=game.hash_fn,
-    invalid_actions=game.invalid_actions(state),
-    solver=False,
-  ).search_graph
+  plain = jax.jit(
+    lambda key: (
+      mg.muzero_policy(
+        None,
+        key,
+        root,
+        game.recurrent_fn,
+        30,
+        hash_fn=game.hash_fn,
+        invalid_actions=game.invalid_actions(state),
+        solver=False,
+      ).search_graph
+    )
+  )(jax.random.PRNGKey(1))
   assert np.any(np.asarray(plain.node_terminal))
   assert not np.any(np.asarray(plain.node_proven))
   check_graph(plain, 30, tree_mode=False)

@@ -166,38 +166,54 @@ def test_mctx_bandit_check():
 
   num_simulations = 10
   recurrent_fn, decision_fn, chance_fn = bandit(jnp.zeros((2, 4)))
-  theirs = mctx.muzero_policy(
-    (),
-    KEY,
-    to_mctx_root(root),
-    recurrent_fn,
-    num_simulations,
-    invalid_actions=invalid_actions,
-    dirichlet_fraction=0.0,
-  )
-  for transpositions in (False, True):
-    ours = stochastic_muzero_policy(
+  # Each search jitted: one program instead of one per operation.
+  theirs = jax.jit(
+    lambda key: mctx.muzero_policy(
       (),
-      KEY,
-      root,
-      decision_fn,
-      chance_fn,
-      2 * num_simulations,
+      key,
+      to_mctx_root(root),
+      recurrent_fn,
+      num_simulations,
       invalid_actions=invalid_actions,
       dirichlet_fraction=0.0,
-      transpositions=transpositions,
     )
+  )(KEY)
+  for transpositions in (False, True):
+    ours = jax.jit(
+      lambda key, transpositions=transpositions: stochastic_muzero_policy(
+        (),
+        key,
+        root,
+        decision_fn,
+        chance_fn,
+        2 * num_simulations,
+        invalid_actions=invalid_actions,
+        dirichlet_fraction=0.0,
+        transpositions=transpositions,
+      )
+    )(KEY)
     np.testing.assert_array_equal(ours.action, theirs.action)
     np.testing.assert_allclose(ours.action_weights, theirs.action_weights)
 
   rewards = jnp.array([[0.3, 0.5, -0.2, 0.9], [0.1, 0.7, 0.2, -0.5]])
   _, decision_fn, chance_fn = bandit(rewards)
-  theirs = mctx.stochastic_muzero_policy(
-    (), KEY, to_mctx_root(root), decision_fn, chance_fn, 20, invalid_actions=invalid_actions
-  )
-  ours = stochastic_muzero_policy(
-    (), KEY, root, decision_fn, chance_fn, 20, invalid_actions=invalid_actions, transpositions=False
-  )
+  theirs = jax.jit(
+    lambda key: mctx.stochastic_muzero_policy(
+      (), key, to_mctx_root(root), decision_fn, chance_fn, 20, invalid_actions=invalid_actions
+    )
+  )(KEY)
+  ours = jax.jit(
+    lambda key: stochastic_muzero_policy(
+      (),
+      key,
+      root,
+      decision_fn,
+      chance_fn,
+      20,
+      invalid_actions=invalid_actions,
+      transpositions=False,
+    )
+  )(KEY)
   np.testing.assert_array_equal(
     ours.search_graph.summary().visit_counts, theirs.search_tree.summary().visit_counts
   )
@@ -253,7 +269,9 @@ def test_graph_shares_afterstates_and_states_but_never_mixes_them():
 def test_move_reward_on_the_decision_edge():
   """`DecisionRecurrentFnOutput.reward` lands on the state-to-afterstate edge."""
   decision_fn = functools.partial(toy_decision_fn, move_reward=True)
-  out = stochastic_muzero_policy(None, KEY, toy_root(3), decision_fn, toy_chance_fn, 24)
+  out = jax.jit(
+    lambda key: stochastic_muzero_policy(None, key, toy_root(3), decision_fn, toy_chance_fn, 24)
+  )(KEY)
   graph = out.search_graph
   rewards = np.asarray(graph.edge_rewards[:, 0, :NUM_ACTIONS])
   expanded = np.asarray(graph.children_index[:, 0, :NUM_ACTIONS]) >= 0

@@ -32,7 +32,9 @@ def _chance_fn(params, rng_key, outcome, afterstate):
 
 def test_empty_state_embedding_searches_a_tree():
   root = mg.RootFnOutput(prior_logits=jnp.zeros((B, A)), value=jnp.zeros((B,)), embedding=())
-  out = mg.stochastic_muzero_policy(None, jax.random.PRNGKey(0), root, _decision_fn, _chance_fn, 8)
+  out = jax.jit(
+    lambda key: mg.stochastic_muzero_policy(None, key, root, _decision_fn, _chance_fn, 8)
+  )(jax.random.PRNGKey(0))
   assert out.search_graph.hash_slots.shape == (B, 0)
   np.testing.assert_array_equal(out.search_graph.num_nodes, [9, 9])
   np.testing.assert_array_equal(out.search_graph.summary().visit_counts.sum(-1), [8, 8])

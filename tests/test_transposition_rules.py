@@ -271,16 +271,18 @@ def test_a_fold_is_the_mean_of_the_evaluations():
   """A hand-made playout that stops at an existing child folds its evaluation in:
   `k` 1 -> 2, `U` the mean, `N(child)` and `Q(child)` recomputed by backup."""
   options = mg.GraphOptions(fold_evaluations=True, capacity=20)
-  graph = mg.search(
-    None,
-    jax.random.PRNGKey(7),
-    root=ROOT(2),
-    recurrent_fn=RECURRENT,
-    root_action_selection_fn=RULES[0],
-    interior_action_selection_fn=RULES[1],
-    num_simulations=3,
-    options=options,
-  )
+  graph = jax.jit(
+    lambda key: mg.search(
+      None,
+      key,
+      root=ROOT(2),
+      recurrent_fn=RECURRENT,
+      root_action_selection_fn=RULES[0],
+      interior_action_selection_fn=RULES[1],
+      num_simulations=3,
+      options=options,
+    )
+  )(jax.random.PRNGKey(7))
   action = jnp.argmax(graph.edge_visits[:, 0], axis=-1).astype(jnp.int32)
   child = graph.children_index[jnp.arange(2), 0, action]
   assert np.all(np.asarray(child) > 0)
@@ -301,10 +303,15 @@ def test_a_fold_is_the_mean_of_the_evaluations():
     value=jnp.array([0.9, -0.7]),
   )
   embedding = jax.tree_util.tree_map(lambda x: x[jnp.arange(2), child], graph.embeddings)
-  graph, path = search_steps.link(graph, path, output, embedding, options=options)
+
+  @jax.jit  # one program, not one per operation
+  def link_and_backup(graph, path, output, embedding):
+    graph, path = search_steps.link(graph, path, output, embedding, options=options)
+    return search_steps.backup(graph, path, options=options), path
+
+  graph, path = link_and_backup(graph, path, output, embedding)
   np.testing.assert_array_equal(path.leaf, child)
   assert np.all(np.asarray(path.leaf_folded))
-  graph = search_steps.backup(graph, path, options=options)
   after = to_numpy(graph)
   for game in range(2):
     c = int(child[game])
