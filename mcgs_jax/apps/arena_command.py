@@ -142,88 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     f"{DEFAULTS['simulations']})",
   )
   for side, mode in (("a", "graph"), ("b", "tree")):
-    upper = side.upper()
-    group = parser.add_argument_group(f"agent {upper}")
-    group.add_argument(
-      f"--{side}-engine",
-      choices=ENGINES,
-      default=DEFAULTS[f"engine_{side}"],
-      help=f"{upper}'s search: this library (mcgs) or DeepMind's mctx (a tree searched "
-      "from scratch every move; muzero and gumbel only) (default: %(default)s)",
-    )
-    group.add_argument(
-      f"--{side}-policy",
-      choices=list(POLICY_NAMES),
-      default=DEFAULTS["policy"],
-      help=f"{upper}'s search policy (default: %(default)s)",
-    )
-    group.add_argument(
-      f"--{side}-evaluator",
-      choices=list(EVALUATORS),
-      help=f"{upper}'s leaf evaluator (default: network, with --{side}-checkpoint or the "
-      f"game's built-in network; {DEFAULTS['fallback_evaluator']} for a game without one)",
-    )
-    group.add_argument(
-      f"--{side}-checkpoint",
-      metavar="FILE",
-      help=f"network weights for {upper}'s network evaluator (a checkpoint of "
-      "mcgs_jax.apps.train; default: the game's built-in network, connect four only)",
-    )
-    group.add_argument(
-      f"--{side}-rollouts",
-      type=_positive_int,
-      default=1,
-      help=f"random playouts per evaluation for {upper}'s rollout evaluator (default: %(default)s)",
-    )
-    group.add_argument(
-      f"--{side}-simulations",
-      type=_simulations_int,
-      help=f"{upper}'s simulations per move (default: --simulations, "
-      f"else {DEFAULTS['simulations']})",
-    )
-    group.add_argument(
-      f"--{side}-mode",
-      choices=("graph", "tree"),
-      help=f"{upper} searches a graph (MCGS) or a tree (MCTS) (default: {mode}; mctx "
-      "searches a tree)",
-    )
-    group.add_argument(
-      f"--{side}-no-transpositions", action="store_true", help=f"same as --{side}-mode tree"
-    )
-    group.add_argument(
-      f"--{side}-solver",
-      action="store_true",
-      default=None,
-      help=f"{upper} proves exact values during its searches (default: on for engine "
-      "mcgs; mctx cannot)",
-    )
-    group.add_argument(
-      f"--{side}-no-solver",
-      dest=f"{side}_solver",
-      action="store_false",
-      help=f"{upper} searches without the solver",
-    )
-    group.add_argument(
-      f"--{side}-reuse",
-      action="store_true",
-      default=None,
-      help=f"{upper} keeps its graph between moves (reroot) and continues it "
-      "(default: on for engine mcgs; mctx cannot)",
-    )
-    group.add_argument(
-      f"--{side}-no-reuse",
-      dest=f"{side}_reuse",
-      action="store_false",
-      default=None,
-      help=f"{upper} searches every move from scratch",
-    )
-    group.add_argument(
-      f"--{side}-parallel",
-      type=_positive_int,
-      default=1,
-      help=f"{upper}'s playouts per search step (virtual visits); must "
-      f"divide its simulations (default: %(default)s)",
-    )
+    _add_agent_arguments(parser.add_argument_group(f"agent {side.upper()}"), side, mode)
   parser.add_argument(
     "--json", action="store_true", help="print one JSON object with the result instead of text"
   )
@@ -233,6 +152,91 @@ def build_parser() -> argparse.ArgumentParser:
     help="save a figure: the score with its 95%% interval and the nodes per move of both agents",
   )
   return parser
+
+
+def _add_agent_arguments(group, side: str, mode: str) -> None:
+  """The `--SIDE-*` flags of one agent (`side` "a" or "b"; `mode` its default search,
+  "graph" or "tree", as the help says)."""
+  upper = side.upper()
+  group.add_argument(
+    f"--{side}-engine",
+    choices=ENGINES,
+    default=DEFAULTS[f"engine_{side}"],
+    help=f"{upper}'s search: this library (mcgs) or DeepMind's mctx (a tree searched "
+    "from scratch every move; muzero and gumbel only) (default: %(default)s)",
+  )
+  group.add_argument(
+    f"--{side}-policy",
+    choices=list(POLICY_NAMES),
+    default=DEFAULTS["policy"],
+    help=f"{upper}'s search policy (default: %(default)s)",
+  )
+  group.add_argument(
+    f"--{side}-evaluator",
+    choices=list(EVALUATORS),
+    help=f"{upper}'s leaf evaluator (default: network, with --{side}-checkpoint or the "
+    f"game's built-in network; {DEFAULTS['fallback_evaluator']} for a game without one)",
+  )
+  group.add_argument(
+    f"--{side}-checkpoint",
+    metavar="FILE",
+    help=f"network weights for {upper}'s network evaluator (a checkpoint of "
+    "mcgs_jax.apps.train; default: the game's built-in network, connect four only)",
+  )
+  group.add_argument(
+    f"--{side}-rollouts",
+    type=_positive_int,
+    default=1,
+    help=f"random playouts per evaluation for {upper}'s rollout evaluator (default: %(default)s)",
+  )
+  group.add_argument(
+    f"--{side}-simulations",
+    type=_simulations_int,
+    help=f"{upper}'s simulations per move (default: --simulations, else {DEFAULTS['simulations']})",
+  )
+  group.add_argument(
+    f"--{side}-mode",
+    choices=("graph", "tree"),
+    help=f"{upper} searches a graph (MCGS) or a tree (MCTS) (default: {mode}; mctx "
+    "searches a tree)",
+  )
+  group.add_argument(
+    f"--{side}-no-transpositions", action="store_true", help=f"same as --{side}-mode tree"
+  )
+  group.add_argument(
+    f"--{side}-solver",
+    action="store_true",
+    default=None,
+    help=f"{upper} proves exact values during its searches (default: on for engine "
+    "mcgs; mctx cannot)",
+  )
+  group.add_argument(
+    f"--{side}-no-solver",
+    dest=f"{side}_solver",
+    action="store_false",
+    help=f"{upper} searches without the solver",
+  )
+  group.add_argument(
+    f"--{side}-reuse",
+    action="store_true",
+    default=None,
+    help=f"{upper} keeps its graph between moves (reroot) and continues it "
+    "(default: on for engine mcgs; mctx cannot)",
+  )
+  group.add_argument(
+    f"--{side}-no-reuse",
+    dest=f"{side}_reuse",
+    action="store_false",
+    default=None,
+    help=f"{upper} searches every move from scratch",
+  )
+  group.add_argument(
+    f"--{side}-parallel",
+    type=_positive_int,
+    default=1,
+    help=f"{upper}'s playouts per search step (virtual visits); must "
+    f"divide its simulations (default: %(default)s)",
+  )
 
 
 def _checkpoint(args, side: str) -> str | None:
