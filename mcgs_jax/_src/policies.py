@@ -193,12 +193,12 @@ def dirichlet_prior(
   # Checked when known at trace time; a traced value (jit argument) is taken as given.
   checks.check_real("dirichlet_fraction", fraction, low=0, high=1)
   checks.check_real("dirichlet_alpha", alpha, low=0, low_open=True)
-  probs = jax.nn.softmax(prior_logits, axis=-1)
   known_fraction = checks.concrete(fraction)
   if known_fraction is not None and np.all(known_fraction == 0):
-    return probs_to_logits(probs)
+    return probs_to_logits(jax.nn.softmax(prior_logits, axis=-1))
   batch_size, num_actions = prior_logits.shape
   noise = jax.random.dirichlet(rng_key, jnp.full((num_actions,), alpha), shape=(batch_size,))
+  probs = jax.nn.softmax(prior_logits, axis=-1)
   return probs_to_logits((1 - fraction) * probs + fraction * noise)
 
 
