@@ -30,9 +30,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from results_section import emit  # noqa: E402
+
 import mcgs_jax as mg  # noqa: E402
 from mcgs_jax.testing import commuting_game  # noqa: E402
-from results_section import emit  # noqa: E402
 
 ENGINES = {
   "mctx": lambda: (mctx.muzero_policy, {}),
