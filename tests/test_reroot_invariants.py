@@ -50,7 +50,9 @@ def play(policy_name, transpositions, plies=4, simulations=SIMULATIONS):
 
   key = jax.random.PRNGKey(7)
   state = game.init(key, BATCH)
-  graph = None
+  # Empty games (num_nodes == 0) take their root: the first ply continues an empty
+  # graph of the search's own shapes, so every ply runs one compiled step.
+  graph = mg.empty_like(jax.eval_shape(step, key, state, None)[1])
   for ply in range(plies):
     state, searched, graph = step(jax.random.fold_in(key, ply), state, graph)
     yield searched, graph
