@@ -59,7 +59,9 @@ def muzero_policy(
     loop_fn: loop over simulations.
     qtransform, dirichlet_fraction, dirichlet_alpha, pb_c_init, pb_c_base,
       temperature: as in mctx (`temperature >= 0`, 0 greedy); each may be traced,
-      and its range is checked when it is known at trace time.
+      and its range is checked when it is known at trace time. A
+      `dirichlet_fraction` known to be 0 draws no noise (the same result, a program
+      that compiles faster; `dirichlet_prior`).
     graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
       of `mcgs_jax.reroot(previous.search_graph, action)`.
     recycle: a finished graph of the same shapes whose arrays this search

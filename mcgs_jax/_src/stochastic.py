@@ -96,7 +96,8 @@ def stochastic_muzero_policy(
       (default `num_simulations`).
     loop_fn: loop over simulations.
     qtransform, dirichlet_fraction, dirichlet_alpha, pb_c_init, pb_c_base,
-      temperature: as in mctx (PUCT at decision nodes).
+      temperature: as in mctx (PUCT at decision nodes); a `dirichlet_fraction`
+      known to be 0 draws no noise (`policies.dirichlet_prior`).
     afterstate_hash_fn: `afterstate_embedding [B, ...] -> uint32 [B, L]`, the key
       of a chance node (None: `mcgs_jax.hash_pytree`, every bit of the afterstate).
     graph: a previous graph to continue, rerooted by the action played and then by
