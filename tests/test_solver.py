@@ -165,10 +165,11 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
   state = jax.vmap(lambda k: env.init_from_heaps(jnp.array((2, 4))))(
     jax.random.split(jax.random.PRNGKey(0), 2)
   )
-  root = game.root(None, jax.random.PRNGKey(0), state)
-  plain = jax.jit(
-    lambda key: (
-      mg.muzero_policy(
+
+  def search(game, state, root, key, *, solver):
+    """30 playouts of muzero on `game` from `root`, jitted (one program)."""
+    return jax.jit(
+      lambda key: mg.muzero_policy(
         None,
         key,
         root,
@@ -176,10 +177,12 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
         30,
         hash_fn=game.hash_fn,
         invalid_actions=game.invalid_actions(state),
-        solver=False,
-      ).search_graph
-    )
-  )(jax.random.PRNGKey(1))
+        solver=solver,
+      )
+    )(key)
+
+  root = game.root(None, jax.random.PRNGKey(0), state)
+  plain = search(game, state, root, jax.random.PRNGKey(1), solver=False).search_graph
   assert np.any(np.asarray(plain.node_terminal))
   assert not np.any(np.asarray(plain.node_proven))
   check_graph(plain, 30, tree_mode=False)
@@ -187,20 +190,10 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
   tic_tac_toe = make_game("tic_tac_toe")
   state = tic_tac_toe.init(jax.random.PRNGKey(2), 2)
   root = tic_tac_toe.root(None, jax.random.PRNGKey(3), state)
-  run = jax.jit(
-    lambda solver: mg.muzero_policy(
-      None,
-      jax.random.PRNGKey(4),
-      root,
-      tic_tac_toe.recurrent_fn,
-      30,
-      hash_fn=tic_tac_toe.hash_fn,
-      invalid_actions=tic_tac_toe.invalid_actions(state),
-      solver=solver,
-    ),
-    static_argnums=0,
+  off, on = (
+    search(tic_tac_toe, state, root, jax.random.PRNGKey(4), solver=solver)
+    for solver in (False, True)
   )
-  off, on = run(False), run(True)
   assert not np.any(np.asarray(on.search_graph.node_terminal))
   assert not np.any(np.asarray(on.search_graph.node_proven))
   for name, expected in to_numpy(off.search_graph).items():
