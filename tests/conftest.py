@@ -1,11 +1,22 @@
 """Test-session settings and checks shared by every test file.
 
 The tests are bound by compile time (small batches, few simulations, many distinct
-programs), so they ask XLA's CPU backend for its cheapest code generation
-(`--xla_backend_optimization_level=0`, unless `XLA_FLAGS` already sets a level): the
-suite ran in 61 s instead of 90 s per file measured (tests/test_search.py, 2 cores).
-It changes how fast the compiled code runs, never what it computes; speed is measured
-in benchmarks/, never under pytest. Subprocesses the tests start inherit it.
+programs), so the session asks XLA's CPU backend for its fastest-compiling code
+generation: `--xla_backend_optimization_level=0`, the older loop emitters
+(`--xla_cpu_use_fusion_emitters=false`) and instructions up to AVX
+(`--xla_cpu_max_isa=AVX`). The README's command ran in 3 min 33 s with them and in
+6 min 46 s with the first alone (691 tests, 2 cores, benchmarks/RESULTS.md). The
+older emitters fuse a multiply and an add into one FMA instruction in some programs
+and not in others, so two programs that compute the same sum (a recycled and a fresh
+search) could differ in the last bits; without AVX2 there is no FMA instruction, and
+every bit-for-bit claim of the suite holds. The settings change how fast the compiled
+code runs and how it rounds, not what the engine does: `.ci/run` runs the same tests a
+second time under XLA's defaults, the code generation users get
+(`MCGS_TEST_XLA_DEFAULTS=1` leaves `XLA_FLAGS` as it is). The flags are tried once in a
+subprocess; where this jaxlib or machine refuses them (an unknown flag aborts the
+process), the session keeps only the optimization level, or nothing. An `XLA_FLAGS`
+that already names any of them is left alone. Subprocesses the tests start inherit the
+choice. Speed is measured in benchmarks/, never under pytest.
 
 The session also shares one JAX compilation cache between its pytest-xdist workers and
 the processes they start (a new temporary directory per session, removed at the end):
@@ -18,17 +29,59 @@ test run meant for the installed package cannot quietly test the source tree.
 
 import os
 import pathlib
+import platform
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-  os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-  ).strip()
+FAST_COMPILING_XLA_FLAGS = (
+  "--xla_backend_optimization_level=0",
+  "--xla_cpu_use_fusion_emitters=false",
+  "--xla_cpu_max_isa=AVX",
+)
+_PROBE = "import jax; jax.block_until_ready(jax.jit(lambda x: x * 2.0 + 1.0)(1.0))"
+
+
+def _flags_run(flags: str) -> bool:
+  """Whether a fresh process compiles and runs a program under `flags`."""
+  env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+  try:
+    probe = subprocess.run(
+      [sys.executable, "-c", _PROBE], env=env, capture_output=True, timeout=120, check=False
+    )
+  except subprocess.TimeoutExpired:
+    return False
+  return probe.returncode == 0
+
+
+def _choose_xla_flags() -> None:
+  """Adds the fast-compiling flags to `XLA_FLAGS` (or as many of them as this jaxlib
+  and machine take), once per session: the workers inherit the environment."""
+  if os.environ.get("MCGS_TEST_XLA_DEFAULTS", "") not in ("", "0"):
+    return
+  if "MCGS_TEST_XLA_FLAGS" in os.environ:  # chosen by the session's first process
+    return
+  given = os.environ.get("XLA_FLAGS", "")
+  chosen = ""
+  if not any(flag.split("=")[0] in given for flag in FAST_COMPILING_XLA_FLAGS):
+    # The ISA cap names x86's instruction sets; elsewhere only the level is asked for.
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    tries = [FAST_COMPILING_XLA_FLAGS] if x86 else []
+    tries.append(FAST_COMPILING_XLA_FLAGS[:1])
+    for flags in tries:
+      if _flags_run(f"{given} {' '.join(flags)}".strip()):
+        chosen = " ".join(flags)
+        break
+  os.environ["XLA_FLAGS"] = f"{given} {chosen}".strip()
+  os.environ["MCGS_TEST_XLA_FLAGS"] = chosen
+
+
+_choose_xla_flags()
 
 # Set by the first process of the session (the xdist controller); workers inherit it.
 _OWN_CACHE = "JAX_COMPILATION_CACHE_DIR" not in os.environ
@@ -64,7 +117,10 @@ def pytest_unconfigure(config):
 
 def pytest_report_header(config):
   del config
-  return f"mcgs_jax: {_mcgs_jax_location()}"
+  return [
+    f"mcgs_jax: {_mcgs_jax_location()}",
+    f"XLA_FLAGS: {os.environ.get('XLA_FLAGS', '') or '(XLA defaults)'}",
+  ]
 
 
 @pytest.hookimpl(tryfirst=True)
