@@ -4,19 +4,24 @@ The tests are bound by compile time (small batches, few simulations, many distin
 programs), so the session asks XLA's CPU backend for its fastest-compiling code
 generation: `--xla_backend_optimization_level=0`, the older loop emitters
 (`--xla_cpu_use_fusion_emitters=false`) and instructions up to AVX
-(`--xla_cpu_max_isa=AVX`). The README's command ran in 3 min 33 s with them and in
-6 min 46 s with the first alone (691 tests, 2 cores, benchmarks/RESULTS.md). The
-older emitters fuse a multiply and an add into one FMA instruction in some programs
-and not in others, so two programs that compute the same sum (a recycled and a fresh
-search) could differ in the last bits; without AVX2 there is no FMA instruction, and
-every bit-for-bit claim of the suite holds. The settings change how fast the compiled
-code runs and how it rounds, not what the engine does: `.ci/run` runs the same tests a
-second time under XLA's defaults, the code generation users get
-(`MCGS_TEST_XLA_DEFAULTS=1` leaves `XLA_FLAGS` as it is). The flags are tried once in a
-subprocess; where this jaxlib or machine refuses them (an unknown flag aborts the
-process), the session keeps only the optimization level, or nothing. An `XLA_FLAGS`
-that already names any of them is left alone. Subprocesses the tests start inherit the
-choice. Speed is measured in benchmarks/, never under pytest.
+(`--xla_cpu_max_isa=AVX`). The README's command ran in 4 min 54 s to 5 min 18 s with
+them and in 7 min 41 s to 7 min 55 s with the first alone (691 tests, 2 cores,
+benchmarks/RESULTS.md). With AVX2, the older emitters round differently from one
+program to another (most likely they fuse a multiply and an add into one FMA
+instruction in some programs and not in others): a recycled and a fresh search then
+differed in the last bits. AVX has no FMA instruction; with the cap every search
+gives the same bits as at level 0 alone (benchmarks/xla_flags.py), and every
+bit-for-bit check of the suite holds.
+
+These settings change how fast the compiled code runs and how it rounds, not what the
+engine does, and `.ci/run` runs the same tests a second time under XLA's defaults, the
+code generation users get (`MCGS_TEST_XLA_DEFAULTS=1` leaves `XLA_FLAGS` as it is).
+The flags are tried once, in a subprocess of the session's first process, and the
+workers inherit the choice: where this jaxlib refuses them (an unknown flag aborts the
+process) the session keeps only the optimization level, and off x86 it asks for
+nothing more. An `XLA_FLAGS` that already names any of them is left alone.
+Subprocesses the tests start inherit the choice. Speed is measured in benchmarks/,
+never under pytest.
 
 The session also shares one JAX compilation cache between its pytest-xdist workers and
 the processes they start (a new temporary directory per session, removed at the end):
