@@ -67,13 +67,13 @@ def _flags_run(flags: str) -> bool:
 def _choose_xla_flags() -> None:
   """Adds the fast-compiling flags to `XLA_FLAGS` (or as many of them as this jaxlib
   and machine take), once per session: the workers inherit the environment."""
-  if os.environ.get("MCGS_TEST_XLA_DEFAULTS", "") not in ("", "0"):
-    return
   if "MCGS_TEST_XLA_FLAGS" in os.environ:  # chosen by the session's first process
     return
   given = os.environ.get("XLA_FLAGS", "")
   chosen = ""
-  if not any(flag.split("=")[0] in given for flag in FAST_COMPILING_XLA_FLAGS):
+  defaults = os.environ.get("MCGS_TEST_XLA_DEFAULTS", "") not in ("", "0")
+  named = any(flag.split("=")[0] in given for flag in FAST_COMPILING_XLA_FLAGS)
+  if not defaults and not named:
     # The ISA cap names x86's instruction sets; elsewhere only the level is asked for.
     x86 = platform.machine().lower() in ("x86_64", "amd64")
     tries = [FAST_COMPILING_XLA_FLAGS] if x86 else []
