@@ -38,7 +38,14 @@ FLAG_SETS = {
   "--xla_cpu_use_fusion_emitters=false --xla_cpu_max_isa=AVX",
   "XLA defaults (what users run)": "",
 }
-SEARCHES = ("graph", "tree", "graph + solver", "graph + noise", "mctx")
+# Search name -> keywords of this library's muzero_policy besides its defaults.
+OPTIONS = {
+  "graph": {},
+  "tree": {"transpositions": False},
+  "graph + solver": {"solver": True},
+  "graph + noise": {"dirichlet_fraction": 0.25},
+}
+SEARCHES = (*OPTIONS, "mctx")
 
 
 def child(simulations: int) -> None:
@@ -55,12 +62,6 @@ def child(simulations: int) -> None:
 
   root_fn, recurrent_fn = commuting_game()
   root = root_fn(4)
-  options = {
-    "graph": {},
-    "tree": {"transpositions": False},
-    "graph + solver": {"solver": True},
-    "graph + noise": {"dirichlet_fraction": 0.25},
-  }
   found = {}
   for name in SEARCHES:
 
@@ -68,7 +69,7 @@ def child(simulations: int) -> None:
       if name == "mctx":
         out = mctx.muzero_policy(None, key, root, recurrent_fn, simulations)
         return out.action_weights, out.search_tree.node_values
-      keywords = {"dirichlet_fraction": 0.0, **options[name]}
+      keywords = {"dirichlet_fraction": 0.0, **OPTIONS[name]}
       out = mg.muzero_policy(None, key, root, recurrent_fn, simulations, **keywords)
       return out.action_weights, out.search_graph.node_values
 

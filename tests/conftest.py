@@ -66,7 +66,9 @@ def _flags_run(flags: str) -> bool:
 
 def _choose_xla_flags() -> None:
   """Adds the fast-compiling flags to `XLA_FLAGS` (or as many of them as this jaxlib
-  and machine take), once per session: the workers inherit the environment."""
+  and machine take), once per session: the workers inherit the environment. Adds
+  none under `MCGS_TEST_XLA_DEFAULTS=1` or when `XLA_FLAGS` names one of them; records
+  what it added in `MCGS_TEST_XLA_FLAGS`."""
   if "MCGS_TEST_XLA_FLAGS" in os.environ:  # chosen by the session's first process
     return
   given = os.environ.get("XLA_FLAGS", "")
