@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Speed of mcgs_jax against mctx on a lent GPU, in one call of about six minutes:
-# mcgs_jax.apps.benchmark (throughput and S-scaling) and benchmarks/parallel.py (num_parallel).
+# Speed of mcgs_jax against mctx on a lent GPU, in one call of at most nine minutes:
+# mcgs_jax.apps.benchmark (throughput and S-scaling), benchmarks/parallel.py
+# (num_parallel) and benchmarks/profile_ply.py (the default agent's ply part by part:
+# reroot, search with and without the solver, tree mode, evaluations, mctx).
 #
 # Here (once, in the repository root), fetch the pure-Python wheels the GPU image
 # lacks:   bash benchmarks/gpu.sh fetch
@@ -33,6 +35,10 @@ case "${1:-run}" in
     # Several playouts per game per step: B in {1, 64}, S in {64, 256}, K in {1,4,8,16}.
     timeout 90 python3 benchmarks/parallel.py --batch-sizes 1,64 --simulations 64,256 \
       --parallel 1,4,8,16 --json "$out/parallel_gpu.json" | tee "$out/parallel_gpu.md" || true
+    # The default agent's ply, part by part, beside mctx: B in {256, 1024}, 4 and 16
+    # plies after a 3-ply opening.
+    timeout 160 python3 benchmarks/profile_ply.py --games 256,1024 --plies 4,16 --repeats 5 \
+      --json "$out/profile_gpu.json" | tee "$out/profile_gpu.md" || true
     ;;
   *) echo "usage: bash benchmarks/gpu.sh fetch|run" >&2; exit 2 ;;
 esac

@@ -121,8 +121,9 @@ def initial_graph(
     value_bounds=options.value_bounds,
     extra_data=extra_data,
   )
-  if recycle is not None:
-    _check_recycled(recycle, jax.eval_shape(new_graph))
+  for name, given in (("graph", graph), ("recycle", recycle)):
+    if given is not None:
+      _check_tables(name, given, jax.eval_shape(new_graph))
   fresh = new_graph(recycle=recycle)
   start = fresh if graph is None else _continue(graph, fresh, extra_data)
   return start.replace(non_finite_roots=start.non_finite_roots + root_non_finite)
@@ -156,29 +157,35 @@ def _check_continued_graph(
   return graph.capacity
 
 
-def _check_recycled(recycle: Graph, expected: Graph) -> None:
-  """ValueError naming the first table of `recycle` whose shape or dtype differs
-  from those of the graph this search builds (`expected`, from `jax.eval_shape`)."""
-  recycled = jax.tree_util.tree_leaves_with_path(recycle.replace(extra_data=None))
+def _check_tables(name: str, given: Graph, expected: Graph) -> None:
+  """ValueError naming `name` (`graph` or `recycle`) and the first table of `given`
+  whose shape or dtype differs from those of the graph this search builds
+  (`expected`, from `jax.eval_shape`): another embedding structure, key width, leaf
+  dtype or number of actions, or a graph of the other policy kind (stochastic or
+  not), is refused at trace time instead of failing later in a broadcast."""
+  found = jax.tree_util.tree_leaves_with_path(given.replace(extra_data=None))
   wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
-  if [path for path, _ in recycled] != [path for path, _ in wanted]:
+  if type(given) is not type(expected) or [path for path, _ in found] != [
+    path for path, _ in wanted
+  ]:
     raise ValueError(
-      "recycle holds other tables than this search builds (a different embedding "
-      "structure?); pass a graph from a search with the same root, game and options"
+      f"{name} holds other tables than this search builds (a different embedding "
+      "structure, or a graph of the other policy kind?); pass a graph from a search "
+      "with the same root, game and options"
     )
-  for (path, old), (_, new) in zip(recycled, wanted, strict=True):
+  for (path, old), (_, new) in zip(found, wanted, strict=True):
     if (old.shape, old.dtype) != (new.shape, new.dtype):
       raise ValueError(
-        f"recycle{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
+        f"{name}{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
         f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
-        f"A, transpositions and embedding)"
+        f"A, transpositions, key width and embedding)"
       )
 
 
 def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
   """`graph` with the root's new prior logits, invalid actions and terminal flag
-  from `fresh` (the fresh graph of the new root evaluation), and `fresh` whole in
-  games where `graph` is empty."""
+  and the search's `value_bounds` from `fresh` (the fresh graph of the new root
+  evaluation), and `fresh` whole in games where `graph` is empty."""
   empty = graph.num_nodes == 0
   graph = where_per_game(empty, fresh.replace(extra_data=None), graph.replace(extra_data=None))
   return graph.replace(
@@ -186,6 +193,8 @@ def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
       fresh.children_prior_logits[:, ROOT_INDEX]
     ),
     root_invalid_actions=fresh.root_invalid_actions,
+    # The bounds this search was given apply, not the ones the graph was built with.
+    value_bounds=fresh.value_bounds,
     node_terminal=graph.node_terminal.at[:, ROOT_INDEX].set(fresh.node_terminal[:, ROOT_INDEX]),
     # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
     # that a graph edited by hand (or from an older version) starts clean.

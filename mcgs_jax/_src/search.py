@@ -12,7 +12,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, hashing, proofs, types
+from mcgs_jax._src import checks, hashing, proofs, random_bits, types
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
 from mcgs_jax._src.initial import check_inputs, initial_graph, summable
@@ -136,7 +136,7 @@ def _usable_actions(
 
 def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`[B]` keys -> `([B] keys to go on with, [B] keys for this depth)`."""
-  pairs = jax.vmap(jax.random.split)(keys)
+  pairs = random_bits.split_each(keys)
   return pairs[:, 0], pairs[:, 1]
 
 
@@ -227,7 +227,7 @@ def select(
   take_edges = functools.partial(
     _take_edges, graph, stamp=stamp, max_depth=max_depth, options=options
   )
-  keys, selection_keys = _split_keys(jax.random.split(rng_key, batch_size))
+  keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
   descent = _Descent(
@@ -323,13 +323,15 @@ def finite_outputs(output: types.RecurrentFnOutput) -> chex.Array:
   must be finite; unless the discount is 0 (a terminal state, whose value and prior
   the search never reads), so must the value, `reward + discount * value` and the
   prior logits: no NaN, no +inf, and at least one finite logit (-inf is a zero
-  prior, as an illegal action). "Finite" for the reward, discount and value means
-  `summable`: no larger than sqrt(largest float), so that no Q computed from them
-  overflows (with discounts in [-1, 1])."""
+  prior, as an illegal action). "Finite" for the reward and value means `summable`:
+  no larger than sqrt(largest float); the discount must lie in [-1, 1] (a finite
+  discount of 1e10 would compound along a path until Q overflowed). Within those,
+  no Q computed from them overflows."""
   reward, discount = jnp.asarray(output.reward), jnp.asarray(output.discount)
   value = jnp.asarray(output.value)
   logits = jnp.asarray(output.prior_logits)
-  step = summable(reward) & summable(discount)
+  # `<= 1` is False for NaN too.
+  step = summable(reward) & (jnp.abs(discount) <= 1)
   # `logits < inf` is False for NaN too.
   evaluation = (
     summable(value)
@@ -721,7 +723,7 @@ def simulate(
 ) -> tuple[chex.PRNGKey, Graph]:
   """One playout in every game: `select`, `expand`, `backup`. Returns the key for
   the next step and the graph."""
-  rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
+  rng_key, select_key, expand_key = random_bits.split(rng_key, 3)
   graph, path = select(
     select_key,
     graph,
@@ -754,7 +756,7 @@ def simulate_in_parallel(
   backed up one after another, so two paths that end on the same edge, or reach the
   same new state, share one node. Returns the key for the next step and the graph.
   """
-  rng_key, select_key, expand_key = jax.random.split(rng_key, 3)
+  rng_key, select_key, expand_key = random_bits.split(rng_key, 3)
 
   def select_one(graph: Graph, key: chex.PRNGKey) -> tuple[Graph, Path]:
     graph, path = select(

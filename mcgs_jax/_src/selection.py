@@ -11,7 +11,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, qtransforms
+from mcgs_jax._src import proofs, qtransforms, random_bits
 from mcgs_jax._src.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
@@ -64,7 +64,7 @@ def muzero_action_selection(
   prior = jax.nn.softmax(graph.children_prior_logits[node_index])
   policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
   value_score = qtransform(graph, node_index)
-  tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
+  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
   return masked_argmax(
     value_score + policy_score + tie_break, excluded_actions(graph, node_index, depth, solver)
   )
@@ -110,7 +110,7 @@ def uct_action_selection(
   bonus = c * jnp.sqrt(jnp.log(total.astype(win_rate.dtype)) / jnp.maximum(edge_visits, 1))
   # Unvisited edges outrank every visited one (scores of visited edges stay below 1e6).
   scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
-  tie_break = TIE_BREAK_SCALE * jax.random.uniform(rng_key, (graph.num_actions,))
+  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
   illegal = jax.nn.softmax(graph.children_prior_logits[node_index]) == 0
   return masked_argmax(
     scores + tie_break * jnp.maximum(scores, 1.0),

@@ -41,6 +41,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from mcgs_jax.apps import files
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
@@ -366,13 +367,13 @@ def _network(args, side: str):
   if _evaluator(args, side) != "network":
     return None, None
   path = _checkpoint(args, side) or ""
-  from mcgs_jax.apps import arena, train
+  from mcgs_jax.apps import arena, files, train
 
   env = arena._game_from_spec(args.game).env
   try:
     apply_fn, params, _ = train.load_network(path, env)
-  except OSError as error:
-    raise ValueError(f"cannot read --{side}-checkpoint {path!r}: {error.strerror}") from None
+  except files.CheckpointError as error:
+    raise ValueError(f"--{side}-checkpoint: {error}") from None
   except (KeyError, TypeError, ValueError) as error:
     raise ValueError(
       f"--{side}-checkpoint {path!r} is not a network checkpoint for {args.game}: {error}"
@@ -479,7 +480,7 @@ def save_plot(path: str, game: str, result) -> None:
   right.set_title(f"{game}, {result.games} games", fontsize=9)
   right.legend(fontsize=8)
   figure.tight_layout()
-  figure.savefig(path, dpi=100)
+  files.save_figure(figure, path)
   plt.close(figure)
 
 
@@ -551,6 +552,7 @@ def _check_output(args) -> None:
   missing = missing_extra("matplotlib")
   if missing:
     raise ValueError(f"--plot {missing}")
-  directory = os.path.dirname(os.path.abspath(args.plot))
-  if not os.path.isdir(directory):
-    raise ValueError(f"cannot write --plot {args.plot!r}: no directory {directory!r}")
+  try:
+    files.check_output_path("--plot", args.plot)
+  except ValueError as error:
+    raise ValueError(f"cannot write {error}") from None

@@ -50,6 +50,7 @@ import jax.extend.backend
 import numpy as np
 
 from mcgs_jax._src.per_game import where_per_game
+from mcgs_jax.apps import files
 
 IMPLEMENTATIONS = ("mctx", "tree", "graph")
 
@@ -784,8 +785,10 @@ def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
   except (ValueError, ImportError) as error:
     parser.error(f"--game: {' '.join(str(error).split())}")
   for path_flag, path in (("--json", args.json), ("--markdown", args.markdown)):
-    if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-      parser.error(f"{path_flag} {path!r}: no directory {os.path.dirname(os.path.abspath(path))!r}")
+    try:
+      files.check_output_path(path_flag, path)
+    except ValueError as error:
+      parser.error(str(error))
   for name in memory_games:
     try:
       make_game(name)
@@ -814,11 +817,10 @@ def _write_tables(args, rows: list, scaling: dict) -> None:
   text = markdown(rows, scaling, header)
   print(text)
   if args.markdown:
-    with open(args.markdown, "w", encoding="utf-8") as handle:
-      handle.write(text + "\n")
+    files.write_atomically(args.markdown, text + "\n")
   if args.json:
-    with open(args.json, "w", encoding="utf-8") as handle:
-      json.dump({"rows": rows, "scaling": scaling, "environment": env}, handle, indent=1)
+    payload = {"rows": rows, "scaling": scaling, "environment": env}
+    files.write_atomically(args.json, json.dumps(payload, indent=1))
 
 
 def main(argv=None):

@@ -72,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     enable_compilation_cache()
   try:
     return _run(command, rest)
+  except KeyboardInterrupt:
+    # Ctrl-C: one line and the shell's status for SIGINT (128 + 2), no traceback.
+    # Whatever the command wrote before is whole (files are written atomically).
+    print(f"mcgs-jax {command}: interrupted", file=sys.stderr, flush=True)
+    return 130
   except ModuleNotFoundError as error:
     from mcgs_jax.apps import cli_args
 

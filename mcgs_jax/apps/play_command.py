@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from mcgs_jax.apps import files
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
 
 PROG = "mcgs-jax play"
@@ -324,7 +325,7 @@ def save_plot(path: str, result: dict) -> None:
     f"simulations, {result['evaluator']}"
   )
   figure.tight_layout()
-  figure.savefig(path, dpi=100)
+  files.save_figure(figure, path)
   plt.close(figure)
 
 
@@ -441,6 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = missing_extra(module) if wanted else None
     if missing:
       parser.error(f"{flag} {missing}")
+  try:
+    files.check_output_path("--plot", args.plot)
+  except ValueError as error:
+    parser.error(str(error))
   config = PlayConfig(
     size=args.game,
     num_games=args.games,

@@ -58,7 +58,7 @@ import numpy as np
 import optax
 
 import mcgs_jax as mg
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import files, registry
 from mcgs_jax.apps.cli_args import OneLineErrorParser, missing_extra, progress_bar
 from mcgs_jax.apps.registry import POLICIES, make_evaluator, mctx_policy
 from mcgs_jax.games import evaluators, networks
@@ -468,24 +468,71 @@ def make_train_step(apply_fn, optimizer, l2: float):
 
 
 def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0) -> str:
-  """Writes params (and optimiser state) with `flax.serialization.to_bytes`.
+  """Writes params (and optimiser state) with `flax.serialization.to_bytes`, sealed
+  with its length and SHA-256 and written atomically (`mcgs_jax.apps.files`): a kill
+  during the write leaves the old file or none, never a part of one.
 
   Without `opt_state` the file holds the network only (about a third of the size
   with Adam's state), which is all an arena agent or an evaluation needs.
   """
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   payload = dict(params=params, opt_state=opt_state, iteration=iteration)
-  with open(path, "wb") as handle:
-    handle.write(flax.serialization.to_bytes(payload))
-  return path
+  return files.write_atomically(path, files.seal(flax.serialization.to_bytes(payload)))
+
+
+def _read_state(path: str) -> dict:
+  """The state dict stored in the checkpoint `path` (verified by `files.unseal`)."""
+  payload = files.unseal(path)
+  try:
+    state = flax.serialization.msgpack_restore(payload)
+  except Exception:  # msgpack's and flax's many error types: all mean the same here
+    raise files.CheckpointError(f"checkpoint {path!r} is not a flax checkpoint") from None
+  if not isinstance(state, dict) or "params" not in state:
+    raise files.CheckpointError(f"checkpoint {path!r} holds no params (not written by train)")
+  return state
+
+
+def _shape_mismatch(template, restored) -> str | None:
+  """The first leaf whose shape differs, as `'path: file (..) vs expected (..)'`."""
+  expected = jax.tree_util.tree_leaves_with_path(template)
+  found = jax.tree_util.tree_leaves(restored)
+  for (leaf_path, want), got in zip(expected, found, strict=True):
+    if np.shape(want) != np.shape(got):
+      name = jax.tree_util.keystr(leaf_path)
+      return f"{name}: {np.shape(got)} in the file, {np.shape(want)} expected"
+  return None
 
 
 def load_checkpoint(path: str, params_template, opt_state_template=None):
   """Reads a checkpoint into the given templates; returns `(params, opt_state,
-  iteration)`."""
+  iteration)`.
+
+  Raises:
+    files.CheckpointError (a ValueError) naming `path` when the file is missing,
+    empty, truncated or damaged, holds another network (other layers or widths than
+    `params_template`), or holds no optimiser state while `opt_state_template` asks
+    for one.
+  """
+  state = _read_state(path)
+  if opt_state_template is not None and state.get("opt_state") is None:
+    raise files.CheckpointError(
+      f"checkpoint {path!r} holds no optimiser state (written with params only, e.g. "
+      "by --save-params); load it without opt_state_template"
+    )
   template = dict(params=params_template, opt_state=opt_state_template, iteration=0)
-  with open(path, "rb") as handle:
-    payload = flax.serialization.from_bytes(template, handle.read())
+  if opt_state_template is None:
+    state = dict(state, opt_state=None)
+  try:
+    payload = flax.serialization.from_state_dict(template, state)
+  except (ValueError, KeyError, TypeError) as error:
+    raise files.CheckpointError(
+      f"checkpoint {path!r} holds another network or optimiser: {error}"
+    ) from None
+  for name in ("params", "opt_state"):
+    mismatch = _shape_mismatch(template[name], payload[name])
+    if mismatch:
+      raise files.CheckpointError(
+        f"checkpoint {path!r} holds {name} of other shapes (another width or game?): {mismatch}"
+      )
   return payload["params"], payload["opt_state"], int(payload["iteration"])
 
 
@@ -500,9 +547,10 @@ def load_network(path: str, env):
   the same architecture share one `apply_fn` (so arena agents built from them share
   compiled steps).
   """
-  with open(path, "rb") as handle:
-    payload = flax.serialization.msgpack_restore(handle.read())
-  layers = payload["params"]["params"]
+  payload = _read_state(path)
+  layers = payload["params"].get("params", {}) if isinstance(payload["params"], dict) else {}
+  if "Dense_0" not in layers or "policy_head" not in layers:
+    raise files.CheckpointError(f"checkpoint {path!r} holds no MLPPolicyValueNet")
   hidden: list[int] = []
   while f"Dense_{len(hidden)}" in layers:
     hidden.append(int(np.shape(layers[f"Dense_{len(hidden)}"]["kernel"])[-1]))
@@ -518,9 +566,9 @@ def load_network(path: str, env):
       shapes["params"]["Dense_0"]["kernel"][0],
       shapes["params"]["policy_head"]["kernel"][-1],
     )
-    raise ValueError(
-      "the network does not fit this game (observation size and actions "
-      f"{size(found)}, the game has {size(expected)})"
+    raise files.CheckpointError(
+      f"checkpoint {path!r}: the network does not fit this game (observation size and "
+      f"actions {size(found)}, the game has {size(expected)})"
     )
   return apply_fn, params, int(payload.get("iteration", 0))
 
@@ -635,7 +683,54 @@ def _wants_checkpoint(config: Config, iteration: int) -> bool:
   )
 
 
-def train(config: Config, *, params=None, on_iteration=None) -> History:
+def existing_checkpoints(directory: str | None) -> list[str]:
+  """The `iteration_XXXX.msgpack` files already in `directory` (sorted; none when it
+  does not exist)."""
+  if not directory or not os.path.isdir(directory):
+    return []
+  return sorted(
+    name
+    for name in os.listdir(directory)
+    if name.startswith("iteration_") and name.endswith(".msgpack")
+  )
+
+
+def _claim_checkpoint_dir(directory: str | None, overwrite: bool) -> None:
+  """Refuses (ValueError) a `checkpoint_dir` that holds another run's checkpoints,
+  unless `overwrite`, which deletes them first (so no file of the old run is left to
+  be mistaken for this one's)."""
+  found = existing_checkpoints(directory)
+  if not found or directory is None:
+    return
+  if not overwrite:
+    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    raise ValueError(
+      f"checkpoint_dir {directory!r} already holds {len(found)} checkpoint(s) of another "
+      f"run ({shown}); pass overwrite=True (--overwrite) to replace them, or choose "
+      "another directory"
+    )
+  for name in found:
+    os.unlink(os.path.join(directory, name))
+
+
+def _check_params(params, fresh_params) -> None:
+  """ValueError naming `params` when its tree or shapes are not the network's."""
+  paths = lambda tree: [
+    jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)
+  ]
+  if paths(params) != paths(fresh_params):
+    raise ValueError(
+      "params: another network structure than Config.hidden and the game give "
+      f"(arrays {paths(params)[:3]}..., expected {paths(fresh_params)[:3]}...)"
+    )
+  mismatch = _shape_mismatch(fresh_params, params)
+  if mismatch:
+    raise ValueError(
+      f"params: another width or game than Config.hidden and the game give: {mismatch}"
+    )
+
+
+def train(config: Config, *, params=None, on_iteration=None, overwrite: bool = False) -> History:
   """Runs the AlphaZero loop; returns the history (one dict per iteration).
 
   Each history entry holds `iteration`, `positions` (new valid positions),
@@ -654,16 +749,23 @@ def train(config: Config, *, params=None, on_iteration=None) -> History:
 
   Args:
     config: the run's `Config`.
-    params: initial network weights (default: a fresh `MLPPolicyValueNet`).
+    params: initial network weights (default: a fresh `MLPPolicyValueNet`); of
+      the shapes `config.hidden` and the game give, or ValueError naming `params`.
     on_iteration: called as `on_iteration(history)` after every iteration (e.g. to
       save the history so far).
+    overwrite: with `config.checkpoint_dir` holding another run's
+      `iteration_XXXX.msgpack` files, delete them and start; without it such a
+      directory is refused (ValueError) before any work.
   """
   started = time.perf_counter()
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
   board = registry.game_from_spec(config.game)  # the one the arena's matches play
   apply_fn, fresh_params = networks.init_network(board.env, init_key, hidden=config.hidden)
+  if params is not None:
+    _check_params(params, fresh_params)
   params = fresh_params if params is None else params
+  _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
   game = dataclasses.replace(
     board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
   )
@@ -844,7 +946,7 @@ def plot_history(history: list[dict], path: str | None = None):
     score_axis.text(0.5, 0.5, "not evaluated", ha="center", transform=score_axis.transAxes)
   figure.tight_layout()
   if path is not None:
-    figure.savefig(path, dpi=100)
+    files.save_figure(figure, path)
   return figure
 
 
@@ -856,10 +958,7 @@ def save_history(path: str, history: History) -> None:
   payload = dict(config=dataclasses.asdict(history.config), history=list(history))
   if history.initial_checkpoint:
     payload["initial_checkpoint"] = history.initial_checkpoint
-  temporary = f"{path}.partial"
-  with open(temporary, "w", encoding="utf-8") as handle:
-    json.dump(payload, handle, indent=1)
-  os.replace(temporary, path)
+  files.write_atomically(path, json.dumps(payload, indent=1))
 
 
 def _int_list(text: str):
@@ -951,28 +1050,6 @@ def _check_game(config: Config) -> None:
     raise ValueError(f"--game {config.game!r}: {error}") from None
 
 
-def _check_writable(flag: str, path: str | None, directory: bool = False) -> None:
-  """ValueError when `path` (a file, or with `directory` a folder to create) cannot
-  be written: checked before any work."""
-  if not path:
-    return
-  target = os.path.abspath(path)
-  if directory:
-    existing = target
-    while not os.path.exists(existing):
-      existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
-      raise ValueError(f"{flag} {path!r}: cannot create a directory under {existing!r}")
-    return
-  if os.path.isdir(target):
-    raise ValueError(f"{flag} {path!r} is a directory, expected a file")
-  parent = os.path.dirname(target)
-  if not os.path.isdir(parent):
-    raise ValueError(f"{flag} {path!r}: no directory {parent!r}")
-  if not os.access(parent, os.W_OK):
-    raise ValueError(f"{flag} {path!r}: directory {parent!r} is not writable")
-
-
 def build_parser():
   """The `mcgs-jax train` parser (one flag per `Config` field it mirrors)."""
   defaults, quick = Config(), Config.quick()
@@ -1034,6 +1111,12 @@ def build_parser():
     help="write the final network (params only, no optimiser state) "
     "to this file (default: not written)",
   )
+  parser.add_argument(
+    "--overwrite",
+    action="store_true",
+    help="let --checkpoint-dir replace the checkpoints another run left there (default: "
+    "such a directory is refused before any work)",
+  )
   parser.add_argument("--plot", help="save the learning curve to this file (default: no plot)")
   parser.add_argument(
     "--history",
@@ -1050,7 +1133,7 @@ def config_from_args(args) -> Config:
   overrides = {
     name: value
     for name, value in vars(args).items()
-    if name not in ("quick", "plot", "history", "save_params") and value is not None
+    if name not in ("quick", "plot", "history", "save_params", "overwrite") and value is not None
   }
   if overrides.get("engine") == "mctx":  # mctx searches a tree from scratch
     overrides.setdefault("transpositions", False)
@@ -1073,12 +1156,17 @@ def main(argv=None):
     config = config_from_args(args)
     _check_game(config)
     for flag, path in (("--plot", args.plot), ("--history", args.history)):
-      _check_writable(flag, path)
-    _check_writable("--save-params", args.save_params)
+      files.check_output_path(flag, path)
+    files.check_output_path("--save-params", args.save_params)
     missing = missing_extra("matplotlib") if args.plot else None
     if missing:
       raise ValueError(f"--plot {missing}")
-    _check_writable("--checkpoint-dir", config.checkpoint_dir, directory=True)
+    files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
+    if existing_checkpoints(config.checkpoint_dir) and not args.overwrite:
+      raise ValueError(
+        f"--checkpoint-dir {config.checkpoint_dir!r} already holds checkpoints of another "
+        "run; add --overwrite to replace them, or choose another directory"
+      )
   except ValueError as error:
     print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
     return 2
@@ -1092,6 +1180,8 @@ def main(argv=None):
   on_iteration = None
   if args.history:
     on_iteration = lambda history: save_history(args.history, history)
+  if args.overwrite:
+    _claim_checkpoint_dir(config.checkpoint_dir, overwrite=True)
   history = train(config, on_iteration=on_iteration)
   if args.save_params:
     save_checkpoint(args.save_params, history.params, None, config.iterations)

@@ -1,0 +1,119 @@
+"""`jax.random.split` and `jax.random.uniform` with the same bits, cheaper on CPU.
+
+On the CPU, JAX lowers the Threefry-2x32 hash behind every `split` and `uniform` as
+a rolled loop of five iterations (it compiles faster): about 80 small operations
+that XLA runs one by one. The search calls two of them at every depth of every
+playout (the per-game key split and the selection rule's tie-break), and they were
+most of the operations a playout ran (`benchmarks/RESULTS.md`, "Where a move's time
+goes"). The functions here compute the same Threefry-2x32 hash (Salmon et al.,
+"Parallel random numbers: as easy as 1, 2, 3", 2011) with its 20 rounds written
+out, which XLA fuses into a few operations, and derive keys and floats from it
+exactly as `jax.random` does for its default configuration, so every result is the
+same bit for bit (tests/test_random_bits.py compares them).
+
+Where that configuration does not hold (another PRNG implementation, the
+non-partitionable Threefry mode, 64-bit floats, or raw keys while JAX warns about
+them), they call `jax.random` itself: never different bits, at worst the old cost.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = np.uint32(0x1BD11BDA)  # the key schedule's constant (Threefry's C240)
+_ONE_BITS = np.uint32(0x3F800000)  # float32 1.0
+_MANTISSA_SHIFT = np.uint32(32 - 23)
+
+
+def _rotate_left(value, distance: int):
+  return (value << np.uint32(distance)) | (value >> np.uint32(32 - distance))
+
+
+def threefry2x32(key1, key2, count1, count2):
+  """The Threefry-2x32 hash (20 rounds) of the counter pairs `(count1, count2)`
+  under the key `(key1, key2)`; all uint32, broadcast together. Returns the pair of
+  hashed words."""
+  schedule = (key1, key2, key1 ^ key2 ^ _PARITY)
+  words = [count1 + schedule[0], count2 + schedule[1]]
+  for block in range(5):
+    for distance in _ROTATIONS[block % 2]:
+      words[0] = words[0] + words[1]
+      words[1] = words[0] ^ _rotate_left(words[1], distance)
+    words[0] = words[0] + schedule[(block + 1) % 3]
+    words[1] = words[1] + schedule[(block + 2) % 3] + np.uint32(block + 1)
+  return words[0], words[1]
+
+
+def _flag(name: str):
+  """The value of a JAX configuration flag (read as an attribute, as JAX asks)."""
+  return getattr(jax.config, name)
+
+
+def _fast_path(key, batch_dims: int) -> bool:
+  """Whether `key` (`batch_dims` 0: one key; 1: a `[B]` batch; raw or typed) is a
+  Threefry-2x32 key whose `jax.random` bits the functions here reproduce (checked at
+  trace time). Anything else, a malformed key included, goes to `jax.random`, which
+  raises its own errors."""
+  if not _flag("jax_threefry_partitionable"):
+    return False
+  if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+    return key.ndim == batch_dims and str(jax.random.key_impl(key)) == "threefry2x32"
+  return (
+    _flag("jax_default_prng_impl") == "threefry2x32"
+    and _flag("jax_legacy_prng_key") == "allow"
+    and not _flag("jax_enable_custom_prng")
+    and key.dtype == jnp.uint32
+    and key.ndim == batch_dims + 1
+    and key.shape[-1] == 2
+  )
+
+
+def _key_words(key):
+  """`(words [..., 2] uint32, typed)`: the raw data of `key`."""
+  if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+    return jax.random.key_data(key), True
+  return key, False
+
+
+def split(key, num: int = 2):
+  """`jax.random.split(key, num)` for one key (raw `[2]` uint32 or typed `[]`), bit
+  for bit; vmappable. Returns `[num]` keys of `key`'s kind."""
+  key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+  if not _fast_path(key, 0):
+    return jax.random.split(key, num)
+  words, typed = _key_words(key)
+  counts = jnp.arange(num, dtype=jnp.uint32)
+  high, low = threefry2x32(words[..., 0], words[..., 1], jnp.zeros_like(counts), counts)
+  new = jnp.stack([high, low], axis=-1)
+  return jax.random.wrap_key_data(new, impl="threefry2x32") if typed else new
+
+
+def split_each(keys, num: int = 2):
+  """`jax.vmap(lambda key: jax.random.split(key, num))(keys)`: `[B]` keys (raw
+  `[B, 2]` or typed `[B]`) -> `[B, num]` keys, bit for bit."""
+  keys = jnp.asarray(keys) if not isinstance(keys, jax.Array) else keys
+  if not _fast_path(keys, 1):
+    return jax.vmap(lambda key: jax.random.split(key, num))(keys)
+  words, typed = _key_words(keys)
+  counts = jnp.arange(num, dtype=jnp.uint32)
+  high, low = threefry2x32(
+    words[:, None, 0], words[:, None, 1], jnp.zeros_like(counts)[None], counts[None]
+  )
+  new = jnp.stack([high, low], axis=-1)
+  return jax.random.wrap_key_data(new, impl="threefry2x32") if typed else new
+
+
+def uniform(key, shape: tuple[int, ...]):
+  """`jax.random.uniform(key, shape)` (float32 in [0, 1)) for one key, bit for bit;
+  vmappable."""
+  key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+  if _flag("jax_enable_x64") or not _fast_path(key, 0):
+    return jax.random.uniform(key, shape)
+  words, _ = _key_words(key)
+  size = int(np.prod(shape, dtype=np.int64))
+  counts = jnp.arange(size, dtype=jnp.uint32).reshape(shape)
+  high, low = threefry2x32(words[0], words[1], jnp.zeros_like(counts), counts)
+  mantissa = ((high ^ low) >> _MANTISSA_SHIFT) | _ONE_BITS
+  floats = jax.lax.bitcast_convert_type(mantissa, jnp.float32) - jnp.float32(1.0)
+  return jnp.maximum(jnp.float32(0.0), floats * jnp.float32(1.0) + jnp.float32(0.0))

@@ -1,0 +1,241 @@
+"""Files that long jobs write survive kills and are refused by name when damaged.
+
+`mcgs_jax.apps.files` writes every checkpoint, history and benchmark file through a
+unique temporary file and a rename, and seals checkpoints with their length and
+SHA-256; `mcgs_jax.apps.train` refuses a checkpoint directory another run filled, a
+checkpoint of another width or without the optimiser state asked for, and `params`
+of another width.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import flax.serialization
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from mcgs_jax.apps import benchmark, files
+from mcgs_jax.apps import train as train_lib
+from mcgs_jax.games import networks
+from mcgs_jax.games.adapter import make_game
+
+pytest.importorskip("pgx")
+
+
+@pytest.fixture(scope="module")
+def network():
+  """Params of the (16,) and (24,) tic-tac-toe networks and an Adam state."""
+  env = make_game("tic_tac_toe").env
+  _, params = networks.init_network(env, jax.random.PRNGKey(0), hidden=(16,))
+  _, wider = networks.init_network(env, jax.random.PRNGKey(0), hidden=(24,))
+  return params, wider, optax.adam(1e-3).init(params)
+
+
+def _zeros(tree):
+  return jax.tree_util.tree_map(jnp.zeros_like, tree)
+
+
+def test_sealed_round_trip_and_older_files(network, tmp_path):
+  params, _, opt_state = network
+  path = train_lib.save_checkpoint(str(tmp_path / "ck.msgpack"), params, opt_state, 3)
+  loaded, loaded_opt, iteration = train_lib.load_checkpoint(path, _zeros(params), _zeros(opt_state))
+  assert iteration == 3
+  for a, b in zip(
+    jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(loaded), strict=True
+  ):
+    np.testing.assert_array_equal(a, b)
+  assert jax.tree_util.tree_structure(loaded_opt) == jax.tree_util.tree_structure(opt_state)
+  assert not [name for name in os.listdir(tmp_path) if name.endswith(".partial")]
+  # A file written before the envelope (bare flax bytes) still loads.
+  older = tmp_path / "older.msgpack"
+  older.write_bytes(flax.serialization.to_bytes(dict(params=params, opt_state=None, iteration=5)))
+  _, _, iteration = train_lib.load_checkpoint(str(older), _zeros(params))
+  assert iteration == 5
+
+
+def _damaged(tmp_path, params, how: str) -> str:
+  path = train_lib.save_checkpoint(str(tmp_path / f"{how}.msgpack"), params, None, 1)
+  with open(path, "rb") as handle:
+    data = handle.read()
+  if how == "empty":
+    data = b""
+  elif how == "truncated":
+    data = data[: len(data) // 2]
+  elif how == "flipped":  # the payload is the envelope's last field
+    data = data[:-1] + bytes([data[-1] ^ 0xFF])
+  elif how == "text":
+    data = b"not a checkpoint at all"
+  with open(path, "wb") as handle:
+    handle.write(data)
+  return path
+
+
+@pytest.mark.parametrize(
+  "how, message",
+  [
+    ("empty", "is empty"),
+    ("truncated", "truncated or not a checkpoint"),
+    ("flipped", "SHA-256 does not match"),
+    ("text", "not a"),
+  ],
+)
+def test_damaged_checkpoints_are_refused_by_name(network, tmp_path, how, message):
+  params, _, _ = network
+  path = _damaged(tmp_path, params, how)
+  for load in (
+    lambda: train_lib.load_checkpoint(path, _zeros(params)),
+    lambda: train_lib.load_network(path, make_game("tic_tac_toe").env),
+  ):
+    with pytest.raises(files.CheckpointError, match=message) as caught:
+      load()
+    assert path in str(caught.value)
+
+
+def test_another_width_and_no_optimiser_state_are_refused(network, tmp_path):
+  params, wider, opt_state = network
+  path = train_lib.save_checkpoint(str(tmp_path / "narrow.msgpack"), params, None, 1)
+  with pytest.raises(files.CheckpointError, match="other shapes") as caught:
+    train_lib.load_checkpoint(path, _zeros(wider))
+  assert "(16,)" in str(caught.value) or "16)" in str(caught.value)
+  with pytest.raises(files.CheckpointError, match="no optimiser state"):
+    train_lib.load_checkpoint(path, _zeros(params), _zeros(opt_state))
+  with pytest.raises(files.CheckpointError, match="does not exist"):
+    train_lib.load_checkpoint(str(tmp_path / "missing.msgpack"), _zeros(params))
+
+
+def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+  path = str(tmp_path / "history.json")
+  files.write_atomically(path, "old")
+
+  def broken_fsync(_):
+    raise OSError(28, "No space left on device")
+
+  monkeypatch.setattr(os, "fsync", broken_fsync)
+  with pytest.raises(OSError, match="No space"):
+    files.write_atomically(path, "new" * 1000)
+  with open(path) as handle:
+    assert handle.read() == "old"
+  assert os.listdir(tmp_path) == ["history.json"]  # no temporary file left
+
+
+_WRITER = textwrap.dedent(
+  """
+  import sys
+  from mcgs_jax.apps import files
+  path, size = sys.argv[1], int(sys.argv[2])
+  index = 0
+  print("ready", flush=True)
+  while True:
+    index += 1
+    files.write_atomically(path, files.seal(bytes([index % 251]) * size))
+  """
+)
+
+
+def test_a_kill_during_writes_never_leaves_half_a_file(tmp_path):
+  """A process rewriting a 20 MB checkpoint over and over, killed with SIGKILL at
+  three moments: the file is always whole (its checksum holds)."""
+  path = str(tmp_path / "ck.msgpack")
+  rng = np.random.default_rng(0)
+  for kill in range(3):
+    writer = subprocess.Popen(
+      [sys.executable, "-c", _WRITER, path, str(20_000_000)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout.readline().strip() == "ready"
+    time.sleep(0.2 + float(rng.uniform(0.0, 0.4)))
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    if kill == 0 and not os.path.exists(path):
+      continue  # killed before its first rename: no file, which is fine
+    payload = files.unseal(path)  # raises if half written
+    assert len(payload) == 20_000_000 and len(set(payload[::1_000_000])) == 1
+
+
+def test_two_runs_sharing_a_history_path(tmp_path):
+  """Two writers of one path at once: neither fails, the file is always one of
+  theirs, whole."""
+  path = str(tmp_path / "shared.json")
+  errors = []
+
+  def write(label: str):
+    try:
+      for index in range(200):
+        files.write_atomically(path, json.dumps({"run": label, "index": index, "pad": "x" * 5000}))
+    except Exception as error:  # noqa: BLE001 - the test reports any failure
+      errors.append(error)
+
+  threads = [threading.Thread(target=write, args=(label,)) for label in "ab"]
+  for thread in threads:
+    thread.start()
+  for thread in threads:
+    thread.join()
+  assert not errors
+  with open(path) as handle:
+    assert json.load(handle)["index"] == 199
+  assert os.listdir(tmp_path) == ["shared.json"]
+
+
+def test_a_checkpoint_dir_of_another_run_is_refused(tmp_path):
+  directory = tmp_path / "ck"
+  directory.mkdir()
+  (directory / "iteration_0003.msgpack").write_bytes(b"old")
+  (directory / "notes.txt").write_text("kept")
+  config = train_lib.Config.quick(checkpoint_dir=str(directory), progress=False)
+  with pytest.raises(ValueError, match="already holds 1 checkpoint"):
+    train_lib.train(config)
+  assert train_lib.main(["--quick", "--checkpoint-dir", str(directory)]) == 2
+  assert (directory / "iteration_0003.msgpack").exists()
+  train_lib._claim_checkpoint_dir(str(directory), overwrite=True)
+  assert sorted(os.listdir(directory)) == ["notes.txt"]
+
+
+def test_params_of_another_width_are_refused(network):
+  _, wider, _ = network
+  config = train_lib.Config.quick(hidden=(16,), progress=False)
+  with pytest.raises(ValueError, match=r"^params: another width"):
+    train_lib.train(config, params=wider)
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_bench_output_that_is_a_directory_is_refused_before_work(tmp_path, flag, capsys):
+  started = time.perf_counter()
+  with pytest.raises(SystemExit) as caught:
+    benchmark.main(["--quick", flag, str(tmp_path)])
+  assert caught.value.code == 2
+  assert "is a directory" in capsys.readouterr().err
+  assert time.perf_counter() - started < 30  # refused, not run
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_130(tmp_path):
+  """SIGINT during `mcgs-jax train --quick` (after it printed its config, while it
+  compiles or plays): exit status 130, one line on stderr, no traceback, and the
+  history written so far is whole."""
+  history = tmp_path / "history.json"
+  command = [sys.executable, "-m", "mcgs_jax.apps.cli", "--no-cache", "train", "--quick"]
+  process = subprocess.Popen(
+    [*command, "--history", str(history)],
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    cwd=tmp_path,
+  )
+  lines = [process.stdout.readline(), process.stdout.readline()]
+  assert any(line.startswith("Config(") for line in lines), lines
+  time.sleep(3.0)
+  process.send_signal(signal.SIGINT)
+  _, err = process.communicate(timeout=120)
+  assert process.returncode == 130, err
+  assert "Traceback" not in err
+  assert err.strip().splitlines()[-1] == "mcgs-jax train: interrupted"
+  if history.exists():
+    with open(history) as handle:
+      assert "history" in json.load(handle)
