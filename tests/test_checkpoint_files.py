@@ -7,6 +7,7 @@ checkpoint of another width or without the optimiser state asked for, and `param
 of another width.
 """
 
+import dataclasses
 import json
 import os
 import signal
@@ -239,3 +240,113 @@ def test_ctrl_c_ends_a_command_with_one_line_and_130(tmp_path):
   if history.exists():
     with open(history) as handle:
       assert "history" in json.load(handle)
+
+
+RESUMABLE = dict(
+  num_games=8,
+  num_simulations=8,
+  hidden=(16,),
+  train_steps=5,
+  train_batch_size=32,
+  eval_games=0,
+  progress=False,
+  checkpoint_every=1,
+)
+
+
+def _assert_same_params(first, second):
+  for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_resume_continues_bit_for_bit(tmp_path):
+  """A run stopped after 2 of 3 iterations and resumed ends with the params of the
+  uninterrupted run, and its history holds every iteration once."""
+  whole = train_lib.train(
+    train_lib.Config.quick(**RESUMABLE, iterations=3, checkpoint_dir=str(tmp_path / "whole"))
+  )
+  stopped = train_lib.Config.quick(**RESUMABLE, iterations=2, checkpoint_dir=str(tmp_path / "cut"))
+  train_lib.train(stopped)
+  resumed = train_lib.train(dataclasses.replace(stopped, iterations=3), resume=True)
+  _assert_same_params(whole.params, resumed.params)
+  assert [entry["iteration"] for entry in resumed] == [1, 2, 3]
+  with pytest.raises(ValueError, match="resume: checkpoint .* num_games=8"):
+    train_lib.train(dataclasses.replace(stopped, num_games=16), resume=True)
+  # The command line takes the run's flags from its checkpoints, and no others.
+  args = train_lib.build_parser().parse_args(
+    ["--resume", stopped.checkpoint_dir, "--iterations", "5"]
+  )
+  config = train_lib.resumed_config(args)
+  assert (config.num_games, config.iterations, config.checkpoint_dir) == (
+    8,
+    5,
+    stopped.checkpoint_dir,
+  )
+  assert train_lib.main(["--resume", stopped.checkpoint_dir, "--games", "4"]) == 2
+  assert train_lib.main(["--resume", str(tmp_path / "nothing")]) == 2
+
+
+_KILLABLE = textwrap.dedent(
+  """
+  import sys, time
+  from mcgs_jax.apps import files, train
+  real_write = files.write_atomically
+  slow_iteration = int(sys.argv[2])
+
+  def announced_write(path, data):
+    if path.endswith(f"iteration_{slow_iteration:04d}.msgpack"):
+      # Stand in the middle of this write (temporary file written, not renamed) for
+      # the killer to strike there.
+      import os, tempfile
+      handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".partial")
+      os.write(handle, data[: len(data) // 2])
+      print("inside a write", flush=True)
+      time.sleep(60)
+    return real_write(path, data)
+
+  files.write_atomically = announced_write
+  config = train.Config.quick(**eval(sys.argv[3]), iterations=4, checkpoint_dir=sys.argv[1])
+  print("started", flush=True)
+  train.train(config, resume=True)
+  print("finished", flush=True)
+  """
+)
+
+
+def _wait_for(process, text: str) -> None:
+  """Reads `process`'s output lines until one is `text`."""
+  for line in process.stdout:
+    if line.strip() == text:
+      return
+  raise AssertionError(f"the process ended before printing {text!r}")
+
+
+@pytest.mark.slow
+def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path):
+  """A run killed with SIGKILL inside a checkpoint write (iteration 2's), resumed,
+  killed again at a random moment, and resumed to the end: every checkpoint left
+  is readable, and the final params are the uninterrupted run's, bit for bit."""
+  directory = str(tmp_path / "run")
+  whole = train_lib.train(
+    train_lib.Config.quick(**RESUMABLE, iterations=4, checkpoint_dir=str(tmp_path / "whole"))
+  )
+  script = [sys.executable, "-c", _KILLABLE, directory]
+  first = subprocess.Popen([*script, "2", repr(RESUMABLE)], stdout=subprocess.PIPE, text=True)
+  _wait_for(first, "inside a write")
+  first.send_signal(signal.SIGKILL)
+  first.wait(timeout=30)
+  # Killed inside iteration 2's write: iteration 1's checkpoint whole, the
+  # half-written temporary file beside it.
+  assert train_lib.existing_checkpoints(directory) == ["iteration_0001.msgpack"]
+  assert any(name.endswith(".partial") for name in os.listdir(directory))
+  second = subprocess.Popen([*script, "0", repr(RESUMABLE)], stdout=subprocess.PIPE, text=True)
+  _wait_for(second, "started")
+  time.sleep(float(np.random.default_rng(1).uniform(2.0, 6.0)))
+  second.send_signal(signal.SIGKILL)
+  second.wait(timeout=30)
+  for name in train_lib.existing_checkpoints(directory):
+    files.unseal(os.path.join(directory, name))  # none is unreadable
+  config = train_lib.Config.quick(**RESUMABLE, iterations=4, checkpoint_dir=directory)
+  resumed = train_lib.train(config, resume=True)
+  _assert_same_params(whole.params, resumed.params)
+  assert [entry["iteration"] for entry in resumed] == [1, 2, 3, 4]

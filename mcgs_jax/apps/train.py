@@ -467,7 +467,7 @@ def make_train_step(apply_fn, optimizer, l2: float):
 # Checkpoints
 
 
-def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0) -> str:
+def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0, run_state=None) -> str:
   """Writes params (and optimiser state) with `flax.serialization.to_bytes`, sealed
   with its length and SHA-256 and written atomically (`mcgs_jax.apps.files`): a kill
   during the write leaves the old file or none, never a part of one.
@@ -476,6 +476,8 @@ def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0) -> st
   with Adam's state), which is all an arena agent or an evaluation needs.
   """
   payload = dict(params=params, opt_state=opt_state, iteration=iteration)
+  if run_state is not None:  # what `train(..., resume=True)` needs besides
+    payload["run_state"] = run_state
   return files.write_atomically(path, files.seal(flax.serialization.to_bytes(payload)))
 
 
@@ -730,7 +732,9 @@ def _check_params(params, fresh_params) -> None:
     )
 
 
-def train(config: Config, *, params=None, on_iteration=None, overwrite: bool = False) -> History:
+def train(
+  config: Config, *, params=None, on_iteration=None, overwrite: bool = False, resume: bool = False
+) -> History:
   """Runs the AlphaZero loop; returns the history (one dict per iteration).
 
   Each history entry holds `iteration`, `positions` (new valid positions),
@@ -756,6 +760,13 @@ def train(config: Config, *, params=None, on_iteration=None, overwrite: bool = F
     overwrite: with `config.checkpoint_dir` holding another run's
       `iteration_XXXX.msgpack` files, delete them and start; without it such a
       directory is refused (ValueError) before any work.
+    resume: continue the run whose checkpoints are in `config.checkpoint_dir` from
+      its last complete checkpoint (params, optimiser state, keys, replay buffer,
+      history; a run killed before its first checkpoint starts afresh). The result
+      is the run's uninterrupted result, bit for bit on the same machine
+      (tests/test_checkpoint_files.py). `config` must be the run's, except
+      `iterations`, `max_seconds`, `progress`, `eval_games` and `eval_every`; a
+      budget counts from the resumed start.
   """
   started = time.perf_counter()
   key = jax.random.PRNGKey(config.seed)
@@ -765,66 +776,154 @@ def train(config: Config, *, params=None, on_iteration=None, overwrite: bool = F
   if params is not None:
     _check_params(params, fresh_params)
   params = fresh_params if params is None else params
-  _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
+  if not resume:
+    _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
+  elif not config.checkpoint_dir:
+    raise ValueError("resume=True needs config.checkpoint_dir, where the run left its checkpoints")
   game = dataclasses.replace(
     board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
   )
   optimizer = optax.adam(config.learning_rate)
-  opt_state = optimizer.init(params)
+  run = _Run(
+    params=params,
+    opt_state=optimizer.init(params),
+    previous_params=params,  # the opponent of "vs_previous": the last evaluated net
+    key=key,
+    rng=np.random.default_rng(config.seed),
+    buffer=ReplayBuffer(config.buffer_size),
+    history=History(),
+  )
+  run.history.apply_fn, run.history.config = apply_fn, config
+  first = _resume(config, run) + 1 if resume else 1
+  if first == 1 and _wants_checkpoint(config, 0):
+    run.history.initial_checkpoint = checkpoint_path(str(config.checkpoint_dir), 0)
+    _save_run(run.history.initial_checkpoint, run, 0)
   self_play = make_self_play(game, config)
   train_step = make_train_step(apply_fn, optimizer, config.l2)
-  buffer = ReplayBuffer(config.buffer_size)
-  rng = np.random.default_rng(config.seed)
-  previous_params = params  # the opponent of "vs_previous": the last evaluated net
-  history = History()
-  history.apply_fn, history.config = apply_fn, config
-  if config.checkpoint_dir and _wants_checkpoint(config, 0):
-    history.initial_checkpoint = save_checkpoint(
-      checkpoint_path(config.checkpoint_dir, 0), params, opt_state, 0
-    )
-  iterations: Any = range(1, config.iterations + 1)
-  bar = None
-  if config.progress:
-    bar = progress_bar(iterable=iterations, desc=f"alphazero {config.game}")
-    iterations = iterations if bar is None else bar
+  iterations: Any = range(first, config.iterations + 1)
+  bar = (
+    progress_bar(iterable=iterations, desc=f"alphazero {config.game}") if config.progress else None
+  )
   last_iteration_s = 0.0
-  for iteration in iterations:
+  for iteration in iterations if bar is None else bar:
     elapsed = time.perf_counter() - started
-    over_budget = config.max_seconds is not None and (
-      elapsed + last_iteration_s > config.max_seconds
-    )
-    if iteration > 1 and over_budget:
+    if (
+      iteration > first
+      and config.max_seconds is not None
+      and (elapsed + last_iteration_s > config.max_seconds)
+    ):
       break
     iteration_started = time.perf_counter()
     entry: dict[str, Any] = dict(iteration=iteration)
-    key, play_key = jax.random.split(key)
-    self_play = _self_play_iteration(entry, self_play, buffer, params, play_key)
-    params, opt_state, train_step = _training_iteration(
-      entry, config, train_step, buffer, rng, params, opt_state
+    run.key, play_key = jax.random.split(run.key)
+    self_play = _self_play_iteration(
+      entry, self_play, run.buffer, run.params, play_key, iteration == first
     )
-    if config.checkpoint_dir and _wants_checkpoint(config, iteration):
-      entry["checkpoint"] = save_checkpoint(
-        checkpoint_path(config.checkpoint_dir, iteration), params, opt_state, iteration
-      )
+    run.params, run.opt_state, train_step = _training_iteration(
+      entry, config, train_step, run.buffer, run.rng, run.params, run.opt_state, iteration == first
+    )
+    if _wants_checkpoint(config, iteration):
+      entry["checkpoint"] = checkpoint_path(str(config.checkpoint_dir), iteration)
     if config.eval_games > 0 and (
       iteration % config.eval_every == 0 or iteration == config.iterations
     ):
-      _timed_evaluation(entry, config, apply_fn, params, previous_params, history)
-      previous_params = params
+      _timed_evaluation(entry, config, apply_fn, run.params, run.previous_params, run.history)
+      run.previous_params = run.params
     entry["elapsed_s"] = time.perf_counter() - started
     last_iteration_s = time.perf_counter() - iteration_started
-    history.append(entry)
+    run.history.append(entry)
+    if "checkpoint" in entry:  # after the iteration is whole: a resume starts after it
+      _save_run(entry["checkpoint"], run, iteration)
     if on_iteration is not None:
-      on_iteration(history)
+      on_iteration(run.history)
     _report(bar, entry)
-  history.params = params
-  return history
+  run.history.params = run.params
+  return run.history
 
 
-def _self_play_iteration(entry: dict, self_play, buffer: ReplayBuffer, params, key):
+@dataclasses.dataclass
+class _Run:
+  """What a training run carries from one iteration to the next (all of it goes into
+  every checkpoint `train` writes, so that `resume` continues exactly)."""
+
+  params: Any
+  opt_state: Any
+  previous_params: Any
+  key: Any  # the jax key the next iteration splits
+  rng: np.random.Generator  # draws the training minibatches
+  buffer: ReplayBuffer
+  history: History
+
+
+def _save_run(path: str, run: _Run, iteration: int) -> None:
+  """The checkpoint of `iteration`: params, optimiser state and the rest of `run`."""
+  config = run.history.config
+  run_state = dict(
+    config=json.dumps(dataclasses.asdict(config) if config is not None else {}),
+    key=np.asarray(run.key),
+    rng=json.dumps(run.rng.bit_generator.state),
+    buffer=dict(size=run.buffer.size, cursor=run.buffer.cursor, data=dict(run.buffer.data)),
+    previous_params=run.previous_params,
+    history=json.dumps(list(run.history)),
+    initial_checkpoint=run.history.initial_checkpoint or "",
+  )
+  save_checkpoint(path, run.params, run.opt_state, iteration, run_state=run_state)
+
+
+# Config fields a resumed run may change: they do not change what it computes.
+_RESUMABLE_CHANGES = ("iterations", "max_seconds", "progress", "eval_games", "eval_every")
+
+
+def _resume(config: Config, run: _Run) -> int:
+  """Restores `run` from the last complete checkpoint in `config.checkpoint_dir`
+  that holds a run's state; returns its iteration (0 when there is none: the run
+  starts afresh). A damaged last checkpoint (a kill during its write leaves none,
+  but a disk can) is skipped for the one before. ValueError when the run's config
+  differs from `config` in a field other than `_RESUMABLE_CHANGES`."""
+  for name in reversed(existing_checkpoints(config.checkpoint_dir)):
+    path = os.path.join(str(config.checkpoint_dir), name)
+    try:
+      state = _read_state(path)
+    except files.CheckpointError:
+      continue
+    run_state = state.get("run_state")
+    if not isinstance(run_state, dict):
+      continue
+    _check_same_run(path, json.loads(run_state["config"]), config)
+    restore = flax.serialization.from_state_dict
+    run.params = restore(run.params, state["params"])
+    run.opt_state = restore(run.opt_state, state["opt_state"])
+    run.previous_params = restore(run.previous_params, run_state["previous_params"])
+    run.key = jnp.asarray(run_state["key"], jnp.uint32)
+    run.rng.bit_generator.state = json.loads(run_state["rng"])
+    buffer = run_state["buffer"]
+    run.buffer.size, run.buffer.cursor = int(buffer["size"]), int(buffer["cursor"])
+    run.buffer.data = {name: np.array(array) for name, array in buffer["data"].items()}
+    run.history.extend(json.loads(run_state["history"]))
+    run.history.initial_checkpoint = run_state["initial_checkpoint"] or None
+    return int(state["iteration"])
+  return 0
+
+
+def _check_same_run(path: str, stored: dict, config: Config) -> None:
+  """ValueError naming the first config field in which `config` differs from the
+  run that wrote `path`."""
+  given = json.loads(json.dumps(dataclasses.asdict(config)))
+  for field, value in stored.items():
+    if field not in _RESUMABLE_CHANGES and given.get(field) != value:
+      raise ValueError(
+        f"resume: checkpoint {path!r} is of a run with {field}={value!r}, not "
+        f"{given.get(field)!r}; resume with that run's config"
+      )
+
+
+def _self_play_iteration(
+  entry: dict, self_play, buffer: ReplayBuffer, params, key, first: bool
+) -> Any:
   """Plays one iteration's games into `buffer` and records it in `entry`; returns
-  `self_play`, compiled ahead of time at iteration 1 (timed apart, `compile_s`)."""
-  if entry["iteration"] == 1:
+  `self_play`, compiled ahead of time at the `first` iteration of this process (timed
+  apart, `compile_s`)."""
+  if first:
     start = time.perf_counter()
     self_play = self_play.lower(params, key).compile()
     entry["compile_s"] = time.perf_counter() - start
@@ -839,15 +938,17 @@ def _self_play_iteration(entry: dict, self_play, buffer: ReplayBuffer, params, k
   return self_play
 
 
-def _training_iteration(entry: dict, config: Config, train_step, buffer, rng, params, opt_state):
+def _training_iteration(
+  entry: dict, config: Config, train_step, buffer, rng, params, opt_state, first: bool
+):
   """`config.train_steps` steps on minibatches of `buffer`, their losses recorded in
   `entry`; returns `(params, opt_state, train_step)`, the step compiled ahead of time
-  at iteration 1 (its time added to `compile_s`, not to `train_s`)."""
+  at the `first` iteration (its time added to `compile_s`, not to `train_s`)."""
   metrics = []
   train_start: float | None = None
   for _ in range(config.train_steps):
     batch = buffer.sample(rng, config.train_batch_size)
-    if entry["iteration"] == 1 and train_start is None:
+    if first and train_start is None:
       compile_start = time.perf_counter()
       train_step = train_step.lower(params, opt_state, batch).compile()
       entry["compile_s"] += time.perf_counter() - compile_start
@@ -1112,6 +1213,13 @@ def build_parser():
     "to this file (default: not written)",
   )
   parser.add_argument(
+    "--resume",
+    metavar="DIR",
+    help="continue the run whose checkpoints are in DIR from its last complete one, "
+    "with that run's flags (give no others but --iterations, --max-seconds, --history, "
+    "--plot, --save-params)",
+  )
+  parser.add_argument(
     "--overwrite",
     action="store_true",
     help="let --checkpoint-dir replace the checkpoints another run left there (default: "
@@ -1133,7 +1241,8 @@ def config_from_args(args) -> Config:
   overrides = {
     name: value
     for name, value in vars(args).items()
-    if name not in ("quick", "plot", "history", "save_params", "overwrite") and value is not None
+    if name not in ("quick", "plot", "history", "save_params", "overwrite", "resume")
+    and value is not None
   }
   if overrides.get("engine") == "mctx":  # mctx searches a tree from scratch
     overrides.setdefault("transpositions", False)
@@ -1145,6 +1254,38 @@ def config_from_args(args) -> Config:
     raise ValueError(_config_error(error)) from None
 
 
+def resumed_config(args) -> Config:
+  """The `Config` of the run whose checkpoints are in `args.resume`, with
+  `--iterations` and `--max-seconds` applied; ValueError when there is no such
+  checkpoint or other run flags are given."""
+  allowed = {"iterations", "max_seconds", "progress"}
+  given = [
+    name
+    for name, value in vars(args).items()
+    if name in {field.name for field in dataclasses.fields(Config)}
+    and name not in allowed
+    and value is not None
+  ]
+  if args.quick or given:
+    raise ValueError(f"--resume takes the run's own flags; drop {given or ['--quick']}")
+  for name in reversed(existing_checkpoints(args.resume)):
+    try:
+      run_state = _read_state(os.path.join(args.resume, name)).get("run_state")
+    except files.CheckpointError:
+      continue
+    if isinstance(run_state, dict):
+      stored = json.loads(run_state["config"])
+      stored.update(checkpoint_dir=args.resume, progress=False)
+      stored.update(
+        {k: getattr(args, k) for k in ("iterations", "max_seconds") if getattr(args, k) is not None}
+      )
+      fields: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()
+      }
+      return Config(**fields)
+  raise ValueError(f"--resume {args.resume!r}: no checkpoint of a train run there")
+
+
 def main(argv=None):
   """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
   returns the exit status: 0, or 2 for bad input (one line on stderr, before any
@@ -1153,7 +1294,7 @@ def main(argv=None):
   parser = build_parser()
   args = parser.parse_args(argv)  # bad flags: SystemExit(2), one line; --help: 0
   try:
-    config = config_from_args(args)
+    config = resumed_config(args) if args.resume else config_from_args(args)
     _check_game(config)
     for flag, path in (("--plot", args.plot), ("--history", args.history)):
       files.check_output_path(flag, path)
@@ -1162,7 +1303,7 @@ def main(argv=None):
     if missing:
       raise ValueError(f"--plot {missing}")
     files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
-    if existing_checkpoints(config.checkpoint_dir) and not args.overwrite:
+    if existing_checkpoints(config.checkpoint_dir) and not (args.overwrite or args.resume):
       raise ValueError(
         f"--checkpoint-dir {config.checkpoint_dir!r} already holds checkpoints of another "
         "run; add --overwrite to replace them, or choose another directory"
@@ -1182,7 +1323,7 @@ def main(argv=None):
     on_iteration = lambda history: save_history(args.history, history)
   if args.overwrite:
     _claim_checkpoint_dir(config.checkpoint_dir, overwrite=True)
-  history = train(config, on_iteration=on_iteration)
+  history = train(config, on_iteration=on_iteration, **({"resume": True} if args.resume else {}))
   if args.save_params:
     save_checkpoint(args.save_params, history.params, None, config.iterations)
   if args.plot:
