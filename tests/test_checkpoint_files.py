@@ -350,3 +350,23 @@ def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path):
   resumed = train_lib.train(config, resume=True)
   _assert_same_params(whole.params, resumed.params)
   assert [entry["iteration"] for entry in resumed] == [1, 2, 3, 4]
+
+
+def test_a_match_that_cannot_fit_is_refused_with_its_estimate(capsys):
+  from mcgs_jax.apps import arena, arena_command
+
+  with pytest.raises(ValueError, match=r"needs about 0\.0 GB .* \(A 0\.0, B 0\.0\)"):
+    arena.check_memory([10, 20], available=25)
+  arena.check_memory([40, 40], available=100)
+  assert "warning: the match's searches need" in capsys.readouterr().err
+  arena.check_memory([5, 5], available=100)
+  assert capsys.readouterr().err == ""
+  game = make_game("connect_four")
+  state = game.init(jax.random.PRNGKey(0), 4)
+  small, large = (
+    arena.estimated_search_bytes(game, arena.Agent(num_simulations=s), state) for s in (16, 64)
+  )
+  assert 3.9 < large / small < 4.1  # capacity 4 S + 1: linear in S
+  assert arena_command.main(["--simulations", "100000"]) == 2
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and "GB for its searches' graphs" in err

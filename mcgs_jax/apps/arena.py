@@ -642,6 +642,7 @@ def play_match(
       progress=progress,
     )
   steps = _match_steps(game, agent_a, agent_b)
+  check_memory([estimated_search_bytes(game, agent, state) for agent in (agent_a, agent_b)])
   graphs = [
     _initial_graph(steps.search_a, params_a, state, agent_a),
     _initial_graph(steps.search_b, params_b, state, agent_b),
@@ -676,6 +677,69 @@ def play_match(
     num_devices=1 if sharding is None else len(jax.devices()),
     calibration=calibration,
   )
+
+
+# A search holds about three graphs at once: the one it continues, the rerooted copy
+# and the one it returns (XLA's temporaries are smaller).
+_GRAPHS_PER_SEARCH = 3
+WARN_FRACTION = 0.7  # of the memory available: a match estimated above it warns
+
+
+def estimated_search_bytes(game: adapter.Game, agent: Agent, state) -> int:
+  """Bytes one agent's searches hold at once, estimated from the batch, capacity,
+  actions and the stored state's size without allocating: `_GRAPHS_PER_SEARCH`
+  graphs of `B` games of `capacity` nodes (mctx's tree: `S + 1` nodes), each node
+  with its `A` edges (child, visits, reward, discount, value, prior, a flag: 25
+  bytes each), its own fields (about 64 bytes with a 4-lane key) and its embedding,
+  plus two hash slots of 4 bytes."""
+  batch_size = int(state.current_player.shape[0])
+  stored = jax.tree_util.tree_leaves(jax.eval_shape(game.stored, state))
+  state_bytes = sum(int(np.prod(leaf.shape)) * leaf.dtype.itemsize for leaf in stored)
+  state_bytes //= batch_size
+  capacity = agent.num_simulations + 1 if agent.engine == "mctx" else agent.search_capacity
+  node_bytes = 25 * game.num_actions + 64 + state_bytes + 8
+  return _GRAPHS_PER_SEARCH * batch_size * capacity * node_bytes
+
+
+def available_bytes() -> int | None:
+  """Memory the match can use: the first device's limit on an accelerator, the
+  host's available memory on the CPU (None when neither can be read)."""
+  device = jax.devices()[0]
+  if device.platform != "cpu":
+    stats = device.memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    return int(limit) if limit else None
+  try:
+    with open("/proc/meminfo") as handle:
+      for line in handle:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    return None
+  return None
+
+
+def check_memory(search_bytes: list[int], available: int | None = None) -> None:
+  """ValueError when the agents' searches (`search_bytes`, from
+  `estimated_search_bytes`) cannot fit in the memory available, with the estimate;
+  a warning on stderr above `WARN_FRACTION` of it."""
+  available = available_bytes() if available is None else available
+  if available is None:
+    return
+  needed = sum(search_bytes)
+  if needed > available:
+    raise ValueError(
+      f"the match needs about {needed / 1e9:.1f} GB for its searches' graphs (A "
+      f"{search_bytes[0] / 1e9:.1f}, B {search_bytes[1] / 1e9:.1f}) and "
+      f"{available / 1e9:.1f} GB are available: fewer games, simulations or capacity"
+    )
+  if needed > WARN_FRACTION * available:
+    print(
+      f"warning: the match's searches need about {needed / 1e9:.1f} GB of the "
+      f"{available / 1e9:.1f} GB available",
+      file=sys.stderr,
+      flush=True,
+    )
 
 
 def _checked_match(num_games, opening_moves, agent_a, agent_b) -> tuple[int, int]:
