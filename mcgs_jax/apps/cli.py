@@ -1,7 +1,9 @@
 """The `mcgs-jax` command."""
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 USAGE = """usage: mcgs-jax [--version] [--no-cache] COMMAND [options]
@@ -70,13 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
   if use_cache and os.environ.get("MCGS_JAX_NO_CACHE", "") in ("", "0"):
     enable_compilation_cache()
+  previous = _end_on_sigint(command)
   try:
     return _run(command, rest)
-  except KeyboardInterrupt:
-    # Ctrl-C: one line and the shell's status for SIGINT (128 + 2), no traceback.
-    # Whatever the command wrote before is whole (files are written atomically).
-    print(f"mcgs-jax {command}: interrupted", file=sys.stderr, flush=True)
-    return 130
   except ModuleNotFoundError as error:
     from mcgs_jax.apps import cli_args
 
@@ -85,6 +83,29 @@ def main(argv: Sequence[str] | None = None) -> int:
       raise
     print(f"mcgs-jax {command}: {cli_args.needs_extra(module)}: {error}", file=sys.stderr)
     return 2
+  finally:
+    if previous is not None:
+      signal.signal(signal.SIGINT, previous)
+
+
+def _end_on_sigint(command: str):
+  """Makes Ctrl-C end the command with one line and the shell's status for SIGINT
+  (128 + 2), no traceback; returns the handler it replaced (None off the main
+  thread, where Python takes no signal handler). The handler ends the process at
+  once rather than raising KeyboardInterrupt: raised inside JAX's garbage-collection
+  callback it was swallowed, and after an interrupted XLA compilation the normal
+  interpreter shutdown crashed (SIGSEGV). Files already written are whole (they are
+  written atomically)."""
+
+  def interrupted(signum, frame):
+    del signum, frame
+    print(f"mcgs-jax {command}: interrupted", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(130)
+
+  if threading.current_thread() is not threading.main_thread():
+    return None
+  return signal.signal(signal.SIGINT, interrupted)
 
 
 def _run(command: str, rest: list[str]) -> int:
