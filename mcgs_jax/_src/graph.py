@@ -93,9 +93,9 @@ class Graph:
   folded_evaluations: `[B]` int32, evaluations added to an existing node as one
     more sample of its value (`fold_evaluations=True`).
   non_finite_evaluations: `[B]` int32, playouts dropped because `recurrent_fn`
-    returned a non-finite value, reward, discount or prior logit for their last
-    edge (nothing of them is counted; an unexpanded edge is marked in
-    `edge_non_finite`).
+    returned a non-finite value, reward, discount or prior logit, or a discount
+    outside [-1, 1], for their last edge (nothing of them is counted; an unexpanded
+    edge is marked in `edge_non_finite`).
   non_finite_roots: `[B]` int32, searches whose root value or prior logits were not
     finite (the value was taken as 0, the logits as uniform over valid actions).
   playouts_started: `[B]` int32, playouts selected, dropped ones included. It only
