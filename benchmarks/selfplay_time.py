@@ -1,0 +1,73 @@
+"""A self-play iteration of `mcgs-jax train`'s defaults against the same with mctx's
+search, timed side by side in one process.
+
+Connect four, the shipped network (`builtin_checkpoint("connect_four")`), the
+training race's settings: `--games` games (256), `--simulations` (32) per move. The
+default self-play (graph kept between moves, capacity `4 S + 1`, no solver) and
+`--engine mctx` (a tree from scratch every move) each play one iteration
+(`mcgs_jax.apps.train.make_self_play`, one jitted `lax.scan` over the moves) after a
+compiling one; runs interleaved, median of `--repeats`.
+
+    python benchmarks/selfplay_time.py [--games 256] [--simulations 32] [--repeats 3]
+"""
+
+import argparse
+import dataclasses
+import datetime
+import os
+import platform
+import statistics
+import time
+
+import jax
+
+from mcgs_jax.apps import arena_command, train
+from mcgs_jax.games import evaluators, make_game
+
+
+def iteration_seconds(games: int, simulations: int, repeats: int) -> dict[str, float]:
+  """Median seconds of one self-play iteration per engine (`"mcgs"`, `"mctx"`)."""
+  base = make_game("connect_four")
+  apply_fn, params, _ = train.load_network(
+    arena_command.builtin_checkpoint("connect_four"), base.env
+  )
+  game = dataclasses.replace(base, evaluator=evaluators.network_evaluator(apply_fn))
+  config = train.Config(num_games=games, num_simulations=simulations, progress=False)
+  configs = {
+    "mcgs": config,
+    "mctx": dataclasses.replace(config, engine="mctx", transpositions=False, reuse=False),
+  }
+  plays = {name: train.make_self_play(game, c) for name, c in configs.items()}
+  key = jax.random.PRNGKey(0)
+  for play in plays.values():
+    jax.block_until_ready(play(params, key))  # compile
+  times: dict[str, list[float]] = {name: [] for name in plays}
+  for repeat in range(repeats):
+    for name, play in plays.items():
+      started = time.perf_counter()
+      jax.block_until_ready(play(params, jax.random.fold_in(key, repeat + 1)))
+      times[name].append(time.perf_counter() - started)
+  return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--games", type=int, default=256)
+  parser.add_argument("--simulations", type=int, default=32)
+  parser.add_argument("--repeats", type=int, default=3)
+  args = parser.parse_args()
+  load = os.getloadavg()[0]
+  seconds = iteration_seconds(args.games, args.simulations, args.repeats)
+  print(
+    f"{datetime.date.today()}, {os.cpu_count()} cores {platform.machine()}, jax "
+    f"{jax.__version__}, load average before {load:.2f}; B={args.games}, S={args.simulations}, "
+    f"median of {args.repeats}"
+  )
+  print(
+    f"self-play iteration: mcgs (default) {seconds['mcgs']:.2f} s, mctx {seconds['mctx']:.2f} s, "
+    f"mcgs / mctx {seconds['mcgs'] / seconds['mctx']:.2f}"
+  )
+
+
+if __name__ == "__main__":
+  main()
