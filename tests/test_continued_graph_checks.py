@@ -32,13 +32,21 @@ def _rerooted(**options):
   return mg.reroot(graph, jnp.zeros((BATCH,), jnp.int32))
 
 
+def _next_root():
+  """The root after action 0 from `ROOT(BATCH)`: where `_rerooted()` graphs belong."""
+  output, embedding = RECURRENT(
+    None, jax.random.PRNGKey(0), jnp.zeros((BATCH,), jnp.int32), ROOT(BATCH).embedding
+  )
+  return mg.RootFnOutput(prior_logits=output.prior_logits, value=output.value, embedding=embedding)
+
+
 def _cast_embedding(root, dtype):
   return root.replace(embedding=jax.tree_util.tree_map(lambda x: x.astype(dtype), root.embedding))
 
 
 def test_another_embedding_structure_is_refused():
   graph = _rerooted()
-  root = ROOT(BATCH)
+  root = _next_root()
   root = root.replace(embedding={**root.embedding, "extra": jnp.zeros((BATCH,), jnp.int32)})
 
   def recurrent_fn(params, key, action, embedding):
@@ -51,7 +59,7 @@ def test_another_embedding_structure_is_refused():
 
 def test_another_leaf_dtype_is_refused():
   graph = _rerooted()
-  root = _cast_embedding(ROOT(BATCH), jnp.int16)
+  root = _cast_embedding(_next_root(), jnp.int16)
 
   def recurrent_fn(params, key, action, embedding):
     output, new = RECURRENT(params, key, action, embedding)
@@ -68,7 +76,7 @@ def test_another_key_width_is_refused():
   )
   graph = _rerooted(hash_fn=two_lanes)
   with pytest.raises(ValueError, match=r"^graph\.node_keys has shape \(2, 32, 2\)"):
-    search(jax.random.PRNGKey(1), ROOT(BATCH), RECURRENT, graph=graph, hash_fn=one_lane)
+    search(jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=graph, hash_fn=one_lane)
 
 
 def test_a_stochastic_graph_is_refused_by_muzero_policy():
@@ -76,19 +84,31 @@ def test_a_stochastic_graph_is_refused_by_muzero_policy():
   stochastic_kind = type("StochasticLike", (type(graph),), {})
   odd = stochastic_kind(**dict(graph.items()))
   with pytest.raises(ValueError, match=r"^graph holds other tables .*other policy kind"):
-    search(jax.random.PRNGKey(1), ROOT(BATCH), RECURRENT, graph=odd)
+    search(jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=odd)
 
 
 def test_value_bounds_given_with_a_graph_apply():
   graph = _rerooted(solver=True)  # built with the default bounds (-1, 1)
   np.testing.assert_array_equal(graph.value_bounds, np.tile([-1.0, 1.0], (BATCH, 1)))
-  out = search(jax.random.PRNGKey(1), ROOT(BATCH), RECURRENT, graph=graph, value_bounds=None)
+  out = search(jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=graph, value_bounds=None)
   assert np.all(np.isneginf(out.search_graph.value_bounds[:, 0]))
   assert np.all(np.isposinf(out.search_graph.value_bounds[:, 1]))
   wider = search(
-    jax.random.PRNGKey(1), ROOT(BATCH), RECURRENT, graph=graph, value_bounds=(-2.0, 2.0)
+    jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=graph, value_bounds=(-2.0, 2.0)
   )
   np.testing.assert_array_equal(wider.search_graph.value_bounds, np.tile([-2.0, 2.0], (BATCH, 1)))
+
+
+def test_a_graph_continued_from_another_position_is_refused():
+  """Rerooted by a move and continued from the position before it: the stored root
+  key differs from the root's (checked outside jit), so it is refused naming
+  `graph`; the right root is accepted, and an emptied game is not checked."""
+  graph = _rerooted()
+  with pytest.raises(ValueError, match=r"^graph: game 0's root holds another state's key"):
+    search(jax.random.PRNGKey(1), ROOT(BATCH), RECURRENT, graph=graph)
+  search(jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=graph)
+  emptied = graph.replace(num_nodes=jnp.zeros_like(graph.num_nodes))
+  search(jax.random.PRNGKey(1), ROOT(BATCH), RECURRENT, graph=emptied)
 
 
 @pytest.mark.parametrize("policy", ["muzero", "gumbel"])

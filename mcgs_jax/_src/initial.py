@@ -124,6 +124,8 @@ def initial_graph(
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
       _check_tables(name, given, jax.eval_shape(new_graph))
+  if graph is not None and options.transpositions:
+    _check_root_key(graph, root_key)
   fresh = new_graph(recycle=recycle)
   start = fresh if graph is None else _continue(graph, fresh, extra_data)
   return start.replace(non_finite_roots=start.non_finite_roots + root_non_finite)
@@ -155,6 +157,29 @@ def _check_continued_graph(
       f"transpositions = {not transpositions}"
     )
   return graph.capacity
+
+
+def _check_root_key(graph: Graph, root_key: chex.Array) -> None:
+  """ValueError naming `graph` when a game whose graph is kept (`num_nodes > 0`)
+  stores another key at its root than the root being searched has: the graph belongs
+  to another position (e.g. rerooted by a move and continued from the position
+  before it). Checked where the values are known (outside `jit`); under `jit` a
+  continued graph is taken as given."""
+  values = (graph.node_keys, graph.num_nodes, root_key)
+  if any(isinstance(value, jax.core.Tracer) for value in values):
+    return
+  stored = np.asarray(graph.node_keys[:, ROOT_INDEX])
+  if stored.shape != np.shape(root_key):
+    return  # another key width: `_check_tables` names it
+  kept = np.asarray(graph.num_nodes) > 0
+  wrong = np.flatnonzero(kept & np.any(stored != np.asarray(root_key), axis=-1))
+  if wrong.size:
+    raise ValueError(
+      f"graph: game {int(wrong[0])}'s root holds another state's key than the root "
+      f"searched ({wrong.size} of {kept.size} games): the graph belongs to another "
+      "position (rerooted by another move, or not rerooted); reroot it by the move "
+      "played, or pass an empty graph"
+    )
 
 
 def _check_tables(name: str, given: Graph, expected: Graph) -> None:
