@@ -168,9 +168,7 @@ def _check_root_key(graph: Graph, root_key: chex.Array) -> None:
   values = (graph.node_keys, graph.num_nodes, root_key)
   if any(isinstance(value, jax.core.Tracer) for value in values):
     return
-  stored = np.asarray(graph.node_keys[:, ROOT_INDEX])
-  if stored.shape != np.shape(root_key):
-    return  # another key width: `_check_tables` names it
+  stored = np.asarray(graph.node_keys[:, ROOT_INDEX])  # same width: `_check_tables` ran
   kept = np.asarray(graph.num_nodes) > 0
   wrong = np.flatnonzero(kept & np.any(stored != np.asarray(root_key), axis=-1))
   if wrong.size:

@@ -76,38 +76,40 @@ def _key_words(key):
   return key, False
 
 
+def _split_words(words, typed: bool, num: int):
+  """`num` keys from each key of `words [..., 2]`, as `jax.random.split` derives them
+  in the partitionable Threefry mode (the hash of the counters `(0, i)`): `[..., num]`
+  keys, typed when `typed`."""
+  counts = jnp.arange(num, dtype=jnp.uint32)
+  high, low = threefry2x32(words[..., None, 0], words[..., None, 1], jnp.zeros_like(counts), counts)
+  new = jnp.stack([high, low], axis=-1)
+  return jax.random.wrap_key_data(new, impl="threefry2x32") if typed else new
+
+
 def split(key, num: int = 2):
   """`jax.random.split(key, num)` for one key (raw `[2]` uint32 or typed `[]`), bit
   for bit; vmappable. Returns `[num]` keys of `key`'s kind."""
-  key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+  key = jnp.asarray(key)
   if not _fast_path(key, 0):
     return jax.random.split(key, num)
   words, typed = _key_words(key)
-  counts = jnp.arange(num, dtype=jnp.uint32)
-  high, low = threefry2x32(words[..., 0], words[..., 1], jnp.zeros_like(counts), counts)
-  new = jnp.stack([high, low], axis=-1)
-  return jax.random.wrap_key_data(new, impl="threefry2x32") if typed else new
+  return _split_words(words, typed, num)
 
 
 def split_each(keys, num: int = 2):
   """`jax.vmap(lambda key: jax.random.split(key, num))(keys)`: `[B]` keys (raw
   `[B, 2]` or typed `[B]`) -> `[B, num]` keys, bit for bit."""
-  keys = jnp.asarray(keys) if not isinstance(keys, jax.Array) else keys
+  keys = jnp.asarray(keys)
   if not _fast_path(keys, 1):
     return jax.vmap(lambda key: jax.random.split(key, num))(keys)
   words, typed = _key_words(keys)
-  counts = jnp.arange(num, dtype=jnp.uint32)
-  high, low = threefry2x32(
-    words[:, None, 0], words[:, None, 1], jnp.zeros_like(counts)[None], counts[None]
-  )
-  new = jnp.stack([high, low], axis=-1)
-  return jax.random.wrap_key_data(new, impl="threefry2x32") if typed else new
+  return _split_words(words, typed, num)
 
 
 def uniform(key, shape: tuple[int, ...]):
   """`jax.random.uniform(key, shape)` (float32 in [0, 1)) for one key, bit for bit;
   vmappable."""
-  key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+  key = jnp.asarray(key)
   if _flag("jax_enable_x64") or not _fast_path(key, 0):
     return jax.random.uniform(key, shape)
   words, _ = _key_words(key)
@@ -115,5 +117,5 @@ def uniform(key, shape: tuple[int, ...]):
   counts = jnp.arange(size, dtype=jnp.uint32).reshape(shape)
   high, low = threefry2x32(words[0], words[1], jnp.zeros_like(counts), counts)
   mantissa = ((high ^ low) >> _MANTISSA_SHIFT) | _ONE_BITS
-  floats = jax.lax.bitcast_convert_type(mantissa, jnp.float32) - jnp.float32(1.0)
-  return jnp.maximum(jnp.float32(0.0), floats * jnp.float32(1.0) + jnp.float32(0.0))
+  # jax.random then takes max(0, floats * (1 - 0) + 0): the same floats, all >= 0.
+  return jax.lax.bitcast_convert_type(mantissa, jnp.float32) - jnp.float32(1.0)

@@ -367,7 +367,7 @@ def _network(args, side: str):
   if _evaluator(args, side) != "network":
     return None, None
   path = _checkpoint(args, side) or ""
-  from mcgs_jax.apps import arena, files, train
+  from mcgs_jax.apps import arena, train
 
   env = arena._game_from_spec(args.game).env
   try:

@@ -15,6 +15,7 @@ is refused by name instead of being read as something else.
 
 import contextlib
 import hashlib
+import io
 import os
 import tempfile
 
@@ -73,8 +74,6 @@ def check_output_path(flag: str, path: str | None, directory: bool = False) -> N
 def save_figure(figure, path: str) -> str:
   """`figure.savefig(path, dpi=100)`, written atomically (the format from the file's
   extension, PNG without one)."""
-  import io
-
   extension = os.path.splitext(path)[1].lstrip(".").lower() or "png"
   buffer = io.BytesIO()
   figure.savefig(buffer, format=extension, dpi=100)

@@ -880,29 +880,38 @@ def _resume(config: Config, run: _Run) -> int:
   starts afresh). A damaged last checkpoint (a kill during its write leaves none,
   but a disk can) is skipped for the one before. ValueError when the run's config
   differs from `config` in a field other than `_RESUMABLE_CHANGES`."""
-  for name in reversed(existing_checkpoints(config.checkpoint_dir)):
-    path = os.path.join(str(config.checkpoint_dir), name)
+  found = _last_run_checkpoint(config.checkpoint_dir)
+  if found is None:
+    return 0
+  path, state = found
+  run_state = state["run_state"]
+  _check_same_run(path, json.loads(run_state["config"]), config)
+  restore = flax.serialization.from_state_dict
+  run.params = restore(run.params, state["params"])
+  run.opt_state = restore(run.opt_state, state["opt_state"])
+  run.previous_params = restore(run.previous_params, run_state["previous_params"])
+  run.key = jnp.asarray(run_state["key"], jnp.uint32)
+  run.rng.bit_generator.state = json.loads(run_state["rng"])
+  buffer = run_state["buffer"]
+  run.buffer.size, run.buffer.cursor = int(buffer["size"]), int(buffer["cursor"])
+  run.buffer.data = {name: np.array(array) for name, array in buffer["data"].items()}
+  run.history.extend(json.loads(run_state["history"]))
+  run.history.initial_checkpoint = run_state["initial_checkpoint"] or None
+  return int(state["iteration"])
+
+
+def _last_run_checkpoint(directory: str | None) -> tuple[str, dict] | None:
+  """`(path, state)` of the last readable checkpoint in `directory` that holds a
+  run's state (`train` writes it into every checkpoint), or None."""
+  for name in reversed(existing_checkpoints(directory)):
+    path = os.path.join(str(directory), name)
     try:
       state = _read_state(path)
     except files.CheckpointError:
       continue
-    run_state = state.get("run_state")
-    if not isinstance(run_state, dict):
-      continue
-    _check_same_run(path, json.loads(run_state["config"]), config)
-    restore = flax.serialization.from_state_dict
-    run.params = restore(run.params, state["params"])
-    run.opt_state = restore(run.opt_state, state["opt_state"])
-    run.previous_params = restore(run.previous_params, run_state["previous_params"])
-    run.key = jnp.asarray(run_state["key"], jnp.uint32)
-    run.rng.bit_generator.state = json.loads(run_state["rng"])
-    buffer = run_state["buffer"]
-    run.buffer.size, run.buffer.cursor = int(buffer["size"]), int(buffer["cursor"])
-    run.buffer.data = {name: np.array(array) for name, array in buffer["data"].items()}
-    run.history.extend(json.loads(run_state["history"]))
-    run.history.initial_checkpoint = run_state["initial_checkpoint"] or None
-    return int(state["iteration"])
-  return 0
+    if isinstance(state.get("run_state"), dict):
+      return path, state
+  return None
 
 
 def _check_same_run(path: str, stored: dict, config: Config) -> None:
@@ -1268,22 +1277,16 @@ def resumed_config(args) -> Config:
   ]
   if args.quick or given:
     raise ValueError(f"--resume takes the run's own flags; drop {given or ['--quick']}")
-  for name in reversed(existing_checkpoints(args.resume)):
-    try:
-      run_state = _read_state(os.path.join(args.resume, name)).get("run_state")
-    except files.CheckpointError:
-      continue
-    if isinstance(run_state, dict):
-      stored = json.loads(run_state["config"])
-      stored.update(checkpoint_dir=args.resume, progress=False)
-      stored.update(
-        {k: getattr(args, k) for k in ("iterations", "max_seconds") if getattr(args, k) is not None}
-      )
-      fields: dict[str, Any] = {
-        k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()
-      }
-      return Config(**fields)
-  raise ValueError(f"--resume {args.resume!r}: no checkpoint of a train run there")
+  found = _last_run_checkpoint(args.resume)
+  if found is None:
+    raise ValueError(f"--resume {args.resume!r}: no checkpoint of a train run there")
+  stored = json.loads(found[1]["run_state"]["config"])
+  stored.update(checkpoint_dir=args.resume, progress=False)
+  stored.update(
+    {k: getattr(args, k) for k in ("iterations", "max_seconds") if getattr(args, k) is not None}
+  )
+  fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()}
+  return Config(**fields)
 
 
 def main(argv=None):
@@ -1303,11 +1306,8 @@ def main(argv=None):
     if missing:
       raise ValueError(f"--plot {missing}")
     files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
-    if existing_checkpoints(config.checkpoint_dir) and not (args.overwrite or args.resume):
-      raise ValueError(
-        f"--checkpoint-dir {config.checkpoint_dir!r} already holds checkpoints of another "
-        "run; add --overwrite to replace them, or choose another directory"
-      )
+    if not (args.overwrite or args.resume):
+      _claim_checkpoint_dir(config.checkpoint_dir, overwrite=False)
   except ValueError as error:
     print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
     return 2
@@ -1323,7 +1323,10 @@ def main(argv=None):
     on_iteration = lambda history: save_history(args.history, history)
   if args.overwrite:
     _claim_checkpoint_dir(config.checkpoint_dir, overwrite=True)
-  history = train(config, on_iteration=on_iteration, **({"resume": True} if args.resume else {}))
+  if args.resume:
+    history = train(config, on_iteration=on_iteration, resume=True)
+  else:
+    history = train(config, on_iteration=on_iteration)
   if args.save_params:
     save_checkpoint(args.save_params, history.params, None, config.iterations)
   if args.plot:
