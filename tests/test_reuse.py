@@ -55,6 +55,7 @@ REBUILT_FIELDS = (
   "non_finite_evaluations",
   "non_finite_roots",
   "playouts_started",
+  "root_key_mismatches",
   "root_invalid_actions",
   "value_bounds",
   "extra_data",

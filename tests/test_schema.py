@@ -74,3 +74,8 @@ def test_from_graph_keeps_every_field():
   assert type(stochastic) is StochasticGraph
   for field in dataclasses.fields(graph_lib.Graph):
     assert getattr(stochastic, field.name) is getattr(graph, field.name), field.name
+
+
+def test_root_key_mismatches_is_a_counter_of_every_graph():
+  assert "root_key_mismatches" in graph_lib.COUNTER_FIELDS
+  np.testing.assert_array_equal(small_graph().root_key_mismatches, np.zeros(BATCH, np.int32))

@@ -100,6 +100,10 @@ class Graph:
     finite (the value was taken as 0, the logits as uniform over valid actions).
   playouts_started: `[B]` int32, playouts selected, dropped ones included. It only
     grows, and stamps `path_marks`.
+  root_key_mismatches: `[B]` int32, searches continued from a graph whose root held
+    another state's key than the searched root (under `jit`; outside it such a
+    `graph=` is refused), or, with chance nodes, an afterstate (a graph rerooted by
+    an action only): the game started afresh from the searched root.
 
   root_invalid_actions: `[B, A]` bool, actions the root may not select.
   value_bounds: `[B, 2]` float, the lowest and highest value the game allows
@@ -152,6 +156,7 @@ class Graph:
   non_finite_evaluations: chex.Array = dataclasses.field(metadata=_COUNTER)
   non_finite_roots: chex.Array = dataclasses.field(metadata=_COUNTER)
   playouts_started: chex.Array = dataclasses.field(metadata=_COUNTER)
+  root_key_mismatches: chex.Array = dataclasses.field(metadata=_COUNTER)
 
   root_invalid_actions: chex.Array = dataclasses.field(metadata=_other(False))
   value_bounds: chex.Array = dataclasses.field(metadata=_other(0.0))

@@ -91,7 +91,8 @@ def initial_graph(
   of `recycle` when given); with it, `graph` continued from `root`'s evaluation
   (`_continue`). Checks that `graph` or `recycle` fits the search, and the capacity
   (`options.capacity`, by default `num_simulations + 1` or the capacity of either)
-  and the root key; a non-finite root is replaced
+  and the root key (outside `jit`; under it a game whose root key differs starts
+  afresh and is counted in `root_key_mismatches`); a non-finite root is replaced
   (`finite_root`) and counted in `non_finite_roots`.
   """
   batch_size, num_actions = np.shape(root.prior_logits)
@@ -163,8 +164,8 @@ def _check_root_key(graph: Graph, root_key: chex.Array) -> None:
   """ValueError naming `graph` when a game whose graph is kept (`num_nodes > 0`)
   stores another key at its root than the root being searched has: the graph belongs
   to another position (e.g. rerooted by a move and continued from the position
-  before it). Checked where the values are known (outside `jit`); under `jit` a
-  continued graph is taken as given."""
+  before it). Checked where the values are known (outside `jit`); under `jit`
+  `_continue` starts such a game afresh and counts it in `root_key_mismatches`."""
   values = (graph.node_keys, graph.num_nodes, root_key)
   if any(isinstance(value, jax.core.Tracer) for value in values):
     return
@@ -208,9 +209,18 @@ def _check_tables(name: str, given: Graph, expected: Graph) -> None:
 def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
   """`graph` with the root's new prior logits, invalid actions and terminal flag
   and the search's `value_bounds` from `fresh` (the fresh graph of the new root
-  evaluation), and `fresh` whole in games where `graph` is empty."""
-  empty = graph.num_nodes == 0
-  graph = where_per_game(empty, fresh.replace(extra_data=None), graph.replace(extra_data=None))
+  evaluation), and `fresh` whole in games where `graph` is empty or stores another
+  key at its root than `fresh` (`[B, L]` keys; `L = 0` in tree mode, where no key
+  differs): those games start afresh, and the second kind is counted in
+  `root_key_mismatches`, the one counter every game keeps from `graph`."""
+  kept = graph.num_nodes > 0
+  stored_key, root_key = graph.node_keys[:, ROOT_INDEX], fresh.node_keys[:, ROOT_INDEX]
+  mismatched = kept & jnp.any(stored_key != root_key, axis=-1)  # [B]
+  root_key_mismatches = graph.root_key_mismatches + mismatched.astype(jnp.int32)
+  # One selection over every table, which games whose graph is empty needed anyway.
+  graph = where_per_game(
+    ~kept | mismatched, fresh.replace(extra_data=None), graph.replace(extra_data=None)
+  )
   return graph.replace(
     children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
       fresh.children_prior_logits[:, ROOT_INDEX]
@@ -222,5 +232,6 @@ def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
     # Stamps only grow, so old marks cannot match a new playout; cleared anyway so
     # that a graph edited by hand (or from an older version) starts clean.
     path_marks=jnp.full_like(graph.path_marks, -1),
+    root_key_mismatches=root_key_mismatches,
     extra_data=extra_data,
   )

@@ -30,11 +30,12 @@ Conventions of `reroot`:
     search, `number of filled slots + dropped_inserts == num_nodes`.
   * Every other counter (`transposition_hits`, `capacity_overflows`,
     `parallel_collisions`, `folded_evaluations`, `non_finite_evaluations`,
-    `non_finite_roots`, `playouts_started`) is kept: they count over the whole life
-    of the graph. `path_marks` are reset to -1. Node evaluation counts, stored edge
-    values and `edge_non_finite` marks move with their rows. `root_invalid_actions` is
-    reset to all False (the next search replaces it, and the root's prior logits,
-    with the new root's). `extra_data` is kept as it is.
+    `non_finite_roots`, `playouts_started`, `root_key_mismatches`) is kept: they
+    count over the whole life of the graph. `path_marks` are reset to -1. Node
+    evaluation counts, stored edge values and `edge_non_finite` marks move with
+    their rows. `root_invalid_actions` is reset to all False (the next search
+    replaces it, and the root's prior logits, with the new root's). `extra_data` is
+    kept as it is.
   * A game gets an *empty* graph (`num_nodes == 0`, visits 0, children -1, slots -1,
     counters 0) when its graph was empty, its root is terminal, the chosen edge was
     never expanded, its child is terminal (the game is over), or `action` is out of

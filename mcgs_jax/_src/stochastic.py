@@ -103,7 +103,8 @@ def stochastic_muzero_policy(
     graph: a previous graph to continue, rerooted by the action played and then by
       the chance outcome that followed:
       `mg.reroot(mg.reroot(previous.search_graph, action), outcome)`. A game whose
-      graph is empty, or whose root is not a decision node, starts afresh.
+      graph is empty, or whose root is not a decision node, starts afresh (the
+      second counted in `root_key_mismatches`).
     recycle: a finished graph of this policy, same shapes, whose arrays this search
       overwrites (see `mcgs_jax.muzero_policy`). Not with `graph`.
     options: the graph options as one `mcgs_jax.GraphOptions` (see
@@ -288,7 +289,9 @@ def _probe_functions(
 
 def _continuable(graph: Graph, width: int) -> Graph:
   """A graph to continue as the plain `Graph` the search takes; games whose root is
-  a chance node (rerooted by an action only) are emptied, so they start afresh."""
+  a chance node (rerooted by an action only) are emptied, so they start afresh, and
+  counted in `root_key_mismatches` (their root holds an afterstate, not the state
+  searched)."""
   if graph.num_actions != width:
     raise ValueError(
       f"graph has {graph.num_actions} columns; this search needs max(A, C) = {width}"
@@ -298,8 +301,13 @@ def _continuable(graph: Graph, width: int) -> Graph:
       "graph must come from stochastic_muzero_policy (its embeddings are StochasticRecurrentState)"
     )
   decision_root = graph.embeddings.is_decision_node[:, ROOT_INDEX]
+  chance_root = (graph.num_nodes > 0) & ~decision_root
   plain = _plain(graph)
-  return plain.replace(num_nodes=jnp.where(decision_root, plain.num_nodes, 0), extra_data=None)
+  return plain.replace(
+    num_nodes=jnp.where(chance_root, 0, plain.num_nodes),
+    root_key_mismatches=plain.root_key_mismatches + chance_root.astype(jnp.int32),
+    extra_data=None,
+  )
 
 
 def _plain(graph: Graph) -> Graph:
