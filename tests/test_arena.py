@@ -283,7 +283,8 @@ def test_cli_json_and_plot(tmp_path, capsys, strong_vs_weak):
     "a_first",
     "mean_game_length",
   } <= set(report)
-  assert report["games"] == NUM_GAMES
+  assert report["games"] == report["games_planned"] == NUM_GAMES
+  assert report["partial"] is False  # Ctrl-C prints the games over so far, partial
   assert [report["wins"], report["draws"], report["losses"]] == [
     strong_vs_weak.wins,
     strong_vs_weak.draws,

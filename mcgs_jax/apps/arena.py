@@ -56,8 +56,9 @@ import numpy as np
 
 import mcgs_jax as mg
 from mcgs_jax._src.per_game import where_per_game
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import memory, registry
 from mcgs_jax.apps.cli_args import progress_bar
+from mcgs_jax.apps.memory import estimated_search_bytes
 from mcgs_jax.games import adapter, evaluators
 
 EVALUATORS = registry.EVALUATOR_NAMES
@@ -592,6 +593,7 @@ def play_match(
   opening_moves: int = 0,
   equal_time: bool = False,
   progress: bool = False,
+  on_start: Callable[[Callable[[], MatchResult | None]], None] | None = None,
 ) -> MatchResult:
   """Plays `num_games` games between `agent_a` and `agent_b`; see the module doc.
 
@@ -610,6 +612,10 @@ def play_match(
     progress: on stderr, a line while the step compiles (the first ply), then a
       tqdm bar of plies (of at most the game's length, where known) with the games
       finished so far.
+    on_start: called once, before the calibration and the first ply, with a
+      function that returns the `MatchResult` of the games finished so far (None
+      while none is; `games` counts only those, and the searches' statistics cover
+      every ply played): what `mcgs-jax arena --json` prints after Ctrl-C.
 
   Returns:
     A `MatchResult`. The same arguments give the same games on any number of
@@ -630,6 +636,23 @@ def play_match(
     game, num_games, seed, opening_moves
   )
   calibration = None
+  sharding: jax.sharding.NamedSharding | None = None
+  tally = _Tally.empty(num_games, opening_moves)
+
+  def result_so_far() -> MatchResult | None:
+    """The result of the games finished so far (None while none is)."""
+    return _finished_games_result(
+      tally,
+      agent_a,
+      agent_b,
+      a_first=a_first,
+      seconds=time.perf_counter() - started,
+      num_devices=1 if sharding is None else len(jax.devices()),
+      calibration=calibration,
+    )
+
+  if on_start is not None:
+    on_start(result_so_far)
   if equal_time:
     agent_b, calibration = calibrate_simulations(
       game,
@@ -667,6 +690,7 @@ def play_match(
     played,
     search_key,
     report,
+    tally,
   )
   return _match_result(
     tally,
@@ -679,67 +703,19 @@ def play_match(
   )
 
 
-# A search holds about three graphs at once: the one it continues, the rerooted copy
-# and the one it returns (XLA's temporaries are smaller).
-_GRAPHS_PER_SEARCH = 3
-WARN_FRACTION = 0.7  # of the memory available: a match estimated above it warns
-
-
-def estimated_search_bytes(game: adapter.Game, agent: Agent, state) -> int:
-  """Bytes one agent's searches hold at once, estimated from the batch, capacity,
-  actions and the stored state's size without allocating: `_GRAPHS_PER_SEARCH`
-  graphs of `B` games of `capacity` nodes (mctx's tree: `S + 1` nodes), each node
-  with its `A` edges (child, visits, reward, discount, value, prior, a flag: 25
-  bytes each), its own fields (about 64 bytes with a 4-lane key) and its embedding,
-  plus two hash slots of 4 bytes."""
-  batch_size = int(state.current_player.shape[0])
-  stored = jax.tree_util.tree_leaves(jax.eval_shape(game.stored, state))
-  state_bytes = sum(int(np.prod(leaf.shape)) * leaf.dtype.itemsize for leaf in stored)
-  state_bytes //= batch_size
-  capacity = agent.num_simulations + 1 if agent.engine == "mctx" else agent.search_capacity
-  node_bytes = 25 * game.num_actions + 64 + state_bytes + 8
-  return _GRAPHS_PER_SEARCH * batch_size * capacity * node_bytes
-
-
-def available_bytes() -> int | None:
-  """Memory the match can use: the first device's limit on an accelerator, the
-  host's available memory on the CPU (None when neither can be read)."""
-  device = jax.devices()[0]
-  if device.platform != "cpu":
-    stats = device.memory_stats() or {}
-    limit = stats.get("bytes_limit")
-    return int(limit) if limit else None
-  try:
-    with open("/proc/meminfo") as handle:
-      for line in handle:
-        if line.startswith("MemAvailable:"):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    return None
-  return None
-
-
 def check_memory(search_bytes: list[int], available: int | None = None) -> None:
-  """ValueError when the agents' searches (`search_bytes`, from
-  `estimated_search_bytes`) cannot fit in the memory available, with the estimate;
-  a warning on stderr above `WARN_FRACTION` of it."""
-  available = available_bytes() if available is None else available
-  if available is None:
-    return
-  needed = sum(search_bytes)
-  if needed > available:
-    raise ValueError(
-      f"the match needs about {needed / 1e9:.1f} GB for its searches' graphs (A "
-      f"{search_bytes[0] / 1e9:.1f}, B {search_bytes[1] / 1e9:.1f}) and "
-      f"{available / 1e9:.1f} GB are available: fewer games, simulations or capacity"
-    )
-  if needed > WARN_FRACTION * available:
-    print(
-      f"warning: the match's searches need about {needed / 1e9:.1f} GB of the "
-      f"{available / 1e9:.1f} GB available",
-      file=sys.stderr,
-      flush=True,
-    )
+  """`memory.InsufficientMemoryError` (a `ValueError`) when the agents' searches
+  (`search_bytes`, A's and B's, from `estimated_search_bytes`) cannot fit in the
+  memory available, with the estimate; a warning on stderr above
+  `memory.WARN_FRACTION` of it."""
+  memory.check_memory(
+    {"A": search_bytes[0], "B": search_bytes[1]},
+    owner="the match",
+    users="searches",
+    held="its searches' graphs",
+    advice="fewer games, simulations or capacity",
+    available=available,
+  )
 
 
 def _checked_match(num_games, opening_moves, agent_a, agent_b) -> tuple[int, int]:
@@ -765,6 +741,7 @@ class _Tally:
   outcomes: np.ndarray  # [N] float64: the rewards A collected
   lengths: np.ndarray  # [N] int64: plies played, openings included
   openings: np.ndarray  # [N, opening_moves] int64: the opening plies, -1 after an end
+  over: np.ndarray  # [N] bool: the games over (set once their last ply is counted)
   searches: dict[str, dict[str, Any]]  # side: searches, nodes, hits, nodes_per_ply
   timing: dict[str, dict[str, float]]  # side: first (search seconds), seconds, plies
   first_ply_seconds: float = 0.0
@@ -775,6 +752,7 @@ class _Tally:
       outcomes=np.zeros(num_games, np.float64),
       lengths=np.zeros(num_games, np.int64),
       openings=np.zeros((num_games, opening_moves), np.int64),
+      over=np.zeros(num_games, bool),
       searches={
         side: {"searches": 0, "nodes": 0.0, "hits": 0.0, "nodes_per_ply": []} for side in ("a", "b")
       },
@@ -868,17 +846,19 @@ def _play_plies(
   played,
   search_key,
   report: _MatchProgress,
+  tally: _Tally,
 ) -> _Tally:
   """Plays every game of a match to its end, one ply of the whole batch at a time:
   the opening plies of `opening_actions` `[N, max(opening_moves, 1)]`, then the
-  searched plies (`_searched_ply`). `graphs` and `played` are the agents' kept
-  graphs and the last move (see `_make_search`)."""
+  searched plies (`_searched_ply`), counting into `tally` (an empty one, returned).
+  `graphs` and `played` are the agents' kept graphs and the last move (see
+  `_make_search`)."""
   num_games = int(a_player.shape[0])
-  tally = _Tally.empty(num_games, opening_moves)
   no_search = (np.zeros(num_games, bool), np.zeros(num_games, bool))
   first_ply_started = time.perf_counter()
   try:
     finished = np.asarray(_fetch(evaluators.is_finished(state)))
+    tally.over = finished
     ply = 0
     while not finished.all():
       if ply >= _MAX_PLIES:
@@ -903,6 +883,7 @@ def _play_plies(
       )
       tally.add_ply(ply, finished, action, rewards, moves, in_opening)
       finished = np.asarray(now_finished)
+      tally.over = finished
       ply += 1
       if first_searched:
         tally.first_ply_seconds = time.perf_counter() - first_ply_started
@@ -1000,6 +981,20 @@ def _match_result(
     calibration=calibration,
     timing=timings,
   )
+
+
+def _finished_games_result(
+  tally: _Tally, agent_a: Agent, agent_b: Agent, *, a_first: np.ndarray, **result_fields
+) -> MatchResult | None:
+  """The `MatchResult` of the games of `tally` that are over (None while none is):
+  their outcomes, lengths and openings, and the searches of every ply played."""
+  over = tally.over.copy()
+  if not over.any():
+    return None
+  finished = dataclasses.replace(
+    tally, outcomes=tally.outcomes[over], lengths=tally.lengths[over], openings=tally.openings[over]
+  )
+  return _match_result(finished, agent_a, agent_b, a_first=a_first[over], **result_fields)
 
 
 def _match_start(game: adapter.Game, num_games: int, seed: int, opening_moves: int):

@@ -22,8 +22,10 @@ positions, choosing B's simulations so that it takes A's time per move; both fig
 are printed. It prints the match and each agent's settings, the result from A's side
 (wins, draws, losses, score, Elo difference with a 95% interval) and what each agent's
 searches used (nodes and transposition hits per move, and search seconds per ply of
-the whole batch). `--json` prints one JSON object instead; `--plot FILE.png` draws the
-score with its interval and the nodes per move of both agents. Progress goes to
+the whole batch). `--json` prints one JSON object instead (`"partial": false`; after
+Ctrl-C, the result of the games finished so far with `"partial": true`, then exit
+status 130); `--plot FILE.png` draws the score with its interval and the nodes per
+move of both agents. Progress goes to
 stderr. `--simulations N` sets both agents' simulations (`--a-simulations` /
 `--b-simulations` still override it). The report ends with a verdict from the score's
 95% interval: "A stronger (95%)", "B stronger (95%)" or "no significant difference at
@@ -34,14 +36,15 @@ stderr, before any search.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcgs_jax.apps import files
+from mcgs_jax.apps import files, partial
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
@@ -501,18 +504,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     _check_output(args)
     (apply_a, params_a), (apply_b, params_b) = _network(args, "a"), _network(args, "b")
     agent_a, agent_b = _agent(args, "a", apply_a), _agent(args, "b", apply_b)
-    result = arena.play_match(
-      args.game,
-      agent_a,
-      agent_b,
-      num_games=args.games,
-      seed=args.seed,
-      opening_moves=args.openings,
-      params_a=params_a,
-      params_b=params_b,
-      equal_time=args.equal_time,
-      progress=True,
-    )
+    results_so_far: list[Callable] = []
+    with _partial_json(args, results_so_far):
+      result = arena.play_match(
+        args.game,
+        agent_a,
+        agent_b,
+        num_games=args.games,
+        seed=args.seed,
+        opening_moves=args.openings,
+        params_a=params_a,
+        params_b=params_b,
+        equal_time=args.equal_time,
+        progress=True,
+        on_start=results_so_far.append,
+      )
   except (ValueError, TypeError) as error:
     message = " ".join(str(error).split()) or type(error).__name__
     if message.startswith("openings of"):
@@ -522,11 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   if args.plot is not None:
     save_plot(args.plot, args.game, result)
   if args.json:
-    report = result.to_dict()
-    report["verdict"] = verdict(result)
-    report["game"] = args.game
-    report["openings_plies"] = args.openings
-    report["seed"] = args.seed
+    report = json_report(args, result)
     if args.plot is not None:
       report["plot"] = args.plot
     print(json.dumps(report))
@@ -537,6 +539,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _is_default_match(args):
       print(f"what the graph, reuse and the solver each buy: {PARTS_TABLE}")
   return 0
+
+
+def json_report(args, result) -> dict[str, Any]:
+  """The `--json` object of a match: `result.to_dict()` (`games`: the games it
+  counts), the verdict, the match's flags, `games_planned` and `"partial": false`."""
+  report = result.to_dict()
+  report["verdict"] = verdict(result)
+  report["game"] = args.game
+  report["openings_plies"] = args.openings
+  report["seed"] = args.seed
+  report["games_planned"] = args.games
+  report["partial"] = False
+  return report
+
+
+def _partial_json(args, results_so_far: list[Callable]):
+  """With `--json`, a `partial.partial_result` block whose report after Ctrl-C is
+  `json_report` of the games finished so far (`results_so_far`: the function
+  `play_match` hands to `on_start`), or, before any game is over, the match's flags
+  with `games` 0; else a block that does nothing."""
+  if not args.json:
+    return contextlib.nullcontext()
+
+  def report_so_far() -> dict[str, Any]:
+    result = results_so_far[0]() if results_so_far else None
+    if result is None:
+      return dict(
+        games=0,
+        game=args.game,
+        openings_plies=args.openings,
+        seed=args.seed,
+        games_planned=args.games,
+      )
+    return json_report(args, result)
+
+  return partial.partial_result(report_so_far)
 
 
 def _is_default_match(args) -> bool:

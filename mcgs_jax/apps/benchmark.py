@@ -29,10 +29,16 @@ deepest node's distance from the root) and `ns_per_edge_step` (run time per coun
 edge step, all games together), so that cost growth from longer paths is told
 apart from cost growth per step.
 
-`--markdown FILE` writes the tables as in benchmarks/RESULTS.md (ratios first).
-Needs the `bench` extra (mctx, pgx, flax).
+`--markdown FILE` writes the tables as in benchmarks/RESULTS.md (ratios first);
+`--json FILE` the rows (`"partial": false`; after Ctrl-C, the rows measured so far
+with `"partial": true`, then exit status 130). Before any work, each group's graphs
+are estimated from its batch, capacities, actions and stored state
+(`check_run_memory`): a group that cannot fit is refused with the estimate (exit
+status 2, one line), one near the limit warns. Needs the `bench` extra (mctx, pgx,
+flax).
 """
 
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -50,7 +56,7 @@ import jax.extend.backend
 import numpy as np
 
 from mcgs_jax._src.per_game import where_per_game
-from mcgs_jax.apps import files
+from mcgs_jax.apps import files, memory, partial
 
 IMPLEMENTATIONS = ("mctx", "tree", "graph")
 
@@ -241,7 +247,27 @@ def run(
   simulation, against the smallest capacity of the same impl) or `time_vs_first`
   (probe windows, against the first window given). Graph-mode rows also carry the
   mean nodes, transposition hits, dropped inserts and capacity overflows per game.
+
+  Raises:
+    memory.InsufficientMemoryError: (a `ValueError`) before any work, when a group's
+      searches cannot fit in the memory available (`check_run_memory`).
   """
+  from mcgs_jax.apps.registry import game_from_spec
+
+  check_run_memory(
+    game_from_spec(game_id),
+    planned_groups(
+      batch_sizes=batch_sizes,
+      simulations=simulations,
+      scaling_batch_size=scaling_batch_size,
+      scaling_simulations=scaling_simulations,
+      capacities=capacities,
+      capacity_batch_size=capacity_batch_size,
+      probe_windows=probe_windows,
+      probe_batch_size=probe_batch_size,
+      probe_simulations=probe_simulations,
+    ),
+  )
   network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
   game, params = _network_game(game_id, network_key)
   measure = functools.partial(_measure_group, game, params, search_key, positions_key, repeats)
@@ -269,6 +295,94 @@ def run(
       row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
     finish(group)
   return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedGroup:
+  """A group `run` will time: its part, the flags that size it, its batch size and
+  the capacity of each of its searches (mctx's tree: `S + 1` nodes)."""
+
+  part: str
+  flags: str
+  batch_size: int
+  capacities: tuple[int, ...]
+
+
+def planned_groups(
+  *,
+  batch_sizes: Sequence[int],
+  simulations: Sequence[int],
+  scaling_batch_size: int,
+  scaling_simulations: Sequence[int],
+  capacities: Sequence[int],
+  capacity_batch_size: int,
+  probe_windows: Sequence[int],
+  probe_batch_size: int,
+  probe_simulations: int,
+) -> list[PlannedGroup]:
+  """The groups `run` times with these arguments (its keywords; the capacity part's
+  graphs are sized by `capacities` alone), in its order."""
+  implementations = len(IMPLEMENTATIONS)
+  groups = [
+    PlannedGroup("throughput", "--batch-sizes or --simulations", b, (s + 1,) * implementations)
+    for b in batch_sizes
+    for s in simulations
+  ]
+  if scaling_simulations:
+    groups.append(
+      PlannedGroup(
+        "scaling",
+        "--scaling-batch-size or --scaling-simulations",
+        scaling_batch_size,
+        tuple(s + 1 for s in scaling_simulations for _ in IMPLEMENTATIONS),
+      )
+    )
+  if capacities:
+    # Tree and graph mode, new tables and recycled ones, at every capacity.
+    groups.append(
+      PlannedGroup(
+        "capacity",
+        "--capacity-batch-size or --capacities",
+        capacity_batch_size,
+        tuple(c for c in capacities for _ in range(4)),
+      )
+    )
+  if probe_windows:
+    groups.append(
+      PlannedGroup(
+        "probe-window",
+        "--probe-batch-size or --probe-simulations",
+        probe_batch_size,
+        (probe_simulations + 1,) * len(probe_windows),
+      )
+    )
+  return groups
+
+
+def check_run_memory(game, groups: Sequence[PlannedGroup], available: int | None = None) -> None:
+  """`memory.InsufficientMemoryError` (a `ValueError`) naming the estimate when a
+  group's searches cannot fit in the memory available (`memory.check_memory`); a
+  warning on stderr for one near it. A group keeps the last result of every search it
+  times (one graph each) while one search runs (`memory.GRAPHS_PER_SEARCH` graphs of
+  the largest); each graph is sized by `memory.graph_bytes` from the group's batch,
+  the search's capacity, the game's actions and its stored state."""
+  state = jax.eval_shape(lambda key: game.init(key, 1), jax.random.PRNGKey(0))
+  for group in groups:
+    graphs = [
+      memory.graph_bytes(game, state, capacity, batch_size=group.batch_size)
+      for capacity in group.capacities
+    ]
+    memory.check_memory(
+      {
+        f"{len(graphs)} results kept": sum(graphs),
+        "the running search's copies": (memory.GRAPHS_PER_SEARCH - 1) * max(graphs),
+      },
+      owner=f"the benchmark's {group.part} part (B {group.batch_size})",
+      users="searches",
+      held="its searches' graphs",
+      advice=f"a smaller {group.flags}",
+      available=available,
+    )
 
 
 def _network_game(game_id: str, rng_key):
@@ -819,8 +933,23 @@ def _write_tables(args, rows: list, scaling: dict) -> None:
   if args.markdown:
     files.write_atomically(args.markdown, text + "\n")
   if args.json:
-    payload = {"rows": rows, "scaling": scaling, "environment": env}
+    payload = {"rows": rows, "scaling": scaling, "environment": env, "partial": False}
     files.write_atomically(args.json, json.dumps(payload, indent=1))
+
+
+def _partial_json(args, rows: list, scaling_simulations: Sequence[int]):
+  """With `--json FILE`, a `partial.partial_result` block that writes the rows measured
+  so far (`rows`, filled as they are measured) to FILE after Ctrl-C; else a block
+  that does nothing."""
+  if not args.json:
+    return contextlib.nullcontext()
+
+  def payload_so_far() -> dict[str, Any]:
+    measured = list(rows)
+    scaling = scaling_table(measured, scaling_simulations) if scaling_simulations else {}
+    return {"rows": measured, "scaling": scaling, "environment": environment()}
+
+  return partial.partial_result(payload_so_far, path=args.json)
 
 
 def main(argv=None):
@@ -839,11 +968,21 @@ def main(argv=None):
   if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
     parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
   _check_games_and_paths(parser, args, memory_games)
-  print_row = lambda row: print(json.dumps(row), flush=True)
-  rows = run(**run_arguments, progress=print_row)
-  if memory_games:
-    rows += memory_rows(memory_games, budget_bytes=args.memory_budget_gb * 1e9, progress=print_row)
   scaling_simulations = run_arguments["scaling_simulations"]
+  measured: list[dict] = []
+
+  def print_row(row: dict) -> None:
+    measured.append(row)
+    print(json.dumps(row), flush=True)
+
+  with _partial_json(args, measured, scaling_simulations):
+    try:
+      rows = run(**run_arguments, progress=print_row)
+    except memory.InsufficientMemoryError as error:
+      parser.error(str(error))
+    if memory_games:
+      budget = args.memory_budget_gb * 1e9
+      rows += memory_rows(memory_games, budget_bytes=budget, progress=print_row)
   scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
   _write_tables(args, rows, scaling)
 

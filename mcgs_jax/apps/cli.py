@@ -1,10 +1,13 @@
 """The `mcgs-jax` command."""
 
+import contextlib
 import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+
+from mcgs_jax.apps import partial
 
 USAGE = """usage: mcgs-jax [--version] [--no-cache] COMMAND [options]
 
@@ -94,13 +97,23 @@ def _end_on_sigint(command: str):
   thread, where Python takes no signal handler). The handler ends the process at
   once rather than raising KeyboardInterrupt: raised inside JAX's garbage-collection
   callback it was swallowed, and after an interrupted XLA compilation the normal
-  interpreter shutdown crashed (SIGSEGV). Files already written are whole (they are
-  written atomically)."""
+  interpreter shutdown crashed (SIGSEGV). Before it ends, the handler writes the
+  command's partial result where one is registered (`partial.partial_result`: `--json` of
+  `arena` and `bench`); an error while building it is said on the same line, never
+  as a traceback. Files already written are whole (they are written atomically)."""
 
   def interrupted(signum, frame):
     del signum, frame
-    print(f"mcgs-jax {command}: interrupted", file=sys.stderr, flush=True)
-    sys.stdout.flush()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C changes nothing now
+    problem = partial.write_partial_result()
+    line = f"mcgs-jax {command}: interrupted"
+    if problem is not None:
+      line += f" (no partial result: {problem})"
+    for stream in (sys.stdout, sys.stderr):
+      with contextlib.suppress(Exception):  # a flush the handler interrupted
+        stream.flush()
+    with contextlib.suppress(OSError):
+      partial.write_whole(sys.stderr.fileno(), line + "\n")
     os._exit(130)
 
   if threading.current_thread() is not threading.main_thread():

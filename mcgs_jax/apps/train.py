@@ -58,7 +58,7 @@ import numpy as np
 import optax
 
 import mcgs_jax as mg
-from mcgs_jax.apps import files, registry
+from mcgs_jax.apps import data_parallel, files, memory, registry
 from mcgs_jax.apps.cli_args import OneLineErrorParser, missing_extra, progress_bar
 from mcgs_jax.apps.registry import POLICIES, make_evaluator, mctx_policy
 from mcgs_jax.games import evaluators, networks
@@ -120,6 +120,11 @@ class Config:
       (None: run every iteration). With it, runs that differ in speed can be
       compared at equal wall time.
     progress: show a tqdm bar (where tqdm is installed; else a line per iteration).
+    devices: devices to train on, data-parallel (`mcgs_jax.apps.data_parallel`):
+      None for every device of every process (`jax.devices()`), 1 for one device.
+      With several, `num_games` and `train_batch_size` must be multiples of the
+      count; self-play plays the same games as on one device, and the params agree
+      with one device's to rounding (a step sums its batch in another order).
   """
 
   game: str = "connect_four"
@@ -148,6 +153,7 @@ class Config:
   checkpoint_at: Sequence[int] = ()
   max_seconds: float | None = None
   progress: bool = True
+  devices: int | None = None
 
   def __post_init__(self):
     check_config(self)
@@ -262,6 +268,8 @@ def check_config(config: "Config") -> None:
   )
   if config.max_seconds is not None:
     real("max_seconds", 0.0, strict=True)
+  if config.devices is not None:
+    integer("devices", 1)
 
 
 def _search_policy(game: Game, config: Config):
@@ -293,8 +301,12 @@ def _search_policy(game: Game, config: Config):
   return search
 
 
-def make_self_play(game: Game, config: Config):
+def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = None):
   """Returns `self_play(params, rng_key) -> dict of [T, B, ...] arrays` (jitted).
+
+  With a `mesh` (`data_parallel.training_mesh`) the games are split over its
+  devices (params and key replicated, the records sharded on `B`); the games are
+  the same, bit for bit, as on one device.
 
   With `config.reuse` each game keeps its graph from move to move: the search of
   move `t` continues the graph of move `t - 1` rerooted by the move played (fresh
@@ -344,8 +356,9 @@ def make_self_play(game: Game, config: Config):
           target = jnp.where(total > 0, new_visits / jnp.maximum(total, 1), target)
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
-    next_state = game.step(state, output.action)
+    next_state = data_parallel.shard_games(game.step(state, output.action), mesh)
     next_graph = mg.reroot(output.search_graph, output.action) if keep_graph else None
+    next_graph = data_parallel.shard_games(next_graph, mesh)
     record = dict(
       observation=state.observation,
       policy=target,
@@ -358,10 +371,9 @@ def make_self_play(game: Game, config: Config):
     )
     return (params, next_state, next_graph), record
 
-  @jax.jit
   def self_play(params, rng_key):
     init_key, moves_key = jax.random.split(rng_key)
-    state = game.init(init_key, config.num_games)
+    state = data_parallel.shard_games(game.init(init_key, config.num_games), mesh)
     graph = None
     if keep_graph:
       shapes = jax.eval_shape(
@@ -371,7 +383,7 @@ def make_self_play(game: Game, config: Config):
           ).search_graph
         )
       )
-      graph = mg.empty_like(shapes)
+      graph = data_parallel.shard_games(mg.empty_like(shapes), mesh)
     _, trajectory = jax.lax.scan(move, (params, state, graph), jax.random.split(moves_key, length))
     returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
     player = trajectory.pop("player")  # [T, B]
@@ -380,7 +392,13 @@ def make_self_play(game: Game, config: Config):
     trajectory["policy"] = jnp.where(trajectory["valid"][..., None], trajectory["policy"], 0.0)
     return trajectory
 
-  return self_play
+  if mesh is None:
+    return jax.jit(self_play)
+  return jax.jit(
+    self_play,
+    in_shardings=data_parallel.replicated(mesh),
+    out_shardings=data_parallel.batch_sharded(mesh, axis=1),
+  )
 
 
 # ----------------------------------------------------------------------------------
@@ -447,11 +465,13 @@ def loss_fn(params, apply_fn, batch, l2: float):
   return policy_loss + value_loss + l2 * weights, (policy_loss, value_loss)
 
 
-def make_train_step(apply_fn, optimizer, l2: float):
+def make_train_step(apply_fn, optimizer, l2: float, mesh: jax.sharding.Mesh | None = None):
   """Returns the jitted `train_step(params, opt_state, batch) -> (params, opt_state,
-  metrics)` with metrics `loss`, `policy_loss`, `value_loss` (before the update)."""
+  metrics)` with metrics `loss`, `policy_loss`, `value_loss` (before the update).
 
-  @jax.jit
+  With a `mesh` the batch is split over its devices and everything else replicated:
+  the loss's mean, and so the gradient, is reduced across the devices."""
+
   def train_step(params, opt_state, batch):
     (loss, (policy_loss, value_loss)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
       params, apply_fn, batch, l2
@@ -460,7 +480,14 @@ def make_train_step(apply_fn, optimizer, l2: float):
     params = optax.apply_updates(params, updates)
     return params, opt_state, dict(loss=loss, policy_loss=policy_loss, value_loss=value_loss)
 
-  return train_step
+  if mesh is None:
+    return jax.jit(train_step)
+  replicated = data_parallel.replicated(mesh)
+  return jax.jit(
+    train_step,
+    in_shardings=(replicated, replicated, data_parallel.batch_sharded(mesh)),
+    out_shardings=replicated,
+  )
 
 
 # ----------------------------------------------------------------------------------
@@ -765,21 +792,30 @@ def train(
       history; a run killed before its first checkpoint starts afresh). The result
       is the run's uninterrupted result, bit for bit on the same machine
       (tests/test_checkpoint_files.py). `config` must be the run's, except
-      `iterations`, `max_seconds`, `progress`, `eval_games` and `eval_every`; a
-      budget counts from the resumed start.
+      `iterations`, `max_seconds`, `progress`, `eval_games`, `eval_every` and
+      `devices`; a budget counts from the resumed start.
+
+  With several devices (`config.devices`, default all of them) self-play and the
+  training steps are data-parallel (`mcgs_jax.apps.data_parallel`); under
+  `jax.distributed` every process calls `train` with the same config, and process 0
+  writes the files (checkpoints, a resumed run reads them: a shared directory).
   """
   started = time.perf_counter()
+  mesh = data_parallel.training_mesh(
+    config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
+  )
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
   board = registry.game_from_spec(config.game)  # the one the arena's matches play
+  memory.check_self_play_memory(board, config)
   apply_fn, fresh_params = networks.init_network(board.env, init_key, hidden=config.hidden)
   if params is not None:
     _check_params(params, fresh_params)
   params = fresh_params if params is None else params
-  if not resume:
-    _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
-  elif not config.checkpoint_dir:
+  if resume and not config.checkpoint_dir:
     raise ValueError("resume=True needs config.checkpoint_dir, where the run left its checkpoints")
+  if not resume and data_parallel.writes_files():
+    _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
   game = dataclasses.replace(
     board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
   )
@@ -798,8 +834,12 @@ def train(
   if first == 1 and _wants_checkpoint(config, 0):
     run.history.initial_checkpoint = checkpoint_path(str(config.checkpoint_dir), 0)
     _save_run(run.history.initial_checkpoint, run, 0)
-  self_play = make_self_play(game, config)
-  train_step = make_train_step(apply_fn, optimizer, config.l2)
+  if mesh is not None:
+    run.params, run.opt_state = data_parallel.put(
+      (run.params, run.opt_state), data_parallel.replicated(mesh)
+    )
+  self_play = make_self_play(game, config, mesh)
+  train_step = make_train_step(apply_fn, optimizer, config.l2, mesh)
   iterations: Any = range(first, config.iterations + 1)
   bar = (
     progress_bar(iterable=iterations, desc=f"alphazero {config.game}") if config.progress else None
@@ -816,19 +856,23 @@ def train(
     iteration_started = time.perf_counter()
     entry: dict[str, Any] = dict(iteration=iteration)
     run.key, play_key = jax.random.split(run.key)
+    if mesh is not None:
+      play_key = data_parallel.put(play_key, data_parallel.replicated(mesh))
     self_play = _self_play_iteration(
       entry, self_play, run.buffer, run.params, play_key, iteration == first
     )
     run.params, run.opt_state, train_step = _training_iteration(
-      entry, config, train_step, run.buffer, run.rng, run.params, run.opt_state, iteration == first
+      entry, config, train_step, run, mesh, iteration == first
     )
     if _wants_checkpoint(config, iteration):
       entry["checkpoint"] = checkpoint_path(str(config.checkpoint_dir), iteration)
     if config.eval_games > 0 and (
       iteration % config.eval_every == 0 or iteration == config.iterations
     ):
-      _timed_evaluation(entry, config, apply_fn, run.params, run.previous_params, run.history)
-      run.previous_params = run.params
+      # On the host: the arena places its own arrays (over the devices it uses).
+      params = run.params if mesh is None else data_parallel.fetch(run.params)
+      _timed_evaluation(entry, config, apply_fn, params, run.previous_params, run.history)
+      run.previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
     last_iteration_s = time.perf_counter() - iteration_started
     run.history.append(entry)
@@ -837,7 +881,7 @@ def train(
     if on_iteration is not None:
       on_iteration(run.history)
     _report(bar, entry)
-  run.history.params = run.params
+  run.history.params = run.params if mesh is None else data_parallel.fetch(run.params)
   return run.history
 
 
@@ -856,7 +900,10 @@ class _Run:
 
 
 def _save_run(path: str, run: _Run, iteration: int) -> None:
-  """The checkpoint of `iteration`: params, optimiser state and the rest of `run`."""
+  """The checkpoint of `iteration`: params, optimiser state and the rest of `run`
+  (written by process 0 alone under `jax.distributed`)."""
+  if not data_parallel.writes_files():
+    return
   config = run.history.config
   run_state = dict(
     config=json.dumps(dataclasses.asdict(config) if config is not None else {}),
@@ -867,11 +914,20 @@ def _save_run(path: str, run: _Run, iteration: int) -> None:
     history=json.dumps(list(run.history)),
     initial_checkpoint=run.history.initial_checkpoint or "",
   )
-  save_checkpoint(path, run.params, run.opt_state, iteration, run_state=run_state)
+  params, opt_state = data_parallel.fetch((run.params, run.opt_state))
+  save_checkpoint(path, params, opt_state, iteration, run_state=run_state)
 
 
 # Config fields a resumed run may change: they do not change what it computes.
-_RESUMABLE_CHANGES = ("iterations", "max_seconds", "progress", "eval_games", "eval_every")
+# `devices` changes only the rounding of the training steps' sums.
+_RESUMABLE_CHANGES = (
+  "iterations",
+  "max_seconds",
+  "progress",
+  "eval_games",
+  "eval_every",
+  "devices",
+)
 
 
 def _resume(config: Config, run: _Run) -> int:
@@ -937,7 +993,7 @@ def _self_play_iteration(
     self_play = self_play.lower(params, key).compile()
     entry["compile_s"] = time.perf_counter() - start
   start = time.perf_counter()
-  trajectory = jax.device_get(self_play(params, key))
+  trajectory = data_parallel.fetch(self_play(params, key))
   entry["positions"] = buffer.add(trajectory)
   valid = np.asarray(trajectory["valid"])
   entry["carried_visits"] = float(np.asarray(trajectory["carried_visits"])[valid].mean())
@@ -947,16 +1003,18 @@ def _self_play_iteration(
   return self_play
 
 
-def _training_iteration(
-  entry: dict, config: Config, train_step, buffer, rng, params, opt_state, first: bool
-):
-  """`config.train_steps` steps on minibatches of `buffer`, their losses recorded in
-  `entry`; returns `(params, opt_state, train_step)`, the step compiled ahead of time
-  at the `first` iteration (its time added to `compile_s`, not to `train_s`)."""
+def _training_iteration(entry: dict, config: Config, train_step, run: _Run, mesh, first: bool):
+  """`config.train_steps` steps on minibatches of `run.buffer`, their losses recorded
+  in `entry`; returns `(params, opt_state, train_step)`, the step compiled ahead of
+  time at the `first` iteration (its time added to `compile_s`, not to `train_s`).
+  With a `mesh` each minibatch is split over its devices."""
+  params, opt_state = run.params, run.opt_state
   metrics = []
   train_start: float | None = None
   for _ in range(config.train_steps):
-    batch = buffer.sample(rng, config.train_batch_size)
+    batch = run.buffer.sample(run.rng, config.train_batch_size)
+    if mesh is not None:
+      batch = data_parallel.put(batch, data_parallel.batch_sharded(mesh))
     if first and train_start is None:
       compile_start = time.perf_counter()
       train_step = train_step.lower(params, opt_state, batch).compile()
@@ -965,7 +1023,7 @@ def _training_iteration(
       train_start = time.perf_counter()
     params, opt_state, step_metrics = train_step(params, opt_state, batch)
     metrics.append(step_metrics)
-  metrics = jax.device_get(metrics)
+  metrics = data_parallel.fetch(metrics)
   for name in ("loss", "policy_loss", "value_loss"):
     entry[name] = float(np.mean([m[name] for m in metrics]))
   entry["first_loss"] = float(metrics[0]["loss"])
@@ -1112,6 +1170,7 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ("--buffer-size", "buffer_size", _int, "positions in the replay buffer"),
   ("--train-batch-size", "train_batch_size", _int, "positions per training step"),
   ("--seed", "seed", _int, "random seed"),
+  ("--devices", "devices", _int, "devices to train on, data-parallel"),
   ("--max-seconds", "max_seconds", _float, "wall-time budget: start no iteration past it"),
   ("--checkpoint-dir", "checkpoint_dir", str, "write checkpoints (params and Adam state) here"),
   (
@@ -1169,6 +1228,7 @@ def build_parser():
     "max_seconds": "no budget",
     "checkpoint_dir": "none",
     "checkpoint_at": "none",
+    "devices": "every device of every process",
   }
 
   def shown(field: str) -> str:
@@ -1225,8 +1285,8 @@ def build_parser():
     "--resume",
     metavar="DIR",
     help="continue the run whose checkpoints are in DIR from its last complete one, "
-    "with that run's flags (give no others but --iterations, --max-seconds, --history, "
-    "--plot, --save-params)",
+    "with that run's flags (give no others but --iterations, --max-seconds, --devices, "
+    "--history, --plot, --save-params)",
   )
   parser.add_argument(
     "--overwrite",
@@ -1265,9 +1325,9 @@ def config_from_args(args) -> Config:
 
 def resumed_config(args) -> Config:
   """The `Config` of the run whose checkpoints are in `args.resume`, with
-  `--iterations` and `--max-seconds` applied; ValueError when there is no such
+  `--iterations`, `--max-seconds` and `--devices` applied; ValueError when there is no such
   checkpoint or other run flags are given."""
-  allowed = {"iterations", "max_seconds", "progress"}
+  allowed = {"iterations", "max_seconds", "progress", "devices"}
   given = [
     name
     for name, value in vars(args).items()
@@ -1283,7 +1343,11 @@ def resumed_config(args) -> Config:
   stored = json.loads(found[1]["run_state"]["config"])
   stored.update(checkpoint_dir=args.resume, progress=False)
   stored.update(
-    {k: getattr(args, k) for k in ("iterations", "max_seconds") if getattr(args, k) is not None}
+    {
+      k: getattr(args, k)
+      for k in ("iterations", "max_seconds", "devices")
+      if getattr(args, k) is not None
+    }
   )
   fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()}
   return Config(**fields)
@@ -1299,6 +1363,13 @@ def main(argv=None):
   try:
     config = resumed_config(args) if args.resume else config_from_args(args)
     _check_game(config)
+    memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
+    try:  # the devices exist and take equal parts
+      data_parallel.training_mesh(
+        config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
+      )
+    except ValueError as error:
+      raise ValueError(_config_error(error)) from None
     for flag, path in (("--plot", args.plot), ("--history", args.history)):
       files.check_output_path(flag, path)
     files.check_output_path("--save-params", args.save_params)
