@@ -96,6 +96,18 @@ class Config:
       or `"all"` (the visit distribution over every root edge visit, those the
       previous searches left included: `action_weights`). Without reuse both are
       the same. Gumbel's target is its improved policy whatever this says.
+    solver: self-play searches prove exact values (`GraphOptions.solver`, the
+      MCTS-solver; engine `"mcgs"` only): a proven root plays its best proven move,
+      and its policy target stays the search's visits (selection spends no playout
+      on edges proven worse, so the target leaves them out).
+    full_search_probability: playout cap randomization (KataGo, "Accelerating
+      Self-Play Learning in Go", Wu 2019): each move of the batch is searched with
+      `num_simulations` with this probability, else with `fast_simulations`
+      without root noise; only full-search positions are policy targets, every
+      position is a value target. 1.0 (default): every move is a full search. The
+      coin is drawn once per move for the whole batch (the games move together).
+    fast_simulations: simulations of a fast search (default `num_simulations // 4`,
+      at least 1); used only with `full_search_probability < 1`.
     temperature: self-play move temperature of the muzero policy.
     hidden: widths of the MLP policy-value network's hidden layers.
     learning_rate: Adam step size.
@@ -136,6 +148,9 @@ class Config:
   reuse: bool = True
   capacity: int | None = None
   policy_target: str = "new"
+  solver: bool = False
+  full_search_probability: float = 1.0
+  fast_simulations: int | None = None
   temperature: float = 1.0
   hidden: Sequence[int] = (128, 128)
   learning_rate: float = 1e-3
@@ -164,6 +179,18 @@ class Config:
     if self.capacity is not None:
       return int(self.capacity)
     return 4 * self.num_simulations + 1 if self.reuse else self.num_simulations + 1
+
+  @property
+  def playout_cap(self) -> bool:
+    """Whether some moves get the fast search (`full_search_probability < 1`)."""
+    return float(self.full_search_probability) < 1.0
+
+  @property
+  def fast_search_simulations(self) -> int:
+    """Simulations of a fast search (`fast_simulations` or its default)."""
+    if self.fast_simulations is not None:
+      return int(self.fast_simulations)
+    return max(1, self.num_simulations // 4)
 
   @classmethod
   def quick(cls, **overrides) -> "Config":
@@ -235,9 +262,19 @@ def check_config(config: "Config") -> None:
     need(not config.transpositions, "transpositions", "False with engine 'mctx' (a tree)")
     need(not config.reuse, "reuse", "False with engine 'mctx' (mctx cannot keep its tree)")
     need(config.capacity is None, "capacity", "None with engine 'mctx'")
+    need(not config.solver, "solver", "False with engine 'mctx' (mctx has no solver)")
   if config.capacity is not None:
     integer("capacity", 2)
   real("temperature", 0.0, strict=False)
+  real("full_search_probability", 0.0, strict=True)
+  need(config.full_search_probability <= 1.0, "full_search_probability", "in (0, 1]")
+  if config.fast_simulations is not None:
+    integer("fast_simulations", 1, max(1, config.num_simulations - 1))
+    need(
+      config.fast_simulations < config.num_simulations,
+      "fast_simulations",
+      f"fewer than num_simulations ({config.num_simulations})",
+    )
   hidden = tuple(config.hidden)
   need(
     len(hidden) > 0
@@ -272,16 +309,25 @@ def check_config(config: "Config") -> None:
     integer("devices", 1)
 
 
-def _search_policy(game: Game, config: Config):
-  """`policy(params, key, root, invalid, graph) -> PolicyOutput` of self-play."""
+def _search_policy(game: Game, config: Config, *, fast: bool = False):
+  """`policy(params, key, root, invalid, graph) -> PolicyOutput` of self-play: the
+  full search, or with `fast` the playout cap's fast one (`fast_search_simulations`,
+  no root noise)."""
   # muzero explores by sampling its move at `temperature`; gumbel by its own noise.
-  extra = dict(temperature=config.temperature) if config.policy == "muzero" else {}
+  extra: dict[str, Any] = {}
+  if config.policy == "muzero":
+    extra["temperature"] = config.temperature
+    if fast:
+      extra["dirichlet_fraction"] = 0.0
+  simulations = config.fast_search_simulations if fast else config.num_simulations
   if config.engine == "mctx":
     mctx_search = mctx_policy(config.policy, game.recurrent_fn, **extra)
     return lambda params, key, root, invalid, graph: mctx_search(
-      params, key, root, config.num_simulations, invalid
+      params, key, root, simulations, invalid
     )
   search_policy = POLICIES[config.policy]
+  if config.solver:
+    extra["solver"] = True
 
   def search(params, key, root, invalid, graph):
     return search_policy(
@@ -289,7 +335,7 @@ def _search_policy(game: Game, config: Config):
       key,
       root,
       game.recurrent_fn,
-      config.num_simulations,
+      simulations,
       invalid_actions=invalid,
       hash_fn=game.hash_fn,
       transpositions=config.transpositions,
@@ -297,6 +343,33 @@ def _search_policy(game: Game, config: Config):
       graph=graph,
       **extra,
     )
+
+  return search
+
+
+def _capped_search_policy(game: Game, config: Config):
+  """Playout cap randomization: `policy(params, key, root, invalid, graph) ->
+  (action, action_weights, search_graph or None, full)`, the full search with
+  probability `config.full_search_probability` (one coin for the batch), else the
+  fast one; `full` is the coin (a scalar bool)."""
+  full_search = _search_policy(game, config)
+  fast_search = _search_policy(game, config, fast=True)
+  keep_graph = config.engine == "mcgs"
+
+  def outputs(search):
+    def run(params, key, root, invalid, graph):
+      output = search(params, key, root, invalid, graph)
+      return output.action, output.action_weights, output.search_graph if keep_graph else None
+
+    return run
+
+  def search(params, key, root, invalid, graph):
+    search_key, coin_key = jax.random.split(key)
+    full = jax.random.uniform(coin_key) < config.full_search_probability
+    action, weights, searched = jax.lax.cond(
+      full, outputs(full_search), outputs(fast_search), params, search_key, root, invalid, graph
+    )
+    return action, weights, searched, full
 
   return search
 
@@ -326,10 +399,16 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
     * `carried_visits` `[T, B]`: root visits the search started with (kept from
       the previous move with `reuse`; 0 otherwise);
     * `capacity_overflows` `[T, B]`: playouts of this search that found the graph
-      full (0 for mctx).
+      full (0 for mctx);
+    * `new_root_visits` `[T, B]`: root edge visits this search added (one per
+      simulation that took a root edge; 0 for mctx);
+    * with playout cap randomization (`config.full_search_probability < 1`),
+      `policy_weight` `[T, B]` float: 1 for a full search, 0 for a fast one (not a
+      policy target).
   """
   length = max_game_length(game, config.game)
-  search = _search_policy(game, config)
+  full_search = _search_policy(game, config)
+  search = _capped_search_policy(game, config) if config.playout_cap else full_search
   keep_graph = config.reuse and config.engine == "mcgs"
 
   def move(carry, key):
@@ -337,13 +416,20 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
     root_key, search_key = jax.random.split(key)
     invalid = game.invalid_actions(state)
     root = game.root(params, root_key, state)
-    output = search(params, search_key, root, invalid, graph)
+    if config.playout_cap:
+      action, target, searched, full = search(params, search_key, root, invalid, graph)
+    else:
+      output = search(params, search_key, root, invalid, graph)
+      action, target = output.action, output.action_weights
+      searched = output.search_graph if config.engine == "mcgs" else None
     valid = ~evaluators.is_finished(state)
-    target = output.action_weights
     carried = jnp.zeros(valid.shape, jnp.int32)
     overflows = jnp.zeros(valid.shape, jnp.int32)
+    new_root_visits = jnp.zeros(valid.shape, jnp.int32)
     if config.engine == "mcgs":
-      searched = output.search_graph
+      new_root_visits = jnp.sum(searched.edge_visits[:, 0], axis=-1)
+      if graph is not None:
+        new_root_visits -= jnp.sum(graph.edge_visits[:, 0], axis=-1)
       earlier_overflows = 0 if graph is None else graph.capacity_overflows
       overflows = searched.capacity_overflows - earlier_overflows
       if graph is not None:
@@ -356,8 +442,8 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
           target = jnp.where(total > 0, new_visits / jnp.maximum(total, 1), target)
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
-    next_state = data_parallel.shard_games(game.step(state, output.action), mesh)
-    next_graph = mg.reroot(output.search_graph, output.action) if keep_graph else None
+    next_state = data_parallel.shard_games(game.step(state, action), mesh)
+    next_graph = mg.reroot(searched, action) if keep_graph else None
     next_graph = data_parallel.shard_games(next_graph, mesh)
     record = dict(
       observation=state.observation,
@@ -368,7 +454,10 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
       rewards=jnp.asarray(next_state.rewards, jnp.float32),
       carried_visits=jnp.where(valid, carried, 0),
       capacity_overflows=jnp.where(valid, overflows, 0),
+      new_root_visits=jnp.where(valid, new_root_visits, 0),
     )
+    if config.playout_cap:
+      record["policy_weight"] = (full & valid).astype(jnp.float32)
     return (params, next_state, next_graph), record
 
   def self_play(params, rng_key):
@@ -378,7 +467,7 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
     if keep_graph:
       shapes = jax.eval_shape(
         lambda: (
-          search(
+          full_search(
             params, init_key, game.root(params, init_key, state), game.invalid_actions(state), None
           ).search_graph
         )
@@ -408,6 +497,9 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
 class ReplayBuffer:
   """A fixed-size ring buffer of training positions (numpy, on the host)."""
 
+  # What a position holds: `policy_weight` only with playout cap randomization.
+  FIELDS = ("observation", "policy", "value", "policy_weight")
+
   def __init__(self, capacity: int):
     self.capacity = int(capacity)
     self.data: dict[str, np.ndarray] = {}
@@ -415,13 +507,15 @@ class ReplayBuffer:
     self.cursor = 0
 
   def add(self, trajectory: dict[str, Any]) -> int:
-    """Adds the valid positions of a self-play batch; returns how many."""
+    """Adds the valid positions of a self-play batch (observation, policy and value
+    targets, and `policy_weight` where self-play records it); returns how many."""
     valid = np.asarray(trajectory["valid"]).reshape(-1)
+    names = [name for name in self.FIELDS if name in trajectory]
     items = {
       name: np.asarray(trajectory[name]).reshape((valid.size,) + np.shape(trajectory[name])[2:])[
         valid
       ]
-      for name in ("observation", "policy", "value")
+      for name in names
     }
     count = int(valid.sum())
     if not self.data:
@@ -455,11 +549,18 @@ def loss_fn(params, apply_fn, batch, l2: float):
   """`(total, (policy_loss, value_loss))` on a batch of positions.
 
   policy: cross-entropy `-sum(target * log_softmax(logits))` (targets are 0 on illegal
-  actions, so their logits do not matter); value: squared error against the final
-  outcome; plus `l2 * sum(w^2)` over all weights. Every term is finite.
+  actions, so their logits do not matter), averaged over the positions, or with a
+  `policy_weight` in the batch (playout cap randomization) over the weighted ones
+  (0 when none is); value: squared error against the final outcome, over every
+  position; plus `l2 * sum(w^2)` over all weights. Every term is finite.
   """
   logits, value = apply_fn(params, batch["observation"])
-  policy_loss = -jnp.mean(jnp.sum(batch["policy"] * jax.nn.log_softmax(logits), -1))
+  cross_entropy = -jnp.sum(batch["policy"] * jax.nn.log_softmax(logits), -1)
+  if "policy_weight" in batch:
+    weight = batch["policy_weight"]
+    policy_loss = jnp.sum(weight * cross_entropy) / jnp.maximum(jnp.sum(weight), 1.0)
+  else:
+    policy_loss = jnp.mean(cross_entropy)
   value_loss = jnp.mean((value - batch["value"]) ** 2)
   weights = sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(params))
   return policy_loss + value_loss + l2 * weights, (policy_loss, value_loss)
@@ -998,6 +1099,8 @@ def _self_play_iteration(
   valid = np.asarray(trajectory["valid"])
   entry["carried_visits"] = float(np.asarray(trajectory["carried_visits"])[valid].mean())
   entry["capacity_overflows"] = int(np.asarray(trajectory["capacity_overflows"]).sum())
+  if "policy_weight" in trajectory:
+    entry["full_search_fraction"] = float(np.asarray(trajectory["policy_weight"])[valid].mean())
   entry["buffer_size"] = buffer.size
   entry["selfplay_s"] = time.perf_counter() - start
   return self_play
@@ -1068,6 +1171,8 @@ def format_entry(entry: dict) -> str:
     text += f"  carried root visits {entry['carried_visits']:.1f}"
   if entry.get("capacity_overflows"):
     text += f"  capacity overflows {entry['capacity_overflows']}"
+  if "full_search_fraction" in entry:
+    text += f"  full searches {entry['full_search_fraction']:.2f}"
   for label in ("vs_baseline", "vs_previous"):
     result = entry.get(label)
     if result:
@@ -1161,6 +1266,14 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ("--capacity", "capacity", _int, "nodes per game of the self-play graph"),
   ("--policy-target", "policy_target", str, "with reuse: all root visits or the new ones"),
   ("--temperature", "temperature", _float, "self-play move temperature (muzero)"),
+  (
+    "--full-search-probability",
+    "full_search_probability",
+    _float,
+    "playout cap randomization: the share of moves searched fully (the others fast, "
+    "not policy targets)",
+  ),
+  ("--fast-simulations", "fast_simulations", _int, "simulations of a fast search"),
   ("--iterations", "iterations", _int, "self-play / training iterations"),
   ("--train-steps", "train_steps", _int, "training steps per iteration"),
   ("--eval-games", "eval_games", _int, "arena games per opponent per evaluation, 0 for none"),
@@ -1188,7 +1301,7 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ),
 )
 _FLAG_OF_FIELD = {field: flag for flag, field, _, _ in _CONFIG_FLAGS}
-_FLAG_OF_FIELD.update(transpositions="--tree", reuse="--no-reuse")  # the switches
+_FLAG_OF_FIELD.update(transpositions="--tree", reuse="--no-reuse", solver="--solver")
 
 
 def _config_error(error: ValueError) -> str:
@@ -1229,6 +1342,7 @@ def build_parser():
     "checkpoint_dir": "none",
     "checkpoint_at": "none",
     "devices": "every device of every process",
+    "fast_simulations": "simulations // 4",
   }
 
   def shown(field: str) -> str:
@@ -1274,6 +1388,13 @@ def build_parser():
     default=None,
     help="search every self-play move from scratch instead of continuing the graph kept "
     "from the previous move (implied by --engine mctx)",
+  )
+  parser.add_argument(
+    "--solver",
+    action="store_true",
+    default=None,
+    help="self-play searches prove exact values (the MCTS-solver; a proven root plays "
+    "its best proven move)",
   )
   parser.add_argument(
     "--save-params",

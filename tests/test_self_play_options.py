@@ -1,0 +1,168 @@
+"""Self-play options of `mcgs_jax.apps.train` beyond the plain search: KataGo's playout
+cap randomization ("Accelerating Self-Play Learning in Go", Wu 2019), the
+MCTS-solver, and Gumbel MuZero continuing the kept graph."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mcgs_jax as mg
+from mcgs_jax.apps import registry, train
+from mcgs_jax.games import networks
+from mcgs_jax.testing import check_graph
+
+pytest.importorskip("flax")
+
+SMALL = dict(num_games=8, num_simulations=8, hidden=(16,), progress=False, eval_games=0)
+CAPPED = dict(SMALL, full_search_probability=0.5, fast_simulations=2)
+
+
+@pytest.fixture(scope="module")
+def network_game():
+  board = registry.game_from_spec("tic_tac_toe")
+  apply_fn, params = networks.init_network(board.env, jax.random.PRNGKey(0), hidden=(16,))
+  evaluator = registry.make_evaluator("network", board.env, apply_fn=apply_fn)
+  return dataclasses.replace(board, evaluator=evaluator), apply_fn, params
+
+
+def _self_play(network_game, **settings):
+  game, _, params = network_game
+  config = train.Config.quick(**settings)
+  return jax.device_get(train.make_self_play(game, config)(params, jax.random.PRNGKey(1)))
+
+
+def test_playout_cap_searches_fast_moves_with_fewer_simulations_and_drops_their_policy(
+  network_game,
+):
+  trajectory = _self_play(network_game, **CAPPED)
+  valid = trajectory["valid"]
+  weight = trajectory["policy_weight"][valid]
+  visits = trajectory["new_root_visits"][valid]
+  assert set(np.unique(weight)) == {0.0, 1.0}, "expected full and fast moves"
+  np.testing.assert_array_equal(visits[weight == 1.0], 8)  # the full search
+  np.testing.assert_array_equal(visits[weight == 0.0], 2)  # the fast one
+  assert np.all(trajectory["policy_weight"][~valid] == 0.0)
+  # One coin per move for the whole batch.
+  for row, alive in zip(trajectory["policy_weight"], valid, strict=True):
+    assert len(set(row[alive].tolist())) <= 1
+  buffer = train.ReplayBuffer(1000)
+  count = buffer.add(trajectory)
+  assert count == valid.sum()
+  np.testing.assert_array_equal(buffer.data["policy_weight"][:count], weight)
+
+
+def test_without_playout_cap_every_move_is_a_full_search(network_game):
+  trajectory = _self_play(network_game, **SMALL)
+  assert "policy_weight" not in trajectory
+  np.testing.assert_array_equal(trajectory["new_root_visits"][trajectory["valid"]], 8)
+  buffer = train.ReplayBuffer(1000)
+  buffer.add(trajectory)
+  assert set(buffer.data) == {"observation", "policy", "value"}
+
+
+def test_a_fast_position_is_absent_from_the_policy_loss_but_not_the_value_loss(network_game):
+  _, apply_fn, params = network_game
+  rng = np.random.default_rng(0)
+  batch = dict(
+    observation=rng.random((6, 3, 3, 2)).astype(np.float32) > 0.5,
+    policy=rng.dirichlet(np.ones(9), 6).astype(np.float32),
+    value=rng.choice([-1.0, 0.0, 1.0], 6).astype(np.float32),
+    policy_weight=np.array([1, 0, 1, 0, 0, 1], np.float32),
+  )
+  fast = batch["policy_weight"] == 0
+  grad = jax.grad(lambda p, b: train.loss_fn(p, apply_fn, b, 1e-4)[0])
+  other_policy = dict(
+    batch, policy=np.where(fast[:, None], np.eye(9, dtype=np.float32)[0], batch["policy"])
+  )
+  for a, b in zip(
+    jax.tree_util.tree_leaves(grad(params, batch)),
+    jax.tree_util.tree_leaves(grad(params, other_policy)),
+    strict=True,
+  ):
+    np.testing.assert_array_equal(a, b)
+  _, (policy_loss, value_loss) = train.loss_fn(params, apply_fn, batch, 0.0)
+  full_only = {name: value[~fast] for name, value in batch.items() if name != "policy_weight"}
+  _, (full_policy_loss, _) = train.loss_fn(params, apply_fn, full_only, 0.0)
+  np.testing.assert_allclose(policy_loss, full_policy_loss, rtol=1e-6)
+  other_value = dict(batch, value=np.where(fast, -batch["value"] + 0.5, batch["value"]))
+  assert train.loss_fn(params, apply_fn, other_value, 0.0)[1][1] != value_loss
+
+
+def _late_positions(game):
+  """8 tic-tac-toe games 7 plies in, none over (X 4, 8, 1, 3; O 0, 2, 7): every
+  search reaches terminal states there."""
+  state = game.init(jax.random.PRNGKey(3), 8)
+  for action in (4, 0, 8, 2, 1, 7, 3):
+    state = game.step(state, jnp.full((8,), action, jnp.int32))
+  assert not np.any(state.terminated)
+  return state
+
+
+@pytest.mark.parametrize("solver", [False, True])
+def test_the_solver_reaches_self_play_searches(network_game, solver):
+  game, _, params = network_game
+  state = _late_positions(game)
+  config = train.Config.quick(**SMALL, solver=solver, reuse=False)
+  search = jax.jit(train._search_policy(game, config))
+  out = search(
+    params,
+    jax.random.PRNGKey(2),
+    game.root(params, jax.random.PRNGKey(2), state),
+    game.invalid_actions(state),
+    None,
+  )
+  proven = np.asarray(out.search_graph.node_proven)
+  assert proven.any() == solver
+
+
+def test_gumbel_self_play_with_reuse_keeps_the_graph_invariants(network_game):
+  game, _, params = network_game
+  config = train.Config.quick(**SMALL, policy="gumbel")
+  assert config.reuse and config.transpositions
+  search = jax.jit(train._search_policy(game, config))
+  state = game.init(jax.random.PRNGKey(4), 8)
+  graph = None
+  for move in range(3):
+    key = jax.random.PRNGKey(10 + move)
+    out = search(params, key, game.root(params, key, state), game.invalid_actions(state), graph)
+    check_graph(
+      out.search_graph,
+      None if graph is not None else 8,
+      tree_mode=False,
+      continued=graph is not None,
+    )
+    weights = np.asarray(out.action_weights)
+    assert np.all(np.isfinite(weights)) and np.allclose(weights.sum(-1), 1.0, atol=1e-5)
+    state = game.step(state, out.action)
+    graph = mg.reroot(out.search_graph, out.action)
+    check_graph(graph, None, tree_mode=False, continued=True)
+  assert int(np.min(graph.node_visits[:, 0])) > 0, "the reused graphs carried no visits"
+
+
+@pytest.mark.parametrize(
+  "settings, message",
+  [
+    (dict(full_search_probability=0.0), "full_search_probability must be a finite number > 0"),
+    (dict(full_search_probability=1.5), "full_search_probability must be in (0, 1]"),
+    (dict(full_search_probability=float("nan")), "full_search_probability must be a finite"),
+    (dict(fast_simulations=8), "fast_simulations must be an integer from 1 to 7"),
+    (dict(fast_simulations=0), "fast_simulations must be an integer from 1 to 7"),
+    (
+      dict(engine="mctx", transpositions=False, reuse=False, solver=True),
+      "solver must be False with engine 'mctx'",
+    ),
+  ],
+)
+def test_bad_self_play_options_are_refused_by_name(settings, message):
+  with pytest.raises(ValueError) as error:
+    train.Config(num_simulations=8, **settings)
+  assert str(error.value).startswith(message), str(error.value)
+
+
+def test_train_command_names_a_bad_playout_cap_flag(capsys):
+  assert train.main(["--full-search-probability", "2"]) == 2
+  line = capsys.readouterr().err.strip()
+  assert line.startswith("mcgs-jax train: error: --full-search-probability: full_search")
