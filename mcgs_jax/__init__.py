@@ -9,6 +9,7 @@ Everything a search needs is here; games, evaluators and exact solvers are in
 import importlib
 import warnings
 
+from mcgs_jax._src.forced_playouts import prune_forced_playouts
 from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph
 from mcgs_jax._src.gumbel import (
   GumbelMuZeroExtraData,
@@ -77,6 +78,7 @@ __all__ = [
   "hash_pytree",
   "muzero_action_selection",
   "muzero_policy",
+  "prune_forced_playouts",
   "qtransform_by_min_max",
   "qtransform_by_parent_and_siblings",
   "qtransform_completed_by_mix_value",

@@ -12,7 +12,7 @@ import pytest
 import mcgs_jax as mg
 from mcgs_jax.apps import registry, train
 from mcgs_jax.games import networks
-from mcgs_jax.testing import check_graph
+from mcgs_jax.testing import check_graph, commuting_game
 
 pytest.importorskip("flax")
 
@@ -166,3 +166,80 @@ def test_train_command_names_a_bad_playout_cap_flag(capsys):
   assert train.main(["--full-search-probability", "2"]) == 2
   line = capsys.readouterr().err.strip()
   assert line.startswith("mcgs-jax train: error: --full-search-probability: full_search")
+
+
+def _noised_search(network_game, forced_playouts):
+  game, _, params = network_game
+  state = game.init(jax.random.PRNGKey(6), 8)
+  key = jax.random.PRNGKey(7)
+  return jax.jit(
+    lambda: mg.muzero_policy(
+      params,
+      key,
+      game.root(params, key, state),
+      game.recurrent_fn,
+      48,
+      invalid_actions=game.invalid_actions(state),
+      hash_fn=game.hash_fn,
+      dirichlet_alpha=0.03,  # concentrated noise: some children get tiny priors
+      forced_playouts=forced_playouts,
+    )
+  )()
+
+
+def _forced_counts(graph, k):
+  prior = np.asarray(jax.nn.softmax(graph.children_prior_logits[:, 0]))
+  visits = np.asarray(graph.edge_visits[:, 0])
+  return visits, np.sqrt(k * prior * visits.sum(-1, keepdims=True))
+
+
+def test_forced_playouts_show_in_the_visit_counts(network_game):
+  forced = _noised_search(network_game, 2.0).search_graph
+  visits, needed = _forced_counts(forced, 2.0)
+  # Each child was chosen whenever it fell below its forced count, which grows with
+  # the total: at the end none is more than one playout short of it.
+  assert np.all(visits >= np.floor(needed) - 1), (visits, needed)
+  plain = _noised_search(network_game, 0.0).search_graph
+  visits, needed = _forced_counts(plain, 2.0)
+  assert np.any(visits < np.floor(needed) - 1), "PUCT alone already met every forced count"
+
+
+def test_pruning_takes_the_forced_playouts_out_of_the_target(network_game):
+  out = _noised_search(network_game, 2.0)
+  graph = out.search_graph
+  target = np.asarray(mg.prune_forced_playouts(graph, forced_playouts=2.0))
+  visits, needed = _forced_counts(graph, 2.0)
+  kept = target * visits.max(-1, keepdims=True) / target.max(-1, keepdims=True)
+  best = visits.argmax(-1)
+  np.testing.assert_allclose(target.sum(-1), 1.0, rtol=1e-6)
+  assert np.all(np.abs(kept[np.arange(8), best] - visits[np.arange(8), best]) < 1e-3)
+  assert np.all(kept <= visits + 1e-3)
+  # At most n_forced taken from a child; one left with a single visit is pruned.
+  floor = visits - np.floor(needed)
+  assert np.all((kept >= floor - 1e-3) | ((kept == 0) & (floor <= 1)))
+  assert np.all((kept == 0) | (kept > 1 - 1e-3))
+  assert np.any(kept < visits - 0.5), "nothing was pruned"
+  assert not np.allclose(target, np.asarray(out.action_weights))
+
+
+def test_forced_playouts_are_checked():
+  root_fn, recurrent = commuting_game()
+  for value, message in ((-1.0, "forced_playouts must be >= 0"), (float("inf"), "must be finite")):
+    with pytest.raises(ValueError, match=message):
+      mg.muzero_policy(None, jax.random.PRNGKey(0), root_fn(2), recurrent, 4, forced_playouts=value)
+  with pytest.raises(ValueError, match="forced_playouts must be a number known at trace time"):
+    jax.jit(
+      lambda k: mg.muzero_policy(
+        None, jax.random.PRNGKey(0), root_fn(2), recurrent, 4, forced_playouts=k
+      )
+    )(2.0)
+  with pytest.raises(ValueError, match="forced_playouts must be 0 with policy 'gumbel'"):
+    train.Config(policy="gumbel", forced_playouts=2.0)
+
+
+def test_self_play_with_forced_playouts_trains_on_pruned_targets(network_game):
+  trajectory = _self_play(network_game, **dict(SMALL, num_simulations=16), forced_playouts=2.0)
+  valid = trajectory["valid"]
+  policy = trajectory["policy"][valid]
+  np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
+  assert np.all(policy[~trajectory["legal"][valid]] == 0)

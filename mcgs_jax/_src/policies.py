@@ -10,6 +10,7 @@ import numpy as np
 from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, runner, selection, types
+from mcgs_jax._src import forced_playouts as forced
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
 
@@ -30,6 +31,7 @@ def muzero_policy(
   pb_c_init: float = 1.25,
   pb_c_base: float = 19652.0,
   temperature: float = 1.0,
+  forced_playouts: float = 0.0,
   graph: Graph | None = None,
   recycle: Graph | None = None,
   options: GraphOptions | None = None,
@@ -62,6 +64,12 @@ def muzero_policy(
       and its range is checked when it is known at trace time. A
       `dirichlet_fraction` known to be 0 draws no noise (the same result, a program
       that compiles faster; `dirichlet_prior`).
+    forced_playouts: KataGo's forced playouts (`k`, 2 in "Accelerating Self-Play
+      Learning in Go", Wu 2019): each root child `c` gets at least
+      `sqrt(k * P(c) * sum N(root, .))` playouts (`P` with the noise). A float >=
+      0 known at trace time; 0 (default) is mctx's rule. `action_weights` stay the
+      root's visits; `mcgs_jax.prune_forced_playouts` gives the training target
+      with the forced playouts taken out.
     graph: a previous graph to continue (see `mcgs_jax.search`), e.g. the result
       of `mcgs_jax.reroot(previous.search_graph, action)`.
     recycle: a finished graph of the same shapes whose arrays this search
@@ -88,6 +96,15 @@ def muzero_policy(
     root_fn, interior_fn = selection.make_muzero_selection(
       pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=call.options.solver
     )
+    if _forced_playouts(forced_playouts) > 0:
+      root_fn = functools.partial(
+        forced.forced_root_action_selection,
+        forced_playouts=float(forced_playouts),
+        pb_c_init=pb_c_init,
+        pb_c_base=pb_c_base,
+        qtransform=qtransform,
+        solver=call.options.solver,
+      )
     noisy_logits = dirichlet_prior(
       dirichlet_key, call.root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
     )
@@ -170,6 +187,20 @@ def uct_policy(
     options=options,
     graph_options=graph_options,
   )
+
+
+def _forced_playouts(value) -> float:
+  """`forced_playouts` as a float; ValueError naming it unless it is a finite number
+  >= 0 known at trace time (it decides which root rule the search compiles)."""
+  known = checks.concrete(value)
+  if known is None or np.ndim(known) != 0:
+    raise ValueError(
+      f"forced_playouts must be a number known at trace time (a Python float), got {value!r}"
+    )
+  checks.check_real("forced_playouts", value, low=0)
+  if not np.isfinite(known):
+    raise ValueError(f"forced_playouts must be finite, got {value!r}")
+  return float(known)
 
 
 def check_puct(*, pb_c_init, pb_c_base, temperature) -> None:

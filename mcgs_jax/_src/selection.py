@@ -58,16 +58,22 @@ def muzero_action_selection(
   At depth 0 the root's invalid actions are never chosen; with `solver`, neither are
   proven edges that another edge beats.
   """
+  value_score, policy_score = puct_terms(graph, node_index, pb_c_init, pb_c_base, qtransform)
+  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
+  return masked_argmax(
+    value_score + policy_score + tie_break, excluded_actions(graph, node_index, depth, solver)
+  )
+
+
+def puct_terms(graph: Graph, node_index, pb_c_init: float, pb_c_base: float, qtransform):
+  """`([A] value score, [A] policy score)` of PUCT at one game's node: the
+  `qtransform`ed Q and `c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`."""
   edge_visits = graph.edge_visits[node_index]
   node_visits = graph.node_visits[node_index]
   exploration = pb_c_init + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
   prior = jax.nn.softmax(graph.children_prior_logits[node_index])
   policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
-  value_score = qtransform(graph, node_index)
-  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
-  return masked_argmax(
-    value_score + policy_score + tie_break, excluded_actions(graph, node_index, depth, solver)
-  )
+  return qtransform(graph, node_index), policy_score
 
 
 def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):

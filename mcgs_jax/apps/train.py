@@ -106,6 +106,11 @@ class Config:
       without root noise; only full-search positions are policy targets, every
       position is a value target. 1.0 (default): every move is a full search. The
       coin is drawn once per move for the whole batch (the games move together).
+    forced_playouts: KataGo's forced playouts with policy target pruning (muzero
+      only; `k`, 2 in the paper; 0: off): the full searches give each root child
+      `sqrt(k * P(c) * sum N)` playouts at least
+      (`mcgs_jax.muzero_policy(..., forced_playouts=k)`), and the policy target is
+      `mcgs_jax.prune_forced_playouts` of the visits it counts (`policy_target`).
     fast_simulations: simulations of a fast search (default `num_simulations // 4`,
       at least 1); used only with `full_search_probability < 1`.
     temperature: self-play move temperature of the muzero policy.
@@ -151,6 +156,7 @@ class Config:
   solver: bool = False
   full_search_probability: float = 1.0
   fast_simulations: int | None = None
+  forced_playouts: float = 0.0
   temperature: float = 1.0
   hidden: Sequence[int] = (128, 128)
   learning_rate: float = 1e-3
@@ -266,6 +272,12 @@ def check_config(config: "Config") -> None:
   if config.capacity is not None:
     integer("capacity", 2)
   real("temperature", 0.0, strict=False)
+  real("forced_playouts", 0.0, strict=False)
+  need(
+    config.forced_playouts == 0 or config.policy == "muzero",
+    "forced_playouts",
+    "0 with policy 'gumbel' (forced playouts are a PUCT root rule)",
+  )
   real("full_search_probability", 0.0, strict=True)
   need(config.full_search_probability <= 1.0, "full_search_probability", "in (0, 1]")
   if config.fast_simulations is not None:
@@ -328,6 +340,8 @@ def _search_policy(game: Game, config: Config, *, fast: bool = False):
   search_policy = POLICIES[config.policy]
   if config.solver:
     extra["solver"] = True
+  if config.forced_playouts > 0 and not fast:  # a fast search has no noise to force
+    extra["forced_playouts"] = float(config.forced_playouts)
 
   def search(params, key, root, invalid, graph):
     return search_policy(
@@ -440,6 +454,11 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
           # A search always adds visits to a live root; the guard keeps a
           # finished game's row finite (it is masked out below).
           target = jnp.where(total > 0, new_visits / jnp.maximum(total, 1), target)
+      if config.forced_playouts > 0:
+        counted = searched.edge_visits[:, 0]
+        if graph is not None and config.policy_target == "new":
+          counted = counted - graph.edge_visits[:, 0]
+        target = mg.prune_forced_playouts(searched, counted, forced_playouts=config.forced_playouts)
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
     next_state = data_parallel.shard_games(game.step(state, action), mesh)
@@ -1274,6 +1293,12 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     "not policy targets)",
   ),
   ("--fast-simulations", "fast_simulations", _int, "simulations of a fast search"),
+  (
+    "--forced-playouts",
+    "forced_playouts",
+    _float,
+    "KataGo's forced playouts k with policy target pruning (muzero; 0: off)",
+  ),
   ("--iterations", "iterations", _int, "self-play / training iterations"),
   ("--train-steps", "train_steps", _int, "training steps per iteration"),
   ("--eval-games", "eval_games", _int, "arena games per opponent per evaluation, 0 for none"),
