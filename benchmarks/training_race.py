@@ -11,7 +11,11 @@ simulations per move; only the search differs):
     (`--policy-target all`);
   * `graph+reuse`: a graph kept between moves, `--policy-target all`;
   * `graph+reuse+new`: `mcgs-jax train`'s defaults, a graph kept between moves and
-    the policy target of each search's own visits (`--policy-target new`).
+    the policy target of each search's own visits (`--policy-target new`);
+  * on those defaults, `playout-cap`, `forced-playouts` and `solver` (KataGo's
+    self-play accelerations and the MCTS-solver), and `gumbel+reuse`, `gumbel` and
+    `mctx-gumbel` (Gumbel MuZero with and without reuse, and mctx's): run them with
+    `--variants`.
 
 Each variant runs in its own process, one after the other, with the wall-time budget
 `--budget` seconds (`Config.max_seconds`: compilation included; no iteration starts
@@ -57,8 +61,16 @@ VARIANTS = {
   "tree+reuse": ["--tree", "--policy-target", "all"],
   "graph+reuse": ["--policy-target", "all"],
   "graph+reuse+new": ["--policy-target", "new"],  # the defaults of mcgs-jax train
+  # KataGo's self-play accelerations and the solver, each on the defaults:
+  "playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8"],
+  "forced-playouts": ["--forced-playouts", "2"],
+  "solver": ["--solver"],
+  # Gumbel MuZero: this library's with reuse, without, and mctx's.
+  "gumbel+reuse": ["--policy", "gumbel"],
+  "gumbel": ["--policy", "gumbel", "--no-reuse"],
+  "mctx-gumbel": ["--engine", "mctx", "--policy", "gumbel"],
 }
-DEFAULT_VARIANTS = tuple(VARIANTS)
+DEFAULT_VARIANTS = ("mctx", "tree+reuse", "graph+reuse", "graph+reuse+new")
 COMMON = [
   "--game",
   "connect_four",
