@@ -8,7 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import base
+from mcgs_jax._src import base, batched
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
@@ -346,7 +346,7 @@ def empty_graph(
     tables[name] = jnp.zeros((batch_size,), jnp.int32)
   if num_slots:
     start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
-    hash_slots = hash_slots.at[jnp.arange(batch_size), start].set(ROOT_INDEX)
+    hash_slots = batched.set_at(hash_slots, start, ROOT_INDEX)
   lowest, highest = (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds
   return Graph(
     **tables,

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import hashing
+from mcgs_jax._src.batched import min_at, set_at, take
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
   EMPTY_VALUES,
@@ -100,14 +101,13 @@ def reachable_nodes(children_index, start, active):
   the longest shortest path from `start` plus one, at most `N`.
   """
   batch_size, capacity, _ = children_index.shape
-  batch = jnp.arange(batch_size)
   reached = jnp.zeros((batch_size, capacity), jnp.bool_)
-  reached = reached.at[batch, jnp.where(active, start, capacity)].set(True, mode="drop")
+  reached = set_at(reached, jnp.where(active, start, capacity), True, mode="drop")
 
   def grow(carry):
     reached, _ = carry
     targets = jnp.where(reached[:, :, None] & (children_index >= 0), children_index, capacity)
-    grown = reached.at[batch[:, None, None], targets].set(True, mode="drop")
+    grown = set_at(reached, targets, True, mode="drop")
     return grown, jnp.any(grown != reached)
 
   reached, _ = jax.lax.while_loop(lambda carry: carry[1], grow, (reached, jnp.array(True)))
@@ -134,7 +134,6 @@ def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
   """
   batch_size, capacity, _ = node_keys.shape
   window_size = min(probe_window, num_slots)
-  batch = jnp.arange(batch_size)[:, None]
   nodes = jnp.arange(capacity, dtype=jnp.int32)[None]
   start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
   windows = (start[:, :, None] + jnp.arange(window_size, dtype=jnp.int32)) & (
@@ -144,20 +143,24 @@ def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
 
   def insert_round(carry):
     slots, pending, dropped = carry
-    free = slots[batch[:, :, None], windows] < 0  # [B, N, W]
+    free = take(slots, windows) < 0  # [B, N, W]
     has_free = jnp.any(free, axis=-1)
     first_free = jnp.take_along_axis(windows, jnp.argmax(free, axis=-1)[:, :, None], axis=-1)[
       :, :, 0
     ]  # [B, N]
     claiming = pending & has_free
-    claims = (
-      jnp.full((batch_size, num_slots), capacity, jnp.int32)
-      .at[batch, jnp.where(claiming, first_free, num_slots)]
-      .min(jnp.broadcast_to(nodes, pending.shape), mode="drop")
+    claims = min_at(
+      jnp.full((batch_size, num_slots), capacity, jnp.int32),
+      jnp.where(claiming, first_free, num_slots),
+      jnp.broadcast_to(nodes, pending.shape),
+      mode="drop",
     )
-    won = claiming & (claims[batch, first_free] == nodes)
-    slots = slots.at[batch, jnp.where(won, first_free, num_slots)].set(
-      jnp.broadcast_to(nodes, pending.shape), mode="drop"
+    won = claiming & (take(claims, first_free) == nodes)
+    slots = set_at(
+      slots,
+      jnp.where(won, first_free, num_slots),
+      jnp.broadcast_to(nodes, pending.shape),
+      mode="drop",
     )
     dropped_now = pending & ~has_free
     return (
@@ -200,44 +203,44 @@ def reroot(
   """
   action = _check_action(graph, action)
   batch_size, capacity, num_actions = (graph.batch_size, graph.capacity, graph.num_actions)
-  batch = jnp.arange(batch_size)
   in_range = (action >= 0) & (action < num_actions)
-  child = graph.children_index[batch, ROOT_INDEX, jnp.clip(action, 0, num_actions - 1)]
+  child = take(graph.children_index[:, ROOT_INDEX], jnp.clip(action, 0, num_actions - 1))
   known_child = jnp.maximum(child, 0)
   keep_game = (
     (graph.num_nodes > 0)
     & in_range
     & (child >= 0)
     & ~graph.node_terminal[:, ROOT_INDEX]
-    & ~graph.node_terminal[batch, known_child]
+    & ~take(graph.node_terminal, known_child)
   )
   kept = reachable_nodes(graph.children_index, known_child, keep_game)  # [B, N]
 
   # New index of every old node (-1 when freed) and old index of every new one.
   rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
-  child_rank = rank[batch, known_child][:, None]
+  child_rank = take(rank, known_child)[:, None]
   old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
   new_index = jnp.where(
     old_index == known_child[:, None], 0, jnp.where(rank < child_rank, rank + 1, rank)
   )
   new_index = jnp.where(kept, new_index, -1)
   num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
-  source = (
-    jnp.zeros((batch_size, capacity), jnp.int32)
-    .at[batch[:, None], jnp.where(kept, new_index, capacity)]
-    .set(jnp.broadcast_to(old_index, kept.shape), mode="drop")
+  source = set_at(
+    jnp.zeros((batch_size, capacity), jnp.int32),
+    jnp.where(kept, new_index, capacity),
+    jnp.broadcast_to(old_index, kept.shape),
+    mode="drop",
   )
   in_use = old_index < num_kept[:, None]  # new rows
 
   def move(table, fill):
     """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""
-    moved = table[batch[:, None], source]
+    moved = take(table, source)
     mask = in_use.reshape(in_use.shape + (1,) * (table.ndim - 2))
     return jnp.where(mask, moved, jnp.asarray(fill, table.dtype))
 
   old_children = move(graph.children_index, UNEXPANDED)
   children_index = jnp.where(
-    old_children >= 0, new_index[batch[:, None, None], jnp.maximum(old_children, 0)], UNEXPANDED
+    old_children >= 0, take(new_index, jnp.maximum(old_children, 0)), UNEXPANDED
   )
   node_keys = move(graph.node_keys, 0)
 

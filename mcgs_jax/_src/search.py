@@ -3,7 +3,10 @@
 All three work on the whole batch. Per-game work (the selection rules, the hash
 probe) is written for one game and lifted with `jax.vmap`; the loops over depth run
 at batch level with a scalar trip condition, so XLA never selects over the graph
-arrays per game, and the cost of one simulation does not grow with capacity.
+arrays per game, and the cost of one simulation does not grow with capacity. Every
+read and write of a table at a row that differs per game goes through `batched`
+(game by game), so a batch sharded over devices on its games axis searches with no
+gather of the tables between devices.
 """
 
 import functools
@@ -14,6 +17,7 @@ import jax.numpy as jnp
 
 from mcgs_jax._src import checks, hashing, proofs, random_bits, types
 from mcgs_jax._src import options as options_lib
+from mcgs_jax._src.batched import add_at, set_at, take
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
 from mcgs_jax._src.initial import check_inputs, initial_graph, summable
 from mcgs_jax._src.options import GraphOptions
@@ -99,22 +103,20 @@ def _stop_rule_ends_playout(
     keys: `[B]` per-game keys of this depth.
     options: `GraphOptions`.
   """
-  batch = jnp.arange(graph.batch_size)
   if options.stop_rule == "never":
     return jnp.zeros((graph.batch_size,), jnp.bool_)
   # k(child) = 1 without folding: then this is N(child) itself.
-  child_visits = 1 + graph.node_visits[batch, child] - graph.node_evaluations[batch, child]
-  caught_up = child_visits > graph.edge_visits[batch, node, action]
+  edge = (node, action)
+  child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
+  caught_up = child_visits > take(graph.edge_visits, edge)
   if options.stop_rule == "catch_up":
     if options.stop_leak == 0:
       return caught_up
     coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
     return caught_up & ~(coins < options.stop_leak)
-  live = (
-    graph.edge_rewards[batch, node, action]
-    + graph.edge_discounts[batch, node, action] * graph.node_values[batch, child]
-  )
-  lag = jnp.abs(graph.edge_values[batch, node, action] - live)
+  reward, discount = take(graph.edge_rewards, edge), take(graph.edge_discounts, edge)
+  live = reward + discount * take(graph.node_values, child)
+  lag = jnp.abs(take(graph.edge_values, edge) - live)
   return caught_up & (lag > options.stop_epsilon)
 
 
@@ -126,11 +128,10 @@ def _usable_actions(
   none). The built-in rules never choose such edges; this keeps rules that do not
   mask them (custom rules, Gumbel's interior rule) from spending every playout on a
   state that cannot be evaluated."""
-  batch = jnp.arange(graph.batch_size)
-  non_finite = graph.edge_non_finite[batch, node]  # [B, A]
+  non_finite = take(graph.edge_non_finite, node)  # [B, A]
   blocked = non_finite | (graph.root_invalid_actions & (depth == 0))
-  fallback = masked_argmax(graph.children_prior_logits[batch, node], blocked)
-  replace = non_finite[batch, actions] & jnp.any(~blocked, axis=-1)
+  fallback = masked_argmax(take(graph.children_prior_logits, node), blocked)
+  replace = take(non_finite, actions) & jnp.any(~blocked, axis=-1)
   return jnp.where(replace, fallback, actions)
 
 
@@ -151,31 +152,36 @@ def _take_edges(
 ) -> _Descent:
   """`descent` one depth further: every game records `actions [B]` (made usable)
   at this depth, and an active playout moves to the child unless it ends there."""
-  batch = jnp.arange(graph.batch_size)
   depth, node = descent.depth, descent.node
   actions = _usable_actions(graph, node, actions, depth)
-  child = graph.children_index[batch, node, actions]
+  child = take(graph.children_index, (node, actions))
   known_child = jnp.maximum(child, 0)
   proceed = (
     descent.active
     & (child >= 0)
-    & ~graph.node_terminal[batch, known_child]
+    & ~take(graph.node_terminal, known_child)
     & (depth + 1 < max_depth)
   )
   if options.solver:
     # A child whose proof is only stale (its children settle it) counts as proven:
     # the playout stops there and backup records the proof.
     provable, _ = jax.vmap(proofs.prove_node)(graph, known_child)
-    proceed &= ~(graph.node_proven[batch, known_child] | provable)
+    proceed &= ~(take(graph.node_proven, known_child) | provable)
   if options.transpositions:
-    proceed &= descent.path_marks[batch, known_child] != stamp
+    proceed &= take(descent.path_marks, known_child) != stamp
     proceed &= ~_stop_rule_ends_playout(graph, node, actions, known_child, descent.keys, options)
   # One write per game, rows in order: declaring it lets XLA update the marks in
   # place; without it the table was copied at every step (measured: the per-
-  # simulation cost doubled from capacity 65 to 1025). The same flags on the other
-  # scatters measured slower, so they are left off there.
-  path_marks = descent.path_marks.at[batch, _drop_unless(proceed, known_child, graph.capacity)].set(
-    stamp, mode="drop", unique_indices=True, indices_are_sorted=True
+  # simulation cost doubled from capacity 65 to 1025). Written game by game, the
+  # other scatters of one row per game get the same flags from XLA itself; these
+  # stay declared, since the in-place update depends on them.
+  path_marks = set_at(
+    descent.path_marks,
+    _drop_unless(proceed, known_child, graph.capacity),
+    stamp,
+    mode="drop",
+    unique_indices=True,
+    indices_are_sorted=True,
   )
   return descent.replace(
     depth=depth + 1,
@@ -260,8 +266,7 @@ def select(
     length=descent.length,
     leaf=jnp.where(descent.length == 0, ROOT_INDEX, -1).astype(jnp.int32),
     leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
-    expands=(descent.length > 0)
-    & (graph.children_index[jnp.arange(batch_size), parent, action] < 0),
+    expands=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
     leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
   )
   graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
@@ -291,9 +296,7 @@ def expand(
     `(graph, path)` with `path.leaf`, `path.leaf_is_new` and `path.leaf_folded` set.
   """
   parent, action = last_edge(path)
-  parent_embedding = jax.tree_util.tree_map(
-    lambda x: x[jnp.arange(graph.batch_size), parent], graph.embeddings
-  )
+  parent_embedding = jax.tree_util.tree_map(lambda x: take(x, parent), graph.embeddings)
   output, embedding = checks.unpack_recurrent_result(
     recurrent_fn(params, rng_key, action, parent_embedding)
   )
@@ -308,8 +311,7 @@ def _last_edge(
 ) -> tuple[chex.Array, chex.Array]:
   """`last_edge` of the path held in `nodes [B, D]`, `actions [B, D]`, `length [B]`."""
   last = jnp.maximum(length - 1, 0)
-  batch = jnp.arange(length.shape[0])
-  return nodes[batch, last], actions[batch, last]
+  return take(nodes, last), take(actions, last)
 
 
 def last_edge(path: Path) -> tuple[chex.Array, chex.Array]:
@@ -417,15 +419,14 @@ def _write_rows(
   `(parent [B], action [B])` to `child [B]` where `create | linked`, and in graph
   mode the new node's hash slot (`dropped_inserts` where the probe window was
   full). Leaves `num_nodes` and the other counters to the caller."""
-  batch = jnp.arange(graph.batch_size)
   new_node = _drop_unless(create, graph.num_nodes, graph.capacity)
   edge_parent = _drop_unless(linked | create, parent, graph.capacity)
 
   def set_node(table: chex.Array, values: chex.Array) -> chex.Array:
-    return table.at[batch, new_node].set(values, mode="drop")
+    return set_at(table, new_node, values, mode="drop")
 
   def set_edge(table: chex.Array, values: chex.Array) -> chex.Array:
-    return table.at[batch, edge_parent, action].set(values, mode="drop")
+    return set_at(table, (edge_parent, action), values, mode="drop")
 
   new_rows = {
     "node_visits": 1,
@@ -453,7 +454,7 @@ def _write_rows(
   insert = create & (lookup.free_slot >= 0)
   slot = _drop_unless(insert, lookup.free_slot, graph.hash_slots.shape[1])
   return graph.replace(
-    hash_slots=graph.hash_slots.at[batch, slot].set(graph.num_nodes, mode="drop"),
+    hash_slots=set_at(graph.hash_slots, slot, graph.num_nodes, mode="drop"),
     dropped_inserts=graph.dropped_inserts + (create & (lookup.free_slot < 0)),
   )
 
@@ -486,9 +487,8 @@ def link(
   its `k(n)` evaluations (`path.leaf_folded`; backup recomputes the node), counted
   in `folded_evaluations`. Without it that evaluation is dropped (`k(n)` stays 1).
   """
-  batch = jnp.arange(graph.batch_size)
   parent, action = last_edge(path)
-  child = graph.children_index[batch, parent, action]
+  child = take(graph.children_index, (parent, action))
   collided = path.expands & (child >= 0)
   non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
   path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
@@ -519,7 +519,7 @@ def link(
   )
   mark_non_finite = _drop_unless(non_finite & (child < 0), parent, graph.capacity)
   graph = graph.replace(
-    edge_non_finite=graph.edge_non_finite.at[batch, mark_non_finite, action].set(True, mode="drop"),
+    edge_non_finite=set_at(graph.edge_non_finite, (mark_non_finite, action), True, mode="drop"),
     num_nodes=graph.num_nodes + create,
     transposition_hits=graph.transposition_hits + linked,
     capacity_overflows=graph.capacity_overflows + overflow,
@@ -549,23 +549,22 @@ def _fold_evaluation(
   its own value where `evaluated` (and neither the node nor the evaluation is
   terminal, nor the node proven: those values are exact): `k(n) += 1` and `U(n)`
   moves to the mean of the `k(n)` evaluations. Returns `(graph, folded [B])`."""
-  batch = jnp.arange(graph.batch_size)
   known = jnp.maximum(node, 0)
   folded = (
     evaluated
     & (node >= 0)
     & ~terminal
-    & ~graph.node_terminal[batch, known]
-    & ~graph.node_proven[batch, known]
+    & ~take(graph.node_terminal, known)
+    & ~take(graph.node_proven, known)
   )
-  count = graph.node_evaluations[batch, known] + 1
-  old_mean = graph.raw_values[batch, known]
+  count = take(graph.node_evaluations, known) + 1
+  old_mean = take(graph.raw_values, known)
   # Running mean; every operand is finite (non-finite evaluations never get here).
   mean = old_mean + (value - old_mean) / count.astype(old_mean.dtype)
   target = _drop_unless(folded, known, graph.capacity)
   return graph.replace(
-    node_evaluations=graph.node_evaluations.at[batch, target].set(count, mode="drop"),
-    raw_values=graph.raw_values.at[batch, target].set(mean, mode="drop"),
+    node_evaluations=set_at(graph.node_evaluations, target, count, mode="drop"),
+    raw_values=set_at(graph.raw_values, target, mean, mode="drop"),
     folded_evaluations=graph.folded_evaluations + folded,
   ), folded
 
@@ -597,15 +596,14 @@ def recompute_node_and_edges(
 def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
   """Re-proves the existing non-terminal node a playout stopped at, so a proof its
   children already hold moves up even though the leaf is not re-entered."""
-  batch = jnp.arange(graph.batch_size)
   leaf = jnp.maximum(path.leaf, 0)
-  existing = (path.leaf >= 0) & ~path.leaf_is_new & ~graph.node_terminal[batch, leaf]
+  existing = (path.leaf >= 0) & ~path.leaf_is_new & ~take(graph.node_terminal, leaf)
   proven, proven_value = jax.vmap(proofs.prove_node)(graph, leaf)
-  target = _drop_unless(existing & proven & ~graph.node_proven[batch, leaf], leaf, graph.capacity)
+  target = _drop_unless(existing & proven & ~take(graph.node_proven, leaf), leaf, graph.capacity)
   return graph.replace(
-    node_proven=graph.node_proven.at[batch, target].set(True, mode="drop"),
-    proven_values=graph.proven_values.at[batch, target].set(proven_value, mode="drop"),
-    node_values=graph.node_values.at[batch, target].set(proven_value, mode="drop"),
+    node_proven=set_at(graph.node_proven, target, True, mode="drop"),
+    proven_values=set_at(graph.proven_values, target, proven_value, mode="drop"),
+    node_values=set_at(graph.node_values, target, proven_value, mode="drop"),
   )
 
 
@@ -619,22 +617,19 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS
   recomputes the leaf first. With `options.solver`, each node on the path is also
   re-proven (`proofs.prove_node`); a proven node's `Q` is its proven value.
   """
-  batch_size, capacity = graph.batch_size, graph.capacity
-  batch = jnp.arange(batch_size)
+  capacity = graph.capacity
   leaf = jnp.maximum(path.leaf, 0)
-  arrived = (path.leaf >= 0) & graph.node_terminal[batch, leaf] & ~path.leaf_is_new
+  arrived = (path.leaf >= 0) & take(graph.node_terminal, leaf) & ~path.leaf_is_new
   graph = graph.replace(
-    node_visits=graph.node_visits.at[batch, _drop_unless(arrived, leaf, capacity)].add(
-      1, mode="drop"
-    )
+    node_visits=add_at(graph.node_visits, _drop_unless(arrived, leaf, capacity), 1, mode="drop")
   )
   if options.fold_evaluations:
     visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, leaf)
     folded = _drop_unless(path.leaf_folded, leaf, capacity)
     graph = graph.replace(
-      node_visits=graph.node_visits.at[batch, folded].set(visits, mode="drop"),
-      node_values=graph.node_values.at[batch, folded].set(value, mode="drop"),
-      edge_values=graph.edge_values.at[batch, folded].set(edge_values, mode="drop"),
+      node_visits=set_at(graph.node_visits, folded, visits, mode="drop"),
+      node_values=set_at(graph.node_values, folded, value, mode="drop"),
+      edge_values=set_at(graph.edge_values, folded, edge_values, mode="drop"),
     )
   solver = options.solver
   if solver:
@@ -646,9 +641,12 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS
     on_path = depth < path.length
     node = path.nodes[:, depth]
     count_edge = on_path & ((depth < path.length - 1) | (path.leaf >= 0))
-    edge_visits = graph.edge_visits.at[
-      batch, _drop_unless(count_edge, node, capacity), path.actions[:, depth]
-    ].add(1, mode="drop")
+    edge_visits = add_at(
+      graph.edge_visits,
+      (_drop_unless(count_edge, node, capacity), path.actions[:, depth]),
+      1,
+      mode="drop",
+    )
     graph = graph.replace(edge_visits=edge_visits)
     visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, node)
     target = _drop_unless(on_path, node, capacity)
@@ -656,13 +654,13 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = _DEFAULT_OPTIONS
       proven, proven_value = jax.vmap(proofs.prove_node)(graph, node)
       value = jnp.where(proven, proven_value, value)
       graph = graph.replace(
-        node_proven=graph.node_proven.at[batch, target].set(proven, mode="drop"),
-        proven_values=graph.proven_values.at[batch, target].set(proven_value, mode="drop"),
+        node_proven=set_at(graph.node_proven, target, proven, mode="drop"),
+        proven_values=set_at(graph.proven_values, target, proven_value, mode="drop"),
       )
     return graph.replace(
-      node_visits=graph.node_visits.at[batch, target].set(visits, mode="drop"),
-      node_values=graph.node_values.at[batch, target].set(value, mode="drop"),
-      edge_values=graph.edge_values.at[batch, target].set(edge_values, mode="drop"),
+      node_visits=set_at(graph.node_visits, target, visits, mode="drop"),
+      node_values=set_at(graph.node_values, target, value, mode="drop"),
+      edge_values=set_at(graph.edge_values, target, edge_values, mode="drop"),
     )
 
   return jax.lax.fori_loop(0, longest, update, graph)
@@ -672,13 +670,12 @@ def add_path_visits(graph: Graph, path: Path, delta: int) -> Graph:
   """Adds `delta` to the visits of every node and edge on the paths (virtual visits
   of playouts in flight, so that the next selection in the same step goes elsewhere;
   the same call with `-delta` takes them back)."""
-  batch = jnp.arange(graph.batch_size)
 
   def add(depth: chex.Array, graph: Graph) -> Graph:
     node = _drop_unless(depth < path.length, path.nodes[:, depth], graph.capacity)
     return graph.replace(
-      edge_visits=graph.edge_visits.at[batch, node, path.actions[:, depth]].add(delta, mode="drop"),
-      node_visits=graph.node_visits.at[batch, node].add(delta, mode="drop"),
+      edge_visits=add_at(graph.edge_visits, (node, path.actions[:, depth]), delta, mode="drop"),
+      node_visits=add_at(graph.node_visits, node, delta, mode="drop"),
     )
 
   return jax.lax.fori_loop(0, jnp.max(path.length), add, graph)
@@ -689,21 +686,20 @@ def add_path_losses(graph: Graph, path: Path) -> Graph:
   entered below the root takes one virtual visit valued at what makes its edge worth
   -1 to the player who chose it (`r + discount * x = -1`). Call before
   `add_path_visits`; restore `node_values` afterwards."""
-  batch = jnp.arange(graph.batch_size)
 
   def add(depth: chex.Array, graph: Graph) -> Graph:
     parent, action = path.nodes[:, depth - 1], path.actions[:, depth - 1]
     node = path.nodes[:, depth]
-    discount = graph.edge_discounts[batch, parent, action]
-    reward = graph.edge_rewards[batch, parent, action]
+    discount = take(graph.edge_discounts, (parent, action))
+    reward = take(graph.edge_rewards, (parent, action))
     safe_discount = jnp.where(discount == 0, 1.0, discount)
     loss = (-1.0 - reward) / safe_discount
-    visits = graph.node_visits[batch, node]
-    value = (visits * graph.node_values[batch, node] + loss) / (visits + 1)
+    visits = take(graph.node_visits, node)
+    value = (visits * take(graph.node_values, node) + loss) / (visits + 1)
     target = _drop_unless((depth < path.length) & (discount != 0), node, graph.capacity)
     return graph.replace(
-      node_values=graph.node_values.at[batch, target].set(
-        value.astype(graph.node_values.dtype), mode="drop"
+      node_values=set_at(
+        graph.node_values, target, value.astype(graph.node_values.dtype), mode="drop"
       )
     )
 
@@ -796,14 +792,16 @@ def _evaluate_in_parallel(
 ) -> tuple[types.RecurrentFnOutput, types.Embedding]:
   """`recurrent_fn`'s output and embedding for the last edges of `K` paths per game
   (`paths`' leaves `[K, B, ...]`), from one call on all `K * B` of them; returned
-  `[K, B, ...]`."""
+  `[K, B, ...]`. The call's batch is path-major, the order of its outputs and of the
+  keys an evaluator splits per row: with the games sharded over devices, these `K *
+  B` rows (not the tables) move between devices, there and back."""
   num_parallel, batch_size = paths.length.shape
   parents, actions = jax.vmap(last_edge)(paths)  # [K, B]
-  batch = jnp.arange(batch_size)
   flat = lambda x: x.reshape((num_parallel * batch_size,) + x.shape[2:])
   unflat = lambda x: x.reshape((num_parallel, batch_size) + x.shape[1:])
   parent_embedding = jax.tree_util.tree_map(
-    lambda x: flat(x[batch[None], parents]), graph.embeddings
+    lambda x: flat(jax.vmap(lambda game_parents: take(x, game_parents))(parents)),
+    graph.embeddings,
   )
   output, embedding = checks.unpack_recurrent_result(
     recurrent_fn(params, rng_key, flat(actions), parent_embedding)

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import hashing
+from mcgs_jax._src.batched import take
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
 from mcgs_jax._src.types import RootFnOutput
@@ -349,8 +350,7 @@ class Stochastic2048:
   def afterstates(self, boards, actions):
     """`(afterstates [B, cells], rewards [B])` of the moves played."""
     after, rewards, _ = jax.vmap(all_moves)(boards)
-    batch = jnp.arange(boards.shape[0])
-    return after[batch, actions], rewards[batch, actions]
+    return take(after, actions), take(rewards, actions)
 
   def sample_outcomes(self, rng_key, afterstates):
     """`[B]` int32 chance outcomes drawn with the game's probabilities."""
@@ -423,10 +423,10 @@ def make_2048(
 
   def decision_recurrent_fn(params, rng_key, action, boards):
     after, rewards, legal = jax.vmap(all_moves)(boards)
-    batch = jnp.arange(boards.shape[0])
-    illegal = ~legal[batch, action]
-    board = jnp.where(illegal[:, None], boards, after[batch, action])
-    reward = jnp.where(illegal, ILLEGAL_MOVE_REWARD, rewards[batch, action])
+    # Game by game (`batched.take`): a batch sharded over devices needs no gather.
+    illegal = ~take(legal, action)
+    board = jnp.where(illegal[:, None], boards, take(after, action))
+    reward = jnp.where(illegal, ILLEGAL_MOVE_REWARD, take(rewards, action))
     value = jnp.where(illegal, 0.0, evaluator.afterstate(params, rng_key, board))
     logits = jax.vmap(chance_logits)(board)
     # An illegal move ends the game: one certain outcome, which leads to the end.
