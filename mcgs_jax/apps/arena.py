@@ -639,17 +639,17 @@ def play_match(
   sharding: jax.sharding.NamedSharding | None = None
   tally = _Tally.empty(num_games, opening_moves)
 
-  def result_so_far() -> MatchResult | None:
-    """The result of the games finished so far (None while none is)."""
-    return _finished_games_result(
-      tally,
-      agent_a,
-      agent_b,
-      a_first=a_first,
+  def result_fields() -> dict[str, Any]:
+    """What a result says besides the games: time, devices, calibration."""
+    return dict(
       seconds=time.perf_counter() - started,
       num_devices=1 if sharding is None else len(jax.devices()),
       calibration=calibration,
     )
+
+  def result_so_far() -> MatchResult | None:
+    """The result of the games finished so far (None while none is)."""
+    return _finished_games_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
 
   if on_start is not None:
     on_start(result_so_far)
@@ -692,15 +692,7 @@ def play_match(
     report,
     tally,
   )
-  return _match_result(
-    tally,
-    agent_a,
-    agent_b,
-    a_first=a_first,
-    seconds=time.perf_counter() - started,
-    num_devices=1 if sharding is None else len(jax.devices()),
-    calibration=calibration,
-  )
+  return _match_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
 
 
 def check_memory(search_bytes: list[int], available: int | None = None) -> None:
