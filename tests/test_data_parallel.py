@@ -8,13 +8,13 @@ associative. Measured: at most about 1e-5 apart after six Adam steps; the tests 
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from worker_processes import run_workers
 
 from mcgs_jax.apps import train
 
@@ -126,34 +126,8 @@ def test_two_devices_train_as_one_device():
   assert report["train_batch_size"].startswith("train_batch_size must be a multiple of the 2")
 
 
-def _free_port() -> int:
-  with socket.socket() as sock:
-    sock.bind(("localhost", 0))
-    return sock.getsockname()[1]
-
-
 def _train_in_processes(num_processes: int, out_path: str) -> dict:
-  address = f"localhost:{_free_port()}"
-  workers = [
-    subprocess.Popen(
-      [sys.executable, WORKER, address, str(index), str(num_processes), out_path],
-      env=_env(1),
-      stdout=subprocess.PIPE,
-      stderr=subprocess.STDOUT,
-      text=True,
-    )
-    for index in range(num_processes)
-  ]
-  logs = []
-  for worker in workers:
-    try:
-      logs.append(worker.communicate(timeout=300)[0])
-    except subprocess.TimeoutExpired:
-      for other in workers:
-        other.kill()
-      pytest.fail("a training worker did not finish in 300 s")
-  for worker, log in zip(workers, logs, strict=True):
-    assert worker.returncode == 0, log[-3000:]
+  run_workers(WORKER, num_processes, out_path, _env(1), timeout=300)
   with np.load(out_path) as stored:
     return {name: stored[name] for name in stored.files}
 

@@ -4,44 +4,16 @@ give the same match as one process."""
 
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import pytest
+from worker_processes import run_workers
 
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
 
 
-def _free_port() -> int:
-  with socket.socket() as sock:
-    sock.bind(("localhost", 0))
-    return sock.getsockname()[1]
-
-
 def _run(num_processes: int, out_path: str) -> dict:
-  address = f"localhost:{_free_port()}"
   env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1", JAX_PLATFORMS="cpu")
-  workers = [
-    subprocess.Popen(
-      [sys.executable, WORKER, address, str(index), str(num_processes), out_path],
-      env=env,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.STDOUT,
-      text=True,
-    )
-    for index in range(num_processes)
-  ]
-  logs = []
-  for worker in workers:
-    try:
-      logs.append(worker.communicate(timeout=240)[0])
-    except subprocess.TimeoutExpired:
-      for other in workers:
-        other.kill()
-      pytest.fail("a distributed worker did not finish in 240 s")
-  for worker, log in zip(workers, logs):
-    assert worker.returncode == 0, log[-3000:]
+  run_workers(WORKER, num_processes, out_path, env, timeout=240)
   with open(out_path) as handle:
     return json.load(handle)
 
