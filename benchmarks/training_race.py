@@ -1,42 +1,49 @@
-"""Training race at equal wall time: AlphaZero with mctx's search, a tree kept between
-moves, and a graph kept between moves, then the three networks compared.
+"""Training race at equal wall time: AlphaZero trained with mctx's search against this
+library's defaults and self-play options, over several training seeds, with learning
+curves.
 
-Variants (`mcgs-jax train`, the same network size, seeds, self-play games and
-simulations per move; only the search differs):
+Variants (`mcgs-jax train`, the same network size, self-play games and simulations per
+move; only the search differs):
 
   * `mctx`: `--engine mctx`, DeepMind's `mctx.muzero_policy`: a tree searched from
     scratch at every move (what an mctx user trains with);
-  * `tree+reuse`: this library, a tree kept between moves (`--tree`), the policy
-    target counting every root visit, the carried ones included
-    (`--policy-target all`);
-  * `graph+reuse`: a graph kept between moves, `--policy-target all`;
-  * `graph+reuse+new`: `mcgs-jax train`'s defaults, a graph kept between moves and
-    the policy target of each search's own visits (`--policy-target new`);
-  * on those defaults, `playout-cap`, `forced-playouts` and `solver` (KataGo's
-    self-play accelerations and the MCTS-solver), and `gumbel+reuse`, `gumbel` and
-    `mctx-gumbel` (Gumbel MuZero with and without reuse, and mctx's): run them with
-    `--variants`.
+  * `default`: `mcgs-jax train`'s defaults (a graph kept between moves, the policy
+    target of each search's own visits);
+  * `tree+reuse`, `graph+reuse` (`--policy-target all`) and `graph+reuse+new` (the
+    defaults, spelt out): the variants of the first race;
+  * on the defaults, `playout-cap`, `forced-playouts` and `solver` (KataGo's self-play
+    accelerations and the MCTS-solver), and `gumbel+reuse`, `gumbel` and
+    `mctx-gumbel` (Gumbel MuZero with and without reuse, and mctx's).
 
-Each variant runs in its own process, one after the other, with the wall-time budget
-`--budget` seconds (`Config.max_seconds`: compilation included; no iteration starts
-that would end past it) and no evaluation during training. Then:
+For every seed in `--seeds`, each variant trains in its own process, one after the
+other, for `--budget` seconds of wall time (`Config.max_seconds`: compilation
+included; no iteration starts that would end past it), with no evaluation during
+training. Each run saves its network (params only) after the first iteration that ends
+past each fraction in `--fractions` of the budget, and at the end. Then:
 
-  * head-to-head: every pair of final networks plays `--games` arena games with the
-    same search on both sides (muzero on a tree searched from scratch, which is
-    mctx's search, `--eval-simulations` per move, greedy, 3-ply random openings with
-    both colours), Elo with 95% intervals;
+  * learning curves: every saved network of a seed plays that seed's final `mctx`
+    network (the reference, Elo 0) for `--games` arena games, both searching the
+    same way (muzero on a tree from scratch, which is mctx's search,
+    `--eval-simulations` per move, greedy, 3-ply random openings with both colours,
+    seed `--eval-seed`, which no training run uses); Elo with 95% intervals against
+    the wall time at which the network was saved;
+  * per seed, the final Elo of each variant and the time it took to reach the
+    reference's strength (the first saved network at Elo >= 0);
+  * `--plot FILE`: the curves as a PNG;
   * solved positions: `--positions` connect-four positions with 10-14 empty cells
-    from random play (seed `--positions-seed`, not the seed of
-    `endgame_accuracy.py`), solved exactly; the share of positions where the greedy
-    network (argmax of its policy over legal moves) and a 64-simulation search with
-    it (the same tree search) play an optimal move.
+    (seed `--positions-seed`), solved exactly; the share where each final network's
+    greedy policy and a search with it play an optimal move.
 
-Run it alone on the machine. `--write` appends the section to `benchmarks/RESULTS.md`.
+Run it alone on the machine. `--write` appends the section to `benchmarks/RESULTS.md`;
+`--keep` copies the final networks to
+`benchmarks/checkpoints/race_<variant>_seed<k>.msgpack`.
 
-    python benchmarks/training_race.py [--budget 720] [--out race] [--write]
+    python benchmarks/training_race.py --seeds 0,1,2 --variants mctx,default \
+        --budget 600 --out race --plot benchmarks/race_curves.png --write --keep
 """
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -50,7 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax.apps import arena, train
+from mcgs_jax.apps import arena, files, train
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import endgame_accuracy  # noqa: E402  (sibling benchmark scripts)
@@ -58,9 +65,10 @@ import results_section  # noqa: E402
 
 VARIANTS = {
   "mctx": ["--engine", "mctx"],
+  "default": [],  # mcgs-jax train's defaults
   "tree+reuse": ["--tree", "--policy-target", "all"],
   "graph+reuse": ["--policy-target", "all"],
-  "graph+reuse+new": ["--policy-target", "new"],  # the defaults of mcgs-jax train
+  "graph+reuse+new": ["--policy-target", "new"],  # the defaults, spelt out
   # KataGo's self-play accelerations and the solver, each on the defaults:
   "playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8"],
   "forced-playouts": ["--forced-playouts", "2"],
@@ -70,7 +78,8 @@ VARIANTS = {
   "gumbel": ["--policy", "gumbel", "--no-reuse"],
   "mctx-gumbel": ["--engine", "mctx", "--policy", "gumbel"],
 }
-DEFAULT_VARIANTS = ("mctx", "tree+reuse", "graph+reuse", "graph+reuse+new")
+DEFAULT_VARIANTS = ("mctx", "default")
+REFERENCE = "mctx"  # each seed's final mctx network is its curves' Elo 0
 COMMON = [
   "--game",
   "connect_four",
@@ -88,25 +97,75 @@ COMMON = [
   "0",
   "--iterations",
   "10000",
-  "--seed",
-  "0",
 ]
 
 
-def run_variant(name: str, budget: float, out: str) -> dict:
-  """Trains one variant in a fresh process; returns its history file's content."""
-  history = os.path.join(out, f"{name}_history.json")
-  params = os.path.join(out, f"{name}.msgpack")
-  command = [sys.executable, "-m", "mcgs_jax.apps.train", *COMMON, *VARIANTS[name]]
-  command += ["--max-seconds", str(budget), "--history", history, "--save-params", params]
-  print(" ".join(command), flush=True)
+def file_name(variant: str) -> str:
+  """`graph+reuse` -> `graph_reuse` (a name for files)."""
+  return variant.replace("+", "_").replace("-", "_")
+
+
+def run_folder(out: str, seed: int) -> str:
+  return os.path.join(out, f"seed{seed}")
+
+
+def train_with_snapshots(argv: list[str], budget: float, fractions, prefix: str) -> None:
+  """The worker process: `mcgs-jax train argv` that also saves the network (params
+  only) to `{prefix}_snapshot{i}.msgpack` after the first iteration ending past each
+  `fractions[i] * budget` seconds, `{prefix}.msgpack` at the end, and the history
+  (with a `snapshots` list: `{"file", "elapsed_s", "iteration"}`) to
+  `{prefix}_history.json`."""
+  args = train.build_parser().parse_args([*argv, "--max-seconds", str(budget)])
+  config = train.config_from_args(args)
+  marks = sorted(float(f) * budget for f in fractions)
+  load_before = os.getloadavg()[0]
+  snapshots: list[dict] = []
+
+  def on_iteration(history):
+    entry = history[-1]
+    if len(snapshots) < len(marks) and entry["elapsed_s"] >= marks[len(snapshots)]:
+      path = f"{prefix}_snapshot{len(snapshots)}.msgpack"
+      train.save_checkpoint(path, history.params, None, entry["iteration"])
+      snapshots.append(dict(file=path, elapsed_s=entry["elapsed_s"], iteration=entry["iteration"]))
+
+  history = train.train(config, on_iteration=on_iteration)
+  last = history[-1]
+  train.save_checkpoint(f"{prefix}.msgpack", history.params, None, last["iteration"])
+  snapshots.append(
+    dict(file=f"{prefix}.msgpack", elapsed_s=last["elapsed_s"], iteration=last["iteration"])
+  )
+  payload = dict(
+    config=dataclasses.asdict(config),
+    history=list(history),
+    snapshots=snapshots,
+    load_before=load_before,
+  )
+  files.write_atomically(f"{prefix}_history.json", json.dumps(payload, indent=1))
+
+
+def run_variant(name: str, seed: int, budget: float, fractions, out: str) -> dict:
+  """Trains one variant with one seed in a fresh process; returns its history file's
+  content (with `process_seconds`)."""
+  folder = run_folder(out, seed)
+  os.makedirs(folder, exist_ok=True)
+  prefix = os.path.join(folder, file_name(name))
+  argv = [*COMMON, "--seed", str(seed), *VARIANTS[name]]
+  command = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(argv)]
+  command += ["--budget", str(budget), "--fractions", ",".join(map(str, fractions))]
+  command += ["--out", prefix]
+  print(f"[{time.strftime('%H:%M:%S')}] seed {seed} {name}: {' '.join(argv)}", flush=True)
   started = time.perf_counter()
   subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-  seconds = time.perf_counter() - started
-  with open(history, encoding="utf-8") as handle:
+  payload = read_run(out, seed, name)
+  payload["process_seconds"] = time.perf_counter() - started
+  return payload
+
+
+def read_run(out: str, seed: int, name: str) -> dict:
+  path = os.path.join(run_folder(out, seed), f"{file_name(name)}_history.json")
+  with open(path, encoding="utf-8") as handle:
     payload = json.load(handle)
-  payload["process_seconds"] = seconds
-  payload["params"] = params
+  payload.setdefault("process_seconds", float("nan"))
   return payload
 
 
@@ -156,120 +215,269 @@ def solved_accuracy(game, networks: dict, positions, simulations: int, seed: int
   return shares
 
 
+def play_reference(game, snapshot: str, reference: str, args) -> dict:
+  """One learning-curve point: the network in `snapshot` against `reference`."""
+  a_fn, a_params, _ = train.load_network(snapshot, game.env)
+  b_fn, b_params, _ = train.load_network(reference, game.env)
+  result = arena.play_match(
+    game,
+    tree_agent(a_fn, args.eval_simulations, "A"),
+    tree_agent(b_fn, args.eval_simulations, "B"),
+    num_games=args.games,
+    seed=args.eval_seed,
+    params_a=a_params,
+    params_b=b_params,
+    opening_moves=3,
+  )
+  return dict(
+    wins=int(result.wins),
+    draws=int(result.draws),
+    losses=int(result.losses),
+    elo=float(result.elo),
+    elo_ci95=[float(x) for x in result.elo_ci95],
+  )
+
+
+def learning_curves(game, runs: dict, args) -> dict:
+  """`{(seed, variant): [point, ...]}`, a point per saved network: `elapsed_s`,
+  `iteration` and the match against the seed's final reference network. Matches
+  already in `{out}/curves.json` (same games, simulations and seed) are not replayed."""
+  cache_path = os.path.join(args.out, "curves.json")
+  cache = {}
+  if os.path.exists(cache_path):
+    with open(cache_path, encoding="utf-8") as handle:
+      cache = json.load(handle)
+  curves = {}
+  for (seed, name), run in runs.items():
+    reference = run_reference(runs, seed)
+    points = []
+    for snapshot in run["snapshots"]:
+      point = dict(elapsed_s=snapshot["elapsed_s"], iteration=snapshot["iteration"])
+      if snapshot["file"] == reference:
+        point.update(wins=0, draws=0, losses=0, elo=0.0, elo_ci95=[0.0, 0.0])
+      else:
+        key = "|".join(
+          map(str, (snapshot["file"], reference, args.games, args.eval_simulations, args.eval_seed))
+        )
+        if key not in cache:
+          cache[key] = play_reference(game, snapshot["file"], reference, args)
+          files.write_atomically(cache_path, json.dumps(cache, indent=1))
+          low, high = cache[key]["elo_ci95"]
+          print(
+            f"seed {seed} {name} at {snapshot['elapsed_s']:.0f} s: "
+            f"{cache[key]['elo']:+.0f} [{low:+.0f}, {high:+.0f}]",
+            flush=True,
+          )
+        point.update(cache[key])
+      points.append(point)
+    curves[seed, name] = points
+  return curves
+
+
+def run_reference(runs: dict, seed: int) -> str:
+  return runs[seed, REFERENCE]["snapshots"][-1]["file"]
+
+
+def time_to_reference(points: list[dict]) -> float | None:
+  """Wall time of the first saved network at least as strong as the reference (Elo
+  >= 0); None when none is."""
+  return next((p["elapsed_s"] for p in points if p["elo"] >= 0.0), None)
+
+
+def plot_curves(curves: dict, path: str, title: str) -> None:
+  """Elo against the reference by wall time, a colour per variant, a marker per seed."""
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  figure, axis = plt.subplots(figsize=(8, 5))
+  names = list(dict.fromkeys(name for _, name in curves))
+  seeds = sorted({seed for seed, _ in curves})
+  colours = {name: f"C{i}" for i, name in enumerate(names)}
+  markers = "osD^v<>"
+  for (seed, name), points in curves.items():
+    minutes = [p["elapsed_s"] / 60 for p in points]
+    elos = [p["elo"] for p in points]
+    errors = np.array(
+      [[p["elo"] - p["elo_ci95"][0], p["elo_ci95"][1] - p["elo"]] for p in points]
+    ).T
+    axis.errorbar(
+      minutes,
+      elos,
+      yerr=errors,
+      color=colours[name],
+      marker=markers[seeds.index(seed) % len(markers)],
+      capsize=2,
+      alpha=0.8,
+      label=f"{name}, seed {seed}",
+    )
+  axis.axhline(0.0, color="grey", linewidth=0.8)
+  axis.set_xlabel("wall time of training (minutes, compilation included)")
+  axis.set_ylabel("Elo against the seed's final mctx network")
+  axis.set_title(title)
+  axis.legend(fontsize=7, ncol=2)
+  figure.tight_layout()
+  files.save_figure(figure, path)
+  plt.close(figure)
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--budget", type=float, default=720.0, help="seconds per variant")
+  parser.add_argument("--budget", type=float, default=600.0, help="seconds per run")
+  parser.add_argument("--seeds", default="0,1,2", help="training seeds (default: %(default)s)")
+  parser.add_argument(
+    "--fractions",
+    default="0.2,0.4,0.6,0.8",
+    help="fractions of the budget after which a run saves its network (and at the end)",
+  )
   parser.add_argument("--out", default="race", help="folder for histories and networks")
   parser.add_argument(
     "--variants",
     default=",".join(DEFAULT_VARIANTS),
-    help=f"comma-separated, of {tuple(VARIANTS)} (default: %(default)s)",
+    help=f"comma-separated, of {tuple(VARIANTS)} (default: %(default)s; "
+    f"{REFERENCE!r} is always trained: it is the reference)",
   )
-  parser.add_argument("--games", type=int, default=256)
+  parser.add_argument("--games", type=int, default=512, help="games per curve point")
   parser.add_argument("--eval-simulations", type=int, default=64)
+  parser.add_argument("--eval-seed", type=int, default=5)
   parser.add_argument("--positions", type=int, default=200)
   parser.add_argument("--positions-seed", type=int, default=2026)
-  parser.add_argument("--seed", type=int, default=5)
   parser.add_argument(
     "--skip-training",
     action="store_true",
-    help="reuse the runs already in --out (train only the variants without one)",
+    help="reuse the runs already in --out (train only the runs without one)",
   )
-  parser.add_argument("--write", action="store_true")
+  parser.add_argument("--plot", help="save the learning curves as a PNG to this file")
+  parser.add_argument("--write", action="store_true", help="append to RESULTS.md")
+  parser.add_argument(
+    "--keep", action="store_true", help="copy the final networks to benchmarks/checkpoints"
+  )
+  parser.add_argument(
+    "--train-only", action="store_true", help="train the runs, play no match (evaluate later)"
+  )
+  parser.add_argument("--worker", help=argparse.SUPPRESS)  # the training process
   args = parser.parse_args(argv)
+  fractions = [float(f) for f in args.fractions.split(",") if f]
+  if not all(0.0 < f < 1.0 for f in fractions):
+    parser.error(f"--fractions: each in (0, 1), got {args.fractions!r}")
+  if args.worker:
+    train_with_snapshots(json.loads(args.worker), args.budget, fractions, args.out)
+    return
   names = [name for name in args.variants.split(",") if name]
   unknown = sorted(set(names) - set(VARIANTS))
   if unknown:
-    parser.error(f"unknown variants {unknown}; expected some of {tuple(VARIANTS)}")
+    parser.error(f"--variants: unknown {unknown}; expected some of {tuple(VARIANTS)}")
+  names = [REFERENCE] + [name for name in names if name != REFERENCE]
+  seeds = [int(seed) for seed in args.seeds.split(",") if seed]
   os.makedirs(args.out, exist_ok=True)
-  load = os.getloadavg()
   runs = {}
-  for name in names:
-    if args.skip_training and os.path.exists(os.path.join(args.out, f"{name}_history.json")):
-      with open(os.path.join(args.out, f"{name}_history.json"), encoding="utf-8") as handle:
-        runs[name] = json.load(handle)
-        runs[name]["params"] = os.path.join(args.out, f"{name}.msgpack")
-        runs[name].setdefault("process_seconds", float("nan"))
-    else:
-      runs[name] = run_variant(name, args.budget, args.out)
-    history = runs[name]["history"]
-    print(name, len(history), "iterations", history[-1]["elapsed_s"], flush=True)
+  for seed in seeds:
+    for name in names:
+      done = os.path.exists(
+        os.path.join(run_folder(args.out, seed), f"{file_name(name)}_history.json")
+      )
+      if args.skip_training and done:
+        runs[seed, name] = read_run(args.out, seed, name)
+        continue
+      runs[seed, name] = run_variant(name, seed, args.budget, fractions, args.out)
+      history = runs[seed, name]["history"]
+      print(f"  {len(history)} iterations, {history[-1]['elapsed_s']:.0f} s", flush=True)
 
+  if args.train_only:
+    return
   game = arena._game_from_spec("connect_four")
-  networks = {}
-  for name in names:
-    apply_fn, params, _ = train.load_network(runs[name]["params"], game.env)
-    networks[name] = (apply_fn, params)
-
-  lines = [
-    f"## Training race at equal wall time (`benchmarks/training_race.py`, date "
-    f"{datetime.date.today().isoformat()}, {os.cpu_count()}-core CPU "
-    f"({platform.processor() or platform.machine()}), alone on the machine, load "
-    f"average before {load[0]:.1f}, jax {jax.__version__})",
-    "",
-    f"`mcgs-jax train {' '.join(COMMON)}` plus each variant's flags, {args.budget:.0f} s "
-    "of wall time each (compilation included), one process after the other. Regenerate: "
-    f"`python benchmarks/training_race.py --budget {args.budget:.0f} --write`.",
-    "",
-    "| variant | flags | iterations | positions | self-play s | train s | compile s "
-    "| wall s | final loss (policy + value) | carried root visits / move |",
-    "|---|---|---|---|---|---|---|---|---|---|",
-  ]
-  for name in names:
-    history = runs[name]["history"]
-    last = history[-1]
-    lines.append(
-      f"| {name} | `{' '.join(VARIANTS[name]) or '(defaults)'}` | {len(history)} | "
-      f"{sum(e['positions'] for e in history)} | "
-      f"{sum(e['selfplay_s'] for e in history):.0f} | "
-      f"{sum(e['train_s'] for e in history):.0f} | {history[0].get('compile_s', 0):.0f} | "
-      f"{last['elapsed_s']:.0f} | {last['loss']:.3f} ({last['policy_loss']:.3f} + "
-      f"{last['value_loss']:.3f}) | "
-      f"{np.mean([e.get('carried_visits', 0.0) for e in history]):.1f} |"
+  curves = learning_curves(game, runs, args)
+  write_section(game, runs, curves, names, seeds, fractions, args)
+  if args.plot:
+    plot_curves(
+      curves,
+      args.plot,
+      f"connect four, {args.budget / 60:.0f} min per run, {os.cpu_count()}-core CPU "
+      f"({args.games} games per point)",
     )
+  if args.keep:
+    kept = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
+    for (seed, name), run in runs.items():
+      stem = os.path.join(kept, f"race_{file_name(name)}_seed{seed}")
+      with open(run["snapshots"][-1]["file"], "rb") as handle:
+        files.write_atomically(f"{stem}.msgpack", handle.read())
+      history = dict(config=run["config"], history=run["history"])
+      files.write_atomically(f"{stem}_history.json", json.dumps(history, indent=1))
+
+
+def write_section(game, runs, curves, names, seeds, fractions, args) -> None:
+  """The RESULTS section: runs, curves, finals per seed, solved positions."""
+  load_text = ", ".join(f"{run.get('load_before', float('nan')):.1f}" for run in runs.values())
+  lines = [
+    f"## Training race over {len(seeds)} seeds with learning curves "
+    f"(`benchmarks/training_race.py`, date {datetime.date.today().isoformat()}, "
+    f"{os.cpu_count()}-core CPU ({platform.processor() or platform.machine()}), one run "
+    f"at a time alone on the machine, jax {jax.__version__})",
+    "",
+    f"`mcgs-jax train {' '.join(COMMON)} --seed K` plus each variant's flags, "
+    f"{args.budget:.0f} s of wall time per run (compilation included). Held equal: "
+    "wall time, network, self-play games and simulations per move, training steps, "
+    f"seeds. Networks saved after {', '.join(f'{f:g}' for f in fractions)} of the "
+    f"budget and at the end; each plays the same seed's final `{REFERENCE}` network "
+    f"{args.games} games ({args.eval_simulations}-simulation muzero on a tree from "
+    f"scratch on both sides, greedy, 3-ply random openings, seed {args.eval_seed}). "
+    f"1-minute load average before each run: {load_text}. Regenerate: "
+    f"`python benchmarks/training_race.py --seeds {args.seeds} --variants "
+    f"{','.join(names)} --budget {args.budget:.0f} --games {args.games} --write`.",
+    "",
+    "| seed | variant | iterations | positions | self-play s | wall s | final Elo "
+    f"against {REFERENCE} [95%] | final W-D-L | first at >= {REFERENCE}'s final "
+    "strength |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ]
+  for seed in seeds:
+    reference_s = runs[seed, REFERENCE]["history"][-1]["elapsed_s"]
+    for name in names:
+      history, points = runs[seed, name]["history"], curves[seed, name]
+      final = points[-1]
+      reached = time_to_reference(points)
+      reached_text = (
+        "not reached"
+        if reached is None
+        else f"{reached:.0f} s ({reached / reference_s:.2f} of {REFERENCE}'s time)"
+      )
+      lines.append(
+        f"| {seed} | {name} | {len(history)} | {sum(e['positions'] for e in history)} | "
+        f"{sum(e['selfplay_s'] for e in history):.0f} | {history[-1]['elapsed_s']:.0f} | "
+        f"{final['elo']:+.0f} [{final['elo_ci95'][0]:+.0f}, {final['elo_ci95'][1]:+.0f}] | "
+        f"{final['wins']}-{final['draws']}-{final['losses']} | {reached_text} |"
+      )
   lines += [
     "",
-    f"Head-to-head, {args.games} games per pair, both networks searching with muzero on a "
-    f"tree from scratch (mctx's search), {args.eval_simulations} simulations, greedy, "
-    f"3-ply random openings, seed {args.seed}:",
+    f"Learning curves (Elo against the seed's final {REFERENCE} network, at the wall "
+    "time each network was saved):",
     "",
-    "| A | B | A's W-D-L | score | Elo of A over B [95%] |",
-    "|---|---|---|---|---|",
+    "| seed | variant | " + " | ".join(f"point {i + 1}" for i in range(len(fractions) + 1)) + " |",
+    "|---|---|" + "---|" * (len(fractions) + 1),
   ]
-  pairs = [(a, b) for i, a in enumerate(names) for b in names[:i]][::-1]
-  for a_name, b_name in pairs:
-    result = arena.play_match(
-      game,
-      tree_agent(networks[a_name][0], args.eval_simulations, a_name),
-      tree_agent(networks[b_name][0], args.eval_simulations, b_name),
-      num_games=args.games,
-      seed=args.seed,
-      params_a=networks[a_name][1],
-      params_b=networks[b_name][1],
-      opening_moves=3,
-    )
-    low, high = result.elo_ci95
-    lines.append(
-      f"| {a_name} | {b_name} | {result.wins}-{result.draws}-{result.losses} | "
-      f"{result.score:.3f} | {result.elo:+.0f} [{low:+.0f}, {high:+.0f}] |"
-    )
-    print(lines[-1], flush=True)
-  started = time.perf_counter()
+  for (seed, name), points in curves.items():
+    cells = [
+      f"{p['elapsed_s']:.0f} s: {p['elo']:+.0f} [{p['elo_ci95'][0]:+.0f}, {p['elo_ci95'][1]:+.0f}]"
+      for p in points
+    ]
+    lines.append(f"| {seed} | {name} | " + " | ".join(cells) + " |")
   positions = endgame_accuracy.random_positions(args.positions, seed=args.positions_seed)
-  solve_seconds = time.perf_counter() - started
-  shares = solved_accuracy(game, networks, positions, args.eval_simulations, args.seed)
+  finals = {}
+  for (seed, name), run in runs.items():
+    apply_fn, params, _ = train.load_network(run["snapshots"][-1]["file"], game.env)
+    finals[f"{name}, seed {seed}"] = (apply_fn, params)
+  shares = solved_accuracy(game, finals, positions, args.eval_simulations, args.eval_seed)
   lines += [
     "",
     f"Solved positions: {args.positions} quiet connect-four positions with 10-14 empty "
-    f"cells (seed {args.positions_seed}, solved in {solve_seconds:.0f} s), share where "
-    "the move is optimal:",
+    f"cells (seed {args.positions_seed}), share where the final network's move is optimal:",
     "",
     f"| network | greedy policy | {args.eval_simulations}-simulation tree search |",
     "|---|---|---|",
   ]
-  for name in names:
-    greedy, searched = shares[name]
-    lines.append(f"| {name} | {100 * greedy:.1f}% | {100 * searched:.1f}% |")
+  for label, (greedy, searched) in shares.items():
+    lines.append(f"| {label} | {100 * greedy:.1f}% | {100 * searched:.1f}% |")
   results_section.emit(lines, write=args.write)
 
 

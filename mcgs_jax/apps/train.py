@@ -896,7 +896,8 @@ def train(
   and apart from `selfplay_s` and `train_s`), `elapsed_s` (wall time since the start of
   `train`, compilation included), `checkpoint` (its path, when one was written) and,
   when evaluated, `vs_baseline` / `vs_previous` (see `evaluate`). The final network is
-  `history.params` / `history.apply_fn`.
+  `history.params` / `history.apply_fn`; `on_iteration(history)`, called after each
+  iteration, finds the network of that iteration there.
 
   Args:
     config: the run's `Config`.
@@ -998,7 +999,8 @@ def train(
     run.history.append(entry)
     if "checkpoint" in entry:  # after the iteration is whole: a resume starts after it
       _save_run(entry["checkpoint"], run, iteration)
-    if on_iteration is not None:
+    if on_iteration is not None:  # it may read the network so far
+      run.history.params = run.params if mesh is None else data_parallel.fetch(run.params)
       on_iteration(run.history)
     _report(bar, entry)
   run.history.params = run.params if mesh is None else data_parallel.fetch(run.params)
