@@ -354,6 +354,11 @@ def main(argv=None):
     "--keep", action="store_true", help="copy the final networks to benchmarks/checkpoints"
   )
   parser.add_argument(
+    "--evaluate-only",
+    action="store_true",
+    help="train nothing: evaluate the runs in --out (a variant may have fewer seeds)",
+  )
+  parser.add_argument(
     "--train-only", action="store_true", help="train the runs, play no match (evaluate later)"
   )
   parser.add_argument("--worker", help=argparse.SUPPRESS)  # the training process
@@ -377,8 +382,10 @@ def main(argv=None):
       done = os.path.exists(
         os.path.join(run_folder(args.out, seed), f"{file_name(name)}_history.json")
       )
-      if args.skip_training and done:
+      if (args.skip_training or args.evaluate_only) and done:
         runs[seed, name] = read_run(args.out, seed, name)
+        continue
+      if args.evaluate_only:
         continue
       runs[seed, name] = run_variant(name, seed, args.budget, fractions, args.out)
       history = runs[seed, name]["history"]
@@ -434,6 +441,8 @@ def write_section(game, runs, curves, names, seeds, fractions, args) -> None:
   for seed in seeds:
     reference_s = runs[seed, REFERENCE]["history"][-1]["elapsed_s"]
     for name in names:
+      if (seed, name) not in runs:  # --evaluate-only: a variant run with fewer seeds
+        continue
       history, points = runs[seed, name]["history"], curves[seed, name]
       final = points[-1]
       reached = time_to_reference(points)
@@ -448,6 +457,26 @@ def write_section(game, runs, curves, names, seeds, fractions, args) -> None:
         f"{final['elo']:+.0f} [{final['elo_ci95'][0]:+.0f}, {final['elo_ci95'][1]:+.0f}] | "
         f"{final['wins']}-{final['draws']}-{final['losses']} | {reached_text} |"
       )
+  lines += [
+    "",
+    "Per variant over its seeds:",
+    "",
+    f"| variant | seeds | final Elo against {REFERENCE}, per seed | lowest | "
+    f"time to {REFERENCE}'s final strength / {REFERENCE}'s time, per seed |",
+    "|---|---|---|---|---|",
+  ]
+  for name in names:
+    ran = [seed for seed in seeds if (seed, name) in runs]
+    finals = [curves[seed, name][-1]["elo"] for seed in ran]
+    fractions_of_time = []
+    for seed in ran:
+      reached = time_to_reference(curves[seed, name])
+      reference_s = runs[seed, REFERENCE]["history"][-1]["elapsed_s"]
+      fractions_of_time.append("-" if reached is None else f"{reached / reference_s:.2f}")
+    lines.append(
+      f"| {name} | {len(ran)} | {', '.join(f'{e:+.0f}' for e in finals)} | "
+      f"{min(finals):+.0f} | {', '.join(fractions_of_time)} |"
+    )
   lines += [
     "",
     f"Learning curves (Elo against the seed's final {REFERENCE} network, at the wall "
