@@ -80,3 +80,9 @@ def add_at(table: chex.Array, index: Index, values, *, mode: str | None = None) 
 def min_at(table: chex.Array, index: Index, values, *, mode: str | None = None) -> chex.Array:
   """`table.at[b, index[b]].min(values[b])` for every game `b` (see `set_at`)."""
   return _scatter("min", table, index, values, mode, False, False)
+
+
+def drop_unless(condition: chex.Array, index: chex.Array, out_of_bounds: int) -> chex.Array:
+  """`index` where `condition`, else `out_of_bounds`, an index that a `mode="drop"`
+  scatter ignores (pass the length of the axis it indexes)."""
+  return jnp.where(condition, index, out_of_bounds)

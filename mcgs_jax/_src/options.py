@@ -114,6 +114,10 @@ class GraphOptions:
     return self.hash_fn or hashing.hash_pytree
 
 
+# The options of a search given none (every field at its default).
+DEFAULT_OPTIONS = GraphOptions()
+
+
 def keyable(options: GraphOptions, embedding: Any) -> GraphOptions:
   """`options`, switched to tree mode (`transpositions=False`) when the default key
   has nothing to hash: an embedding without array leaves (mctx's bandit tests pass
