@@ -41,10 +41,12 @@ def recompute_node_and_edges(
 def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
   """Re-proves the existing non-terminal node a playout stopped at, so a proof its
   children already hold moves up even though the leaf is not re-entered."""
-  leaf = jnp.maximum(path.leaf, 0)
-  existing = (path.leaf >= 0) & ~path.leaf_is_new & ~take(graph.node_terminal, leaf)
-  proven, proven_value = jax.vmap(proofs.prove_node)(graph, leaf)
-  target = drop_unless(existing & proven & ~take(graph.node_proven, leaf), leaf, graph.capacity)
+  clamped_leaf = jnp.maximum(path.leaf, 0)
+  existing = (path.leaf >= 0) & ~path.leaf_is_new & ~take(graph.node_terminal, clamped_leaf)
+  proven, proven_value = jax.vmap(proofs.prove_node)(graph, clamped_leaf)
+  target = drop_unless(
+    existing & proven & ~take(graph.node_proven, clamped_leaf), clamped_leaf, graph.capacity
+  )
   return graph.replace(
     node_proven=set_at(graph.node_proven, target, True, mode="drop"),
     proven_values=set_at(graph.proven_values, target, proven_value, mode="drop"),
@@ -63,14 +65,16 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = DEFAULT_OPTIONS)
   re-proven (`proofs.prove_node`); a proven node's `Q` is its proven value.
   """
   capacity = graph.capacity
-  leaf = jnp.maximum(path.leaf, 0)
-  arrived = (path.leaf >= 0) & take(graph.node_terminal, leaf) & ~path.leaf_is_new
+  clamped_leaf = jnp.maximum(path.leaf, 0)
+  arrived = (path.leaf >= 0) & take(graph.node_terminal, clamped_leaf) & ~path.leaf_is_new
   graph = graph.replace(
-    node_visits=add_at(graph.node_visits, drop_unless(arrived, leaf, capacity), 1, mode="drop")
+    node_visits=add_at(
+      graph.node_visits, drop_unless(arrived, clamped_leaf, capacity), 1, mode="drop"
+    )
   )
   if options.fold_evaluations:
-    visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, leaf)
-    folded = drop_unless(path.leaf_folded, leaf, capacity)
+    visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, clamped_leaf)
+    folded = drop_unless(path.leaf_folded, clamped_leaf, capacity)
     graph = graph.replace(
       node_visits=set_at(graph.node_visits, folded, visits, mode="drop"),
       node_values=set_at(graph.node_values, folded, value, mode="drop"),

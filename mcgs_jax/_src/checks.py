@@ -89,7 +89,8 @@ def check_root(root):
     )
   if not jnp.issubdtype(jnp.result_type(root.value), jnp.floating):
     raise TypeError(f"root.value must be floating point, got {jnp.result_type(root.value)}")
-  # An empty embedding (mctx's bandit tests use `()`) is allowed: see `keyable`.
+  # An empty embedding (mctx's bandit tests use `()`) is allowed: see
+  # `options.tree_mode_when_unkeyable`.
   for path, leaf in jax.tree_util.tree_leaves_with_path(root.embedding):
     if len(_shape(leaf)) < 1 or _shape(leaf)[0] != batch_size:
       raise ValueError(

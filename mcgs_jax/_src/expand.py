@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from mcgs_jax._src import checks, hashing, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
-from mcgs_jax._src.initial import summable
+from mcgs_jax._src.initial import small_enough_to_sum
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
 from mcgs_jax._src.select import Path, last_edge
 
@@ -55,19 +55,19 @@ def finite_outputs(output: types.RecurrentFnOutput) -> chex.Array:
   must be finite; unless the discount is 0 (a terminal state, whose value and prior
   the search never reads), so must the value, `reward + discount * value` and the
   prior logits: no NaN, no +inf, and at least one finite logit (-inf is a zero
-  prior, as an illegal action). "Finite" for the reward and value means `summable`:
-  no larger than sqrt(largest float); the discount must lie in [-1, 1] (a finite
-  discount of 1e10 would compound along a path until Q overflowed). Within those,
-  no Q computed from them overflows."""
+  prior, as an illegal action). "Finite" for the reward and value means
+  `small_enough_to_sum`: no larger than sqrt(largest float); the discount must lie
+  in [-1, 1] (a finite discount of 1e10 would compound along a path until Q
+  overflowed). Within those, no Q computed from them overflows."""
   reward, discount = jnp.asarray(output.reward), jnp.asarray(output.discount)
   value = jnp.asarray(output.value)
   logits = jnp.asarray(output.prior_logits)
   # `<= 1` is False for NaN too.
-  step = summable(reward) & (jnp.abs(discount) <= 1)
+  step = small_enough_to_sum(reward) & (jnp.abs(discount) <= 1)
   # `logits < inf` is False for NaN too.
   evaluation = (
-    summable(value)
-    & summable(reward + discount * value)
+    small_enough_to_sum(value)
+    & small_enough_to_sum(reward + discount * value)
     & jnp.all(logits < jnp.inf, axis=-1)
     & jnp.any(jnp.isfinite(logits), axis=-1)
   )
@@ -279,19 +279,19 @@ def _fold_evaluation(
   its own value where `evaluated` (and neither the node nor the evaluation is
   terminal, nor the node proven: those values are exact): `k(n) += 1` and `U(n)`
   moves to the mean of the `k(n)` evaluations. Returns `(graph, folded [B])`."""
-  known = jnp.maximum(node, 0)
+  clamped_node = jnp.maximum(node, 0)
   folded = (
     evaluated
     & (node >= 0)
     & ~terminal
-    & ~take(graph.node_terminal, known)
-    & ~take(graph.node_proven, known)
+    & ~take(graph.node_terminal, clamped_node)
+    & ~take(graph.node_proven, clamped_node)
   )
-  count = take(graph.node_evaluations, known) + 1
-  old_mean = take(graph.raw_values, known)
+  count = take(graph.node_evaluations, clamped_node) + 1
+  old_mean = take(graph.raw_values, clamped_node)
   # Running mean; every operand is finite (non-finite evaluations never get here).
   mean = old_mean + (value - old_mean) / count.astype(old_mean.dtype)
-  target = drop_unless(folded, known, graph.capacity)
+  target = drop_unless(folded, clamped_node, graph.capacity)
   return graph.replace(
     node_evaluations=set_at(graph.node_evaluations, target, count, mode="drop"),
     raw_values=set_at(graph.raw_values, target, mean, mode="drop"),

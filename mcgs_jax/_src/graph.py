@@ -16,10 +16,11 @@ UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 
 # Every `Graph` field declares in its metadata its role and its empty value, the value
 # of a row no node uses: `empty_graph` fills with it (or `clear_used_rows` writes it
-# over the rows a recycled graph used), `link` writes every node table of a new node,
-# `reroot` moves rows and refills freed ones, `empty_like` fills every field with it,
-# and `mcgs_jax.testing` checks that unused rows hold it. The field lists
-# (`NODE_FIELDS`, ...) below the class are read from this metadata.
+# over the rows a recycled graph used), `expand` writes a new node's row of every node
+# table (`path_marks` with its empty value), `reroot` moves rows and refills freed
+# ones, `empty_like` fills every field with it, and `mcgs_jax.testing` checks that
+# unused rows hold it. The field lists (`NODE_FIELDS`, ...) below the class are read
+# from this metadata.
 def _node_table(empty: Any) -> dict[str, Any]:
   """A `[B, N, ...]` table, one row per node, written whole when the node is created."""
   return {"role": "node", "empty": empty}

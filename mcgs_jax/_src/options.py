@@ -30,7 +30,7 @@ class GraphOptions:
   transpositions: search a graph (True) or a tree (False, classic MCTS, mctx's
     search exactly). An empty embedding (no array leaf, e.g. `()`) without a
     `hash_fn` gives the default key nothing to tell states apart by, so that search
-    runs as a tree (`keyable`).
+    runs as a tree (`tree_mode_when_unkeyable`).
   stop_rule: whether a playout ends at a child visited more often than its edge
     (`N(child) > N(n, a)`: visits came through other parents).
     `"catch_up"` (KataGo's rule, "Monte-Carlo Graph Search from First
@@ -118,7 +118,7 @@ class GraphOptions:
 DEFAULT_OPTIONS = GraphOptions()
 
 
-def keyable(options: GraphOptions, embedding: Any) -> GraphOptions:
+def tree_mode_when_unkeyable(options: GraphOptions, embedding: Any) -> GraphOptions:
   """`options`, switched to tree mode (`transpositions=False`) when the default key
   has nothing to hash: an embedding without array leaves (mctx's bandit tests pass
   `()`) and no `hash_fn`. Every state would get the same key, so the search could not

@@ -28,7 +28,16 @@ from mcgs_jax._src.parallel import simulate_in_parallel
 from mcgs_jax._src.select import Path, select
 
 # The steps, importable from here as before the split.
-__all__ = ["Path", "backup", "expand", "link", "search", "select", "simulate"]
+__all__ = [
+  "Path",
+  "backup",
+  "expand",
+  "link",
+  "search",
+  "search_with_checked_inputs",
+  "select",
+  "simulate",
+]
 
 
 def simulate(
@@ -157,7 +166,7 @@ def search(
     The `Graph`, with root statistics in `graph.summary()`.
   """
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
-  return search_checked(
+  return search_with_checked_inputs(
     params,
     rng_key,
     root=root,
@@ -175,7 +184,7 @@ def search(
   )
 
 
-def search_checked(
+def search_with_checked_inputs(
   params: types.Params,
   rng_key: chex.PRNGKey,
   *,
@@ -187,14 +196,15 @@ def search_checked(
   max_depth: int | None,
   invalid_actions: chex.Array,
   options: GraphOptions,
-  extra_data: chex.ArrayTree,
+  extra_data: chex.ArrayTree = None,
   loop_fn: types.LoopFn,
   graph: Graph | None,
   recycle: Graph | None,
 ) -> Graph:
-  """`search` on a root, `invalid_actions [B, A]` bool, `graph` and `recycle` that
-  `check_inputs` returned or checked (the policy skeleton checks them before its
-  setup reads them); checks the other arguments, once, at trace time."""
+  """`search` on the root and `invalid_actions [B, A]` bool that `check_inputs`
+  returned, and the `graph` and `recycle` it checked (a policy checks them before it
+  reads the root, and calls this, so that each check runs once per trace); checks the
+  other arguments, at trace time."""
   num_simulations, max_depth = _check_arguments(
     num_simulations,
     max_depth,
@@ -203,7 +213,7 @@ def search_checked(
     root_action_selection_fn,
     interior_action_selection_fn,
   )
-  options = options_lib.keyable(options, root.embedding)
+  options = options_lib.tree_mode_when_unkeyable(options, root.embedding)
   graph = initial_graph(
     root,
     invalid_actions,

@@ -29,12 +29,16 @@ class Path:
 
   nodes: `[B, D]` int32, node at depth d, valid for `d < length`.
   actions: `[B, D]` int32, action chosen at depth d, valid for `d < length`.
-  length: `[B]` int32, edges taken; 0 when the root is terminal.
-  leaf: `[B]` int32, node where the playout ended (set by `link`): the child of
-    the last edge, the root when `length == 0`, -1 when the node the last edge needed
-    did not fit in the graph (that edge is then not counted).
+  length: `[B]` int32, edges taken; 0 when the root is terminal, and set to 0 by
+    `link` for a playout it drops (see there).
+  leaf: `[B]` int32, node where the playout ended, set by `link`: the child of the
+    last edge; the root when the root is terminal; -1 for a dropped playout, and
+    when the node the last edge needed did not fit in the graph (that edge is then
+    not counted). `select` leaves the root where `length == 0`, else -1.
   leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
-  expands: `[B]` bool, the last edge had no child when it was selected.
+  expands: `[B]` bool, the last edge had no child when it was selected (the
+    playout asks for a new node; `link` drops it when another path of the same step
+    has linked that edge since).
   leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
     more sample of its value (`fold_evaluations`); backup recomputes the leaf.
   """
@@ -143,29 +147,30 @@ def _take_edges(
   depth, node = descent.depth, descent.node
   actions = _usable_actions(graph, node, actions, depth)
   child = take(graph.children_index, (node, actions))
-  known_child = jnp.maximum(child, 0)
+  clamped_child = jnp.maximum(child, 0)
   proceed = (
     descent.active
     & (child >= 0)
-    & ~take(graph.node_terminal, known_child)
+    & ~take(graph.node_terminal, clamped_child)
     & (depth + 1 < max_depth)
   )
   if options.solver:
     # A child whose proof is only stale (its children settle it) counts as proven:
     # the playout stops there and backup records the proof.
-    provable, _ = jax.vmap(proofs.prove_node)(graph, known_child)
-    proceed &= ~(take(graph.node_proven, known_child) | provable)
+    provable, _ = jax.vmap(proofs.prove_node)(graph, clamped_child)
+    proceed &= ~(take(graph.node_proven, clamped_child) | provable)
   if options.transpositions:
-    proceed &= take(descent.path_marks, known_child) != stamp
-    proceed &= ~_stop_rule_ends_playout(graph, node, actions, known_child, descent.keys, options)
+    proceed &= take(descent.path_marks, clamped_child) != stamp
+    proceed &= ~_stop_rule_ends_playout(graph, node, actions, clamped_child, descent.keys, options)
   # One write per game, rows in order: declaring it lets XLA update the marks in
-  # place; without it the table was copied at every step (measured: the per-
-  # simulation cost doubled from capacity 65 to 1025). Written game by game, the
+  # place; without it the table was copied at every step, and a simulation cost
+  # more as the capacity grew (benchmarks/RESULTS.md, "Speed against mctx
+  # (`mcgs-jax bench`)", capacity alone). Written game by game, the
   # other scatters of one row per game get the same flags from XLA itself; these
   # stay declared, since the in-place update depends on them.
   path_marks = set_at(
     descent.path_marks,
-    drop_unless(proceed, known_child, graph.capacity),
+    drop_unless(proceed, clamped_child, graph.capacity),
     stamp,
     mode="drop",
     unique_indices=True,

@@ -103,7 +103,8 @@ def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform, sol
 def uct_action_selection(
   rng_key, graph: Graph, node_index, depth, *, c: float = 1.41, solver: bool = False
 ):
-  """UCB1 on edges (seed 003): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
+  """UCB1 on edges, as in UCT (Kocsis and Szepesvari, "Bandit based Monte-Carlo
+  Planning", 2006): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
 
   `w = (Q(n, a) + 1) / 2` is the win rate of a value in [-1, 1] for the player at n,
   `N(n)` is the sum of its edge visits. Unvisited legal edges come first (a random
