@@ -228,27 +228,15 @@ def columns(graph: Graph, width: int) -> Graph:
   )
 
 
-def chance_selection(graph: Graph, node_index, depth):
-  """The outcome to follow at a chance node of one game (`graph` sliced to `C`
-  columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
-  outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
-  are skipped."""
-  probs = jax.nn.softmax(graph.children_prior_logits[node_index])
-  scores = probs / (graph.edge_visits[node_index] + 1)
-  return selection.masked_argmax(
-    scores, selection.excluded_actions(graph, node_index, depth, False)
-  )
-
-
 def make_selection(decision_rule, *, num_actions: int, num_chance_outcomes: int):
   """`(root_fn, interior_fn)`: `decision_rule(key, graph, node, depth)` (e.g. PUCT)
-  on the `A` action columns of a decision node, `chance_selection` on the `C`
+  on the `A` action columns of a decision node, `selection.chance_selection` on the `C`
   outcome columns of a chance node."""
 
   def interior_fn(rng_key, graph: Graph, node_index, depth):
     is_decision = graph.embeddings.is_decision_node[node_index]
     decision = decision_rule(rng_key, columns(graph, num_actions), node_index, depth)
-    chance = chance_selection(columns(graph, num_chance_outcomes), node_index, depth)
+    chance = selection.chance_selection(columns(graph, num_chance_outcomes), node_index, depth)
     return jnp.where(is_decision, decision, chance).astype(jnp.int32)
 
   def root_fn(rng_key, graph: Graph, node_index):

@@ -47,7 +47,11 @@ from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
 from mcgs_jax._src.readout import final_action
 from mcgs_jax._src.search import search_with_checked_inputs
-from mcgs_jax._src.selection import excluded_actions, masked_argmax
+from mcgs_jax._src.selection import (
+  excluded_actions,
+  gumbel_muzero_interior_action_selection,
+  masked_argmax,
+)
 
 # Floor of a root score before the Sequential-Halving mask (as mctx): keeps
 # `gumbel + logits + q` finite for actions whose logit is the lowest float.
@@ -180,45 +184,6 @@ def gumbel_muzero_root_action_selection(
     visits,
   )
   return masked_argmax(score, excluded_actions(graph, node_index, 0, solver))
-
-
-def gumbel_muzero_interior_action_selection(
-  rng_key: chex.PRNGKey,
-  graph: Graph,
-  node_index: chex.Array,
-  depth: chex.Array,
-  *,
-  qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
-  solver: bool = False,
-) -> chex.Array:
-  """The deterministic interior rule of Gumbel MuZero on one game's graph.
-
-  Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
-  `pi' = softmax(prior_logits + completed Q)`: the action whose share of the edge
-  visits lags its improved-policy probability the most, so repeated choices make
-  the visit distribution follow `pi'` (paper, section 5). Invalid actions are not
-  masked (as mctx): their prior logit is the lowest float, so `pi'` is 0 there and
-  some valid action always scores above 0.
-
-  Args:
-    rng_key: unused.
-    graph: one game's graph.
-    node_index: scalar node.
-    depth: scalar, the node's depth; read only with `solver`, whose exclusions
-      also skip the root's invalid actions at depth 0 and non-finite edges.
-    qtransform: `(graph, node) -> [A]` completed Q-values.
-    solver: skip the edges the solver excludes (proven losses, beaten proofs).
-
-  Returns:
-    Scalar int32 action.
-  """
-  del rng_key
-  visits = graph.edge_visits[node_index]
-  improved = jax.nn.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
-  lag = improved - visits / (1 + jnp.sum(visits))
-  if solver:
-    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
-  return jnp.argmax(lag).astype(jnp.int32)
 
 
 def gumbel_muzero_policy(

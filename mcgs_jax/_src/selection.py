@@ -1,4 +1,8 @@
-"""Selection rules. Each picks one action at one node of one game's graph.
+"""Selection rules. Each picks one action at one node of one game's graph: PUCT
+(`muzero_action_selection`), UCT (`uct_action_selection`), the deterministic interior
+rule of Gumbel MuZero (`gumbel_muzero_interior_action_selection`; its root rule,
+Sequential Halving, is in `gumbel`), and the rule of a chance node
+(`chance_selection`).
 
 A root rule is called as `fn(rng_key, graph, node_index)`, an interior rule as
 `fn(rng_key, graph, node_index, depth)`, with an unbatched graph (the search vmaps
@@ -8,10 +12,11 @@ them), exactly as in mctx, so custom mctx rules port by renaming
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, qtransforms, random_bits
+from mcgs_jax._src import proofs, qtransforms, random_bits, types
 from mcgs_jax._src.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
@@ -123,3 +128,52 @@ def uct_action_selection(
     scores + tie_break * jnp.maximum(scores, 1.0),
     illegal | excluded_actions(graph, node_index, depth, solver),
   )
+
+
+def gumbel_muzero_interior_action_selection(
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  node_index: chex.Array,
+  depth: chex.Array,
+  *,
+  qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
+  solver: bool = False,
+) -> chex.Array:
+  """The deterministic interior rule of Gumbel MuZero on one game's graph.
+
+  Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
+  `pi' = softmax(prior_logits + completed Q)`: the action whose share of the edge
+  visits lags its improved-policy probability the most, so repeated choices make
+  the visit distribution follow `pi'` (paper, section 5). Invalid actions are not
+  masked (as mctx): their prior logit is the lowest float, so `pi'` is 0 there and
+  some valid action always scores above 0.
+
+  Args:
+    rng_key: unused.
+    graph: one game's graph.
+    node_index: scalar node.
+    depth: scalar, the node's depth; read only with `solver`, whose exclusions
+      also skip the root's invalid actions at depth 0 and non-finite edges.
+    qtransform: `(graph, node) -> [A]` completed Q-values.
+    solver: skip the edges the solver excludes (proven losses, beaten proofs).
+
+  Returns:
+    Scalar int32 action.
+  """
+  del rng_key
+  visits = graph.edge_visits[node_index]
+  improved = jax.nn.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
+  lag = improved - visits / (1 + jnp.sum(visits))
+  if solver:
+    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
+  return jnp.argmax(lag).astype(jnp.int32)
+
+
+def chance_selection(graph: Graph, node_index, depth):
+  """The outcome to follow at a chance node of one game (`graph` sliced to `C`
+  columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
+  outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
+  are skipped."""
+  probs = jax.nn.softmax(graph.children_prior_logits[node_index])
+  scores = probs / (graph.edge_visits[node_index] + 1)
+  return masked_argmax(scores, excluded_actions(graph, node_index, depth, False))
