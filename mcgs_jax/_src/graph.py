@@ -214,7 +214,7 @@ class Graph:
       raise ValueError("the graph is not batched")
     return self.batch_size
 
-  def qvalues(self, node_index):
+  def qvalues(self, node_index: chex.Array) -> chex.Array:
     """`Q(n, a) = r(n, a) + discount(n, a) * Q(child)`, 0 for unexpanded actions.
 
     Works on one game (`node_index` a scalar, returns `[A]`) and on the batch
@@ -238,7 +238,7 @@ class Graph:
     )
 
 
-def _edge_qvalues(graph: Graph, node_index):
+def _edge_qvalues(graph: Graph, node_index: chex.Array) -> chex.Array:
   children = graph.children_index[node_index]
   child_values = graph.node_values[jnp.maximum(children, 0)]
   child_values = jnp.where(children >= 0, child_values, 0.0)
@@ -269,10 +269,10 @@ def empty_graph(
   *,
   capacity: int,
   num_slots: int,
-  root_key,
-  root_invalid_actions,
-  value_bounds=None,
-  extra_data=None,
+  root_key: chex.Array,
+  root_invalid_actions: chex.Array,
+  value_bounds: tuple[float, float] | None = None,
+  extra_data: chex.ArrayTree = None,
   recycle: Graph | None = None,
 ) -> Graph:
   """A graph whose only node is the root.
@@ -334,7 +334,7 @@ def empty_graph(
     empty_tables = clear_used_rows(recycle)
     hash_slots = jnp.full_like(recycle.hash_slots, -1)
 
-  def set_root(table, root_entry):
+  def set_root(table: chex.Array, root_entry: chex.Numeric) -> chex.Array:
     return table.at[:, ROOT_INDEX].set(jnp.asarray(root_entry, table.dtype))
 
   tables = {name: set_root(empty_tables[name], entry) for name, (entry, _) in root_rows.items()}
@@ -390,10 +390,10 @@ def clear_used_rows(graph: Graph) -> dict[str, Any]:
   batch_size, capacity = graph.batch_size, graph.capacity
   block = clear_block_rows(graph)
 
-  def clear_block(index, tables):
+  def clear_block(index: chex.Array, tables: dict[str, Any]) -> dict[str, Any]:
     start = jnp.minimum(index * block, capacity - block)
 
-    def clear(table, fill):
+    def clear(table: chex.Array, fill: chex.Numeric) -> chex.Array:
       empty = jnp.full((batch_size, block) + table.shape[2:], fill, table.dtype)
       return jax.lax.dynamic_update_slice_in_dim(table, empty, start, axis=1)
 

@@ -111,7 +111,13 @@ def considered_visit_table(
   )
 
 
-def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
+def score_considered(
+  considered_visit: chex.Numeric,
+  gumbel: chex.Array,
+  logits: chex.Array,
+  qvalues: chex.Array,
+  visit_counts: chex.Array,
+) -> chex.Array:
   """Root scores for an argmax: `gumbel + logits + qvalues` (floored at -1e9) where
   `visit_counts == considered_visit`, -inf elsewhere.
 

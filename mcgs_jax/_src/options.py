@@ -10,7 +10,7 @@ import dataclasses
 import difflib
 import warnings
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import jax
 
@@ -18,7 +18,8 @@ from mcgs_jax._src import checks, hashing, types
 
 # What a playout does when it reaches a child that other parents have visited more
 # often than this edge (`N(child) > N(n, a)`), see `GraphOptions.stop_rule`.
-STOP_RULES = ("catch_up", "value_lag", "never")
+StopRule = Literal["catch_up", "value_lag", "never"]
+STOP_RULES: tuple[StopRule, ...] = ("catch_up", "value_lag", "never")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +72,7 @@ class GraphOptions:
 
   hash_fn: types.HashFn | None = None
   transpositions: bool = True
-  stop_rule: str = "never"
+  stop_rule: StopRule = "never"
   stop_leak: float = 0.0
   stop_epsilon: float = 0.01
   capacity: int | None = None
@@ -81,7 +82,7 @@ class GraphOptions:
   num_parallel: int = 1
   fold_evaluations: bool = False
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     for name in ("transpositions", "solver", "fold_evaluations"):
       if not isinstance(getattr(self, name), bool):
         raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -138,7 +139,7 @@ class GraphKeywords(TypedDict, total=False):
 
   hash_fn: types.HashFn | None
   transpositions: bool
-  stop_rule: str
+  stop_rule: StopRule
   stop_leak: float
   stop_epsilon: float
   capacity: int | None

@@ -6,6 +6,7 @@ out of the searched graph (`readout`).
 """
 
 import functools
+from typing import Any
 
 import chex
 import jax
@@ -181,7 +182,7 @@ def uct_policy(
   return readout.most_visited(searched, options=options)
 
 
-def _forced_playouts(value) -> float:
+def _forced_playouts(value: Any) -> float:
   """`forced_playouts` as a float; ValueError naming it unless it is a finite number
   >= 0 known at trace time (it decides which root rule the search compiles)."""
   known = checks.concrete(value)
@@ -195,7 +196,7 @@ def _forced_playouts(value) -> float:
   return float(known)
 
 
-def check_puct(*, pb_c_init, pb_c_base, temperature) -> None:
+def check_puct(*, pb_c_init: Any, pb_c_base: Any, temperature: Any) -> None:
   """Range checks of PUCT's constants and the temperature, run when their values are
   known at trace time (traced values, e.g. arguments of a jitted function, are taken
   as given, as in mctx)."""

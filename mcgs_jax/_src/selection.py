@@ -11,6 +11,7 @@ them), exactly as in mctx, so custom mctx rules port by renaming
 """
 
 import functools
+from typing import Any
 
 import chex
 import jax
@@ -24,7 +25,7 @@ from mcgs_jax._src.graph import Graph
 TIE_BREAK_SCALE = 1e-7
 
 
-def masked_argmax(scores, invalid_actions):
+def masked_argmax(scores: chex.Array, invalid_actions: chex.Array | None) -> chex.Array:
   """The valid action with the highest score (action 0 when none is valid)."""
   if invalid_actions is not None:
     # -inf only reaches argmax, never a softmax, so it cannot produce NaN.
@@ -32,7 +33,9 @@ def masked_argmax(scores, invalid_actions):
   return jnp.argmax(scores, axis=-1).astype(jnp.int32)
 
 
-def excluded_actions(graph: Graph, node_index, depth, solver: bool):
+def excluded_actions(
+  graph: Graph, node_index: chex.Array, depth: chex.Array, solver: bool
+) -> chex.Array:
   """`[A]` bool: the root's invalid actions at depth 0, edges whose evaluation was
   not finite (`graph.edge_non_finite`), and with `solver` the proven edges not worth
   a playout (`proofs.excluded_edges`)."""
@@ -43,16 +46,16 @@ def excluded_actions(graph: Graph, node_index, depth, solver: bool):
 
 
 def muzero_action_selection(
-  rng_key,
+  rng_key: chex.PRNGKey,
   graph: Graph,
-  node_index,
-  depth,
+  node_index: chex.Array,
+  depth: chex.Array,
   *,
   pb_c_init: float = 1.25,
   pb_c_base: float = 19652.0,
-  qtransform=qtransforms.qtransform_by_parent_and_siblings,
+  qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
   solver: bool = False,
-):
+) -> chex.Array:
   """PUCT on edge visits:
   `argmax_a  qtransform(Q)(n, a) + c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`
   with `c(n) = pb_c_init + log((N(n) + pb_c_base + 1) / pb_c_base)`.
@@ -70,7 +73,13 @@ def muzero_action_selection(
   )
 
 
-def puct_terms(graph: Graph, node_index, pb_c_init: float, pb_c_base: float, qtransform):
+def puct_terms(
+  graph: Graph,
+  node_index: chex.Array,
+  pb_c_init: float,
+  pb_c_base: float,
+  qtransform: types.QTransform,
+) -> tuple[chex.Array, chex.Array]:
   """`([A] value score, [A] policy score)` of PUCT at one game's node: the
   `qtransform`ed Q and `c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`."""
   edge_visits = graph.edge_visits[node_index]
@@ -81,12 +90,16 @@ def puct_terms(graph: Graph, node_index, pb_c_init: float, pb_c_base: float, qtr
   return qtransform(graph, node_index), policy_score
 
 
-def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
+def muzero_root_action_selection(
+  rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, **kwargs: Any
+) -> chex.Array:
   """`muzero_action_selection` at depth 0 (root invalid actions masked)."""
   return muzero_action_selection(rng_key, graph, node_index, 0, **kwargs)
 
 
-def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform, solver: bool = False):
+def make_muzero_selection(
+  *, pb_c_init: float, pb_c_base: float, qtransform: types.QTransform, solver: bool = False
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
   """The (root, interior) pair of PUCT rules with these hyperparameters."""
   interior = functools.partial(
     muzero_action_selection,
@@ -106,8 +119,14 @@ def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform, sol
 
 
 def uct_action_selection(
-  rng_key, graph: Graph, node_index, depth, *, c: float = 1.41, solver: bool = False
-):
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  node_index: chex.Array,
+  depth: chex.Array,
+  *,
+  c: float = 1.41,
+  solver: bool = False,
+) -> chex.Array:
   """UCB1 on edges, as in UCT (Kocsis and Szepesvari, "Bandit based Monte-Carlo
   Planning", 2006): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
 
@@ -169,7 +188,7 @@ def gumbel_muzero_interior_action_selection(
   return jnp.argmax(lag).astype(jnp.int32)
 
 
-def chance_selection(graph: Graph, node_index, depth):
+def chance_selection(graph: Graph, node_index: chex.Array, depth: chex.Array) -> chex.Array:
   """The outcome to follow at a chance node of one game (`graph` sliced to `C`
   columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
   outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)

@@ -21,6 +21,7 @@ expectation over its outcomes, as in mctx; the chance rule
 """
 
 import dataclasses
+from typing import Any
 
 import chex
 import jax
@@ -188,7 +189,9 @@ def stochastic_muzero_policy(
   )
 
 
-def _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn) -> None:
+def _check_functions(
+  decision_recurrent_fn: Any, chance_recurrent_fn: Any, afterstate_hash_fn: Any
+) -> None:
   """TypeError naming the function of the stochastic policy that is not callable."""
   for name, fn in (
     ("decision_recurrent_fn", decision_recurrent_fn),
@@ -203,7 +206,9 @@ def _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash
     )
 
 
-def _decision_root(root: types.RootFnOutput, afterstate_template) -> types.RootFnOutput:
+def _decision_root(
+  root: types.RootFnOutput, afterstate_template: chex.ArrayTree
+) -> types.RootFnOutput:
   """`root`, its logits already `W` columns wide, as a decision node of the
   stochastic graph: the state wrapped in a `StochasticRecurrentState` with a zero
   afterstate."""
@@ -219,7 +224,10 @@ def _decision_root(root: types.RootFnOutput, afterstate_template) -> types.RootF
 
 
 def _chance_options(
-  options: GraphOptions, state_embedding, afterstate_template, afterstate_hash_fn
+  options: GraphOptions,
+  state_embedding: types.Embedding,
+  afterstate_template: chex.ArrayTree,
+  afterstate_hash_fn: types.HashFn | None,
 ) -> GraphOptions:
   """`options` with the key of a `StochasticRecurrentState` (`chance.make_key_fn`);
   tree mode when the default key of the state or of the afterstate has no array to
@@ -241,8 +249,12 @@ def _chance_options(
 
 
 def _probe_functions(
-  params, rng_key, root: types.RootFnOutput, decision_recurrent_fn, chance_recurrent_fn
-):
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
+) -> tuple[int, chex.ArrayTree]:
   """Traces both functions once on the root's shapes (no computation, unlike mctx's
   dummy call) and checks what they return. Returns `(C, afterstate shapes)`."""
   batch_size, num_actions = root.prior_logits.shape
