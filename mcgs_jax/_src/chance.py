@@ -21,7 +21,9 @@ from mcgs_jax._src import checks, selection, types
 from mcgs_jax._src.graph import EDGE_FIELDS, Graph
 from mcgs_jax._src.stochastic_types import (
   ChanceRecurrentFn,
+  ChanceRecurrentFnOutput,
   DecisionRecurrentFn,
+  DecisionRecurrentFnOutput,
   StochasticRecurrentState,
 )
 
@@ -187,25 +189,38 @@ def make_recurrent_fn(
       batch_size,
     )
 
-    value = jnp.asarray(chance_output.value)
-    move_reward = getattr(decision_output, "reward", None)
-    move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
-    output = types.RecurrentFnOutput(
-      prior_logits=jnp.where(
-        is_decision[:, None],
-        pad_columns(decision_output.chance_logits, width),
-        pad_columns(chance_output.action_logits, width),
-      ),
-      value=jnp.where(is_decision, decision_output.afterstate_value, value),
-      reward=jnp.where(is_decision, move_reward, chance_output.reward),
-      discount=jnp.where(is_decision, 1.0, chance_output.discount).astype(value.dtype),
-    )
+    output = _output_of_node_type(is_decision, decision_output, chance_output, width)
     new_embedding = StochasticRecurrentState(
       state_embedding=state, afterstate_embedding=afterstate, is_decision_node=~is_decision
     )
     return output, new_embedding
 
   return recurrent_fn
+
+
+def _output_of_node_type(
+  is_decision: chex.Array,
+  decision_output: DecisionRecurrentFnOutput,
+  chance_output: ChanceRecurrentFnOutput,
+  width: int,
+) -> types.RecurrentFnOutput:
+  """Each game's output of its node type, `W = width` logits wide: a decision node's
+  edge leads to the afterstate (`decision_output`: the chance logits, the afterstate
+  value, the move's reward or 0, discount 1), a chance node's edge to the next state
+  (`chance_output`). `is_decision`: `[B]` bool, the type of the edge's node."""
+  value = jnp.asarray(chance_output.value)
+  move_reward = getattr(decision_output, "reward", None)
+  move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
+  return types.RecurrentFnOutput(
+    prior_logits=jnp.where(
+      is_decision[:, None],
+      pad_columns(decision_output.chance_logits, width),
+      pad_columns(chance_output.action_logits, width),
+    ),
+    value=jnp.where(is_decision, decision_output.afterstate_value, value),
+    reward=jnp.where(is_decision, move_reward, chance_output.reward),
+    discount=jnp.where(is_decision, 1.0, chance_output.discount).astype(value.dtype),
+  )
 
 
 def make_key_fn(hash_fn: Callable, afterstate_hash_fn: Callable) -> types.HashFn:

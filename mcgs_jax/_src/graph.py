@@ -291,44 +291,12 @@ def empty_graph(
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
-
-  root_terminal = jnp.all(root_invalid_actions, axis=-1)
-  root_rows = {
-    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
-    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
-    "raw_values": (root.value, value_dtype),
-    "node_values": (root.value, value_dtype),
-    "node_keys": (root_key, jnp.uint32),
-    "node_terminal": (root_terminal, jnp.bool_),
-    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
-    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
-    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
-    "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
-  }
-  edge_dtypes = {
-    "children_index": jnp.int32,
-    "edge_visits": jnp.int32,
-    "edge_rewards": value_dtype,
-    "edge_discounts": value_dtype,
-    "edge_values": value_dtype,
-    "edge_non_finite": jnp.bool_,
-  }
-
+  root_rows = _root_rows(root, root_key, root_invalid_actions)
+  edge_dtypes = _edge_dtypes(value_dtype)
   # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
   # writes new buffers directly instead of broadcasting and copying into old ones.
   if recycle is None or clear_block_rows(recycle) >= capacity:
-    empty_tables = {
-      name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
-      for name, (entry, dtype) in root_rows.items()
-    }
-    empty_tables["embeddings"] = jax.tree_util.tree_map(
-      lambda leaf: jnp.full(
-        (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
-      ),
-      root.embedding,
-    )
-    for name, dtype in edge_dtypes.items():
-      empty_tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+    empty_tables = _filled_tables(root, root_rows, edge_dtypes, capacity, num_actions)
     hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
   else:
     empty_tables = clear_used_rows(recycle)
@@ -357,6 +325,65 @@ def empty_graph(
     value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype), (batch_size, 2)),
     extra_data=extra_data,
   )
+
+
+def _root_rows(
+  root: base.RootFnOutput, root_key: chex.Array, root_invalid_actions: chex.Array
+) -> dict[str, tuple[chex.Array, Any]]:
+  """`{name: (the root's entry [B, ...], dtype)}` of every node table but the
+  embeddings, in a new graph."""
+  batch_size = root.prior_logits.shape[0]
+  value_dtype = root.value.dtype
+  root_terminal = jnp.all(root_invalid_actions, axis=-1)
+  return {
+    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
+    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
+    "raw_values": (root.value, value_dtype),
+    "node_values": (root.value, value_dtype),
+    "node_keys": (root_key, jnp.uint32),
+    "node_terminal": (root_terminal, jnp.bool_),
+    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
+    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
+    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
+    "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
+  }
+
+
+def _edge_dtypes(value_dtype: Any) -> dict[str, Any]:
+  """`{name: dtype}` of every edge table, values in `value_dtype`."""
+  return {
+    "children_index": jnp.int32,
+    "edge_visits": jnp.int32,
+    "edge_rewards": value_dtype,
+    "edge_discounts": value_dtype,
+    "edge_values": value_dtype,
+    "edge_non_finite": jnp.bool_,
+  }
+
+
+def _filled_tables(
+  root: base.RootFnOutput,
+  root_rows: dict[str, tuple[chex.Array, Any]],
+  edge_dtypes: dict[str, Any],
+  capacity: int,
+  num_actions: int,
+) -> dict[str, Any]:
+  """Every node and edge table of a new graph of `capacity` nodes, each filled with
+  its empty value (the root's row not yet set)."""
+  batch_size = root.prior_logits.shape[0]
+  empty_tables = {
+    name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
+    for name, (entry, dtype) in root_rows.items()
+  }
+  empty_tables["embeddings"] = jax.tree_util.tree_map(
+    lambda leaf: jnp.full(
+      (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
+    ),
+    root.embedding,
+  )
+  for name, dtype in edge_dtypes.items():
+    empty_tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+  return empty_tables
 
 
 # Rows written per step by `clear_used_rows`: at most this many bytes over all tables.

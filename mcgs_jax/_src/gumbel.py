@@ -192,6 +192,27 @@ def gumbel_muzero_root_action_selection(
   return masked_argmax(score, excluded_actions(graph, node_index, 0, solver))
 
 
+def make_gumbel_selection(
+  *,
+  num_simulations: int,
+  max_num_considered_actions: int,
+  qtransform: types.QTransform,
+  solver: bool,
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
+  """The (root, interior) pair of Gumbel MuZero's rules with these settings."""
+  root = functools.partial(
+    gumbel_muzero_root_action_selection,
+    num_simulations=num_simulations,
+    max_num_considered_actions=max_num_considered_actions,
+    qtransform=qtransform,
+    solver=solver,
+  )
+  interior = functools.partial(
+    gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=solver
+  )
+  return root, interior
+
+
 def gumbel_muzero_policy(
   params: types.Params,
   rng_key: chex.PRNGKey,
@@ -210,6 +231,7 @@ def gumbel_muzero_policy(
   options: GraphOptions | None = None,
   **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
+  # Long: mctx's signature, then the policy's steps in order, read top to bottom.
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -268,6 +290,12 @@ def gumbel_muzero_policy(
   # replaces and counts it the same way, in `non_finite_roots`).
   finite, _ = finite_root(root, invalid_actions)
   logits = mask_invalid_actions(finite.prior_logits, invalid_actions)
+  root_rule, interior_rule = make_gumbel_selection(
+    num_simulations=num_simulations,
+    max_num_considered_actions=checked_max,
+    qtransform=qtransform,
+    solver=options.solver,
+  )
   search_key, gumbel_key = jax.random.split(rng_key)
   extra_data = GumbelMuZeroExtraData(
     root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
@@ -278,16 +306,8 @@ def gumbel_muzero_policy(
     search_key,
     root=root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions)),
     recurrent_fn=recurrent_fn,
-    root_action_selection_fn=functools.partial(
-      gumbel_muzero_root_action_selection,
-      num_simulations=num_simulations,
-      max_num_considered_actions=checked_max,
-      qtransform=qtransform,
-      solver=options.solver,
-    ),
-    interior_action_selection_fn=functools.partial(
-      gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=options.solver
-    ),
+    root_action_selection_fn=root_rule,
+    interior_action_selection_fn=interior_rule,
     num_simulations=num_simulations,
     max_depth=max_depth,
     invalid_actions=invalid_actions,

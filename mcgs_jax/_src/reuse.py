@@ -181,6 +181,29 @@ def rebuild_hash_slots(
   return slots, dropped
 
 
+def _renumbering(kept: jax.Array, new_root: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """`(new_index [B, N], source [B, N], num_kept [B])` of the nodes `kept [B, N]`:
+  the new index of every old node (-1 when freed; `new_root [B]` becomes 0, the
+  others keep their order), the old index of every new row (0 past `num_kept`), and
+  the number of nodes kept."""
+  batch_size, capacity = kept.shape
+  rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
+  root_rank = take(rank, new_root)[:, None]
+  old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
+  new_index = jnp.where(
+    old_index == new_root[:, None], 0, jnp.where(rank < root_rank, rank + 1, rank)
+  )
+  new_index = jnp.where(kept, new_index, -1)
+  num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
+  source = set_at(
+    jnp.zeros((batch_size, capacity), jnp.int32),
+    jnp.where(kept, new_index, capacity),
+    jnp.broadcast_to(old_index, kept.shape),
+    mode="drop",
+  )
+  return new_index, source, num_kept
+
+
 def reroot(
   graph: Graph, action: jax.Array, *, probe_window: int = hashing.DEFAULT_PROBE_WINDOW
 ) -> Graph:
@@ -209,32 +232,17 @@ def reroot(
   batch_size, capacity, num_actions = (graph.batch_size, graph.capacity, graph.num_actions)
   in_range = (action >= 0) & (action < num_actions)
   child = take(graph.children_index[:, ROOT_INDEX], jnp.clip(action, 0, num_actions - 1))
-  known_child = jnp.maximum(child, 0)
+  clamped_child = jnp.maximum(child, 0)
   keep_game = (
     (graph.num_nodes > 0)
     & in_range
     & (child >= 0)
     & ~graph.node_terminal[:, ROOT_INDEX]
-    & ~take(graph.node_terminal, known_child)
+    & ~take(graph.node_terminal, clamped_child)
   )
-  kept = reachable_nodes(graph.children_index, known_child, keep_game)  # [B, N]
-
-  # New index of every old node (-1 when freed) and old index of every new one.
-  rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
-  child_rank = take(rank, known_child)[:, None]
-  old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
-  new_index = jnp.where(
-    old_index == known_child[:, None], 0, jnp.where(rank < child_rank, rank + 1, rank)
-  )
-  new_index = jnp.where(kept, new_index, -1)
-  num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
-  source = set_at(
-    jnp.zeros((batch_size, capacity), jnp.int32),
-    jnp.where(kept, new_index, capacity),
-    jnp.broadcast_to(old_index, kept.shape),
-    mode="drop",
-  )
-  in_use = old_index < num_kept[:, None]  # new rows
+  kept = reachable_nodes(graph.children_index, clamped_child, keep_game)  # [B, N]
+  new_index, source, num_kept = _renumbering(kept, clamped_child)
+  in_use = jnp.arange(capacity, dtype=jnp.int32)[None] < num_kept[:, None]  # new rows
 
   def move(table: jax.Array, fill: int | float) -> jax.Array:
     """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""

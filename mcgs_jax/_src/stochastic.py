@@ -69,6 +69,7 @@ def stochastic_muzero_policy(
   options: GraphOptions | None = None,
   **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
+  # Long: mctx's signature, then the policy's steps in order, read top to bottom.
   """Stochastic MuZero search with chance nodes on a graph.
 
   Same arguments and defaults as `mctx.stochastic_muzero_policy`, plus the keys
