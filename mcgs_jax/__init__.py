@@ -8,6 +8,7 @@ Everything a search needs is here; games, evaluators and exact solvers are in
 
 import importlib
 import warnings
+from typing import Any
 
 from mcgs_jax._src.forced_playouts import prune_forced_playouts
 from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph
@@ -105,7 +106,7 @@ _MOVED_MODULES = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
   if name in _MOVED_MODULES:
     module, new_home = _MOVED_MODULES[name]
     warnings.warn(
