@@ -8,12 +8,12 @@ Everything a search needs is here; games, evaluators and exact solvers are in
 
 import importlib
 import warnings
+from typing import Any
 
 from mcgs_jax._src.forced_playouts import prune_forced_playouts
 from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph
 from mcgs_jax._src.gumbel import (
   GumbelMuZeroExtraData,
-  gumbel_muzero_interior_action_selection,
   gumbel_muzero_policy,
   gumbel_muzero_root_action_selection,
 )
@@ -27,7 +27,11 @@ from mcgs_jax._src.qtransforms import (
 )
 from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.search import search
-from mcgs_jax._src.selection import muzero_action_selection, uct_action_selection
+from mcgs_jax._src.selection import (
+  gumbel_muzero_interior_action_selection,
+  muzero_action_selection,
+  uct_action_selection,
+)
 from mcgs_jax._src.stochastic import stochastic_muzero_policy
 from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
 from mcgs_jax._src.types import (
@@ -89,24 +93,26 @@ __all__ = [
   "uct_policy",
 ]
 
-# Modules of version 0.1 that moved; `from mcgs_jax import evaluators` and the like
-# keep working for one release, with a DeprecationWarning.
+# Modules of version 0.1 that moved: `{old name: (the module it still gives, where
+# the warning sends users)}`. `from mcgs_jax import evaluators` and the like keep
+# working for one release, with a DeprecationWarning.
 _MOVED_MODULES = {
-  "evaluators": "mcgs_jax.games.evaluators",
-  "solvers": "mcgs_jax.games.solvers",
-  "arena": "mcgs_jax.apps.arena",
-  "train": "mcgs_jax.apps.train",
-  "viz": "mcgs_jax.apps.viz",
-  "reuse": "mcgs_jax._src.reuse",
+  "evaluators": ("mcgs_jax.games.evaluators", "mcgs_jax.games.evaluators"),
+  "solvers": ("mcgs_jax.games.solvers", "mcgs_jax.games.solvers"),
+  "arena": ("mcgs_jax.apps.arena", "mcgs_jax.apps.arena"),
+  "train": ("mcgs_jax.apps.train", "mcgs_jax.apps.train"),
+  "viz": ("mcgs_jax.apps.viz", "mcgs_jax.apps.viz"),
+  "reuse": ("mcgs_jax._src.reuse", "mcgs_jax.reroot and mcgs_jax.empty_like"),
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
   if name in _MOVED_MODULES:
+    module, new_home = _MOVED_MODULES[name]
     warnings.warn(
-      f"mcgs_jax.{name} moved to {_MOVED_MODULES[name]}; the old name goes in version 0.3",
+      f"mcgs_jax.{name} moved to {new_home}; the old name goes in version 0.3",
       DeprecationWarning,
       stacklevel=2,
     )
-    return importlib.import_module(_MOVED_MODULES[name])
+    return importlib.import_module(module)
   raise AttributeError(f"module 'mcgs_jax' has no attribute {name!r}")

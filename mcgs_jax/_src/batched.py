@@ -39,7 +39,7 @@ def _scatter(
   update: str,
   table: chex.Array,
   index: Index,
-  values,
+  values: chex.Numeric,
   mode: str | None,
   unique_indices: bool,
   indices_are_sorted: bool,
@@ -48,7 +48,9 @@ def _scatter(
   combined into `table[b, index[b]]` by `update` (an `.at[]` method name)."""
   flags = dict(mode=mode, unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
-  def one_game(rows, at, game_values):
+  def one_game(
+    rows: chex.Array, at: tuple[chex.Array, ...], game_values: chex.Numeric
+  ) -> chex.Array:
     return getattr(rows.at[at], update)(game_values, **flags)
 
   index = _as_tuple(index)
@@ -60,7 +62,7 @@ def _scatter(
 def set_at(
   table: chex.Array,
   index: Index,
-  values,
+  values: chex.Numeric,
   *,
   mode: str | None = None,
   unique_indices: bool = False,
@@ -72,11 +74,21 @@ def set_at(
   return _scatter("set", table, index, values, mode, unique_indices, indices_are_sorted)
 
 
-def add_at(table: chex.Array, index: Index, values, *, mode: str | None = None) -> chex.Array:
+def add_at(
+  table: chex.Array, index: Index, values: chex.Numeric, *, mode: str | None = None
+) -> chex.Array:
   """`table.at[b, index[b]].add(values[b])` for every game `b` (see `set_at`)."""
   return _scatter("add", table, index, values, mode, False, False)
 
 
-def min_at(table: chex.Array, index: Index, values, *, mode: str | None = None) -> chex.Array:
+def min_at(
+  table: chex.Array, index: Index, values: chex.Numeric, *, mode: str | None = None
+) -> chex.Array:
   """`table.at[b, index[b]].min(values[b])` for every game `b` (see `set_at`)."""
   return _scatter("min", table, index, values, mode, False, False)
+
+
+def drop_unless(condition: chex.Array, index: chex.Array, out_of_bounds: int) -> chex.Array:
+  """`index` where `condition`, else `out_of_bounds`, an index that a `mode="drop"`
+  scatter ignores (pass the length of the axis it indexes)."""
+  return jnp.where(condition, index, out_of_bounds)

@@ -12,13 +12,20 @@ children are decision nodes (reward and discount from `chance_recurrent_fn`).
 from collections.abc import Callable
 from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import checks, selection, types
 from mcgs_jax._src.graph import EDGE_FIELDS, Graph
-from mcgs_jax._src.stochastic_types import StochasticRecurrentState
+from mcgs_jax._src.stochastic_types import (
+  ChanceRecurrentFn,
+  ChanceRecurrentFnOutput,
+  DecisionRecurrentFn,
+  DecisionRecurrentFnOutput,
+  StochasticRecurrentState,
+)
 
 # Last key lane of a decision node's state and of a chance node's afterstate: a state
 # and an afterstate never share a key, whatever their embeddings hash to.
@@ -26,22 +33,20 @@ DECISION_TAG = 0
 CHANCE_TAG = 1
 
 
-def _lowest_logit(dtype):
-  return jnp.finfo(dtype).min
-
-
-def pad_columns(logits, width: int):
+def pad_columns(logits: chex.Array, width: int) -> chex.Array:
   """`[B, K] -> [B, width]` with the lowest finite logit in the new columns (finite:
   a softmax over the whole row never sees -inf - -inf = NaN)."""
   logits = jnp.asarray(logits)
   missing = width - logits.shape[-1]
   if not missing:
     return logits
-  filler = jnp.full(logits.shape[:-1] + (missing,), _lowest_logit(logits.dtype), logits.dtype)
+  filler = jnp.full(logits.shape[:-1] + (missing,), jnp.finfo(logits.dtype).min, logits.dtype)
   return jnp.concatenate([logits, filler], axis=-1)
 
 
-def check_decision_output(output, batch_size: int, num_chance_outcomes=None) -> int:
+def check_decision_output(
+  output: Any, batch_size: int, num_chance_outcomes: int | None = None
+) -> int:
   """Checks what `decision_recurrent_fn` returned; returns `C`."""
   for name in ("chance_logits", "afterstate_value"):
     if not hasattr(output, name):
@@ -84,7 +89,7 @@ def check_decision_output(output, batch_size: int, num_chance_outcomes=None) -> 
   return shape[1]
 
 
-def check_chance_output(output, batch_size: int, num_actions: int):
+def check_chance_output(output: Any, batch_size: int, num_actions: int) -> None:
   """Checks what `chance_recurrent_fn` returned."""
   for name in ("action_logits", "value", "reward", "discount"):
     if not hasattr(output, name):
@@ -104,7 +109,13 @@ def check_chance_output(output, batch_size: int, num_actions: int):
       raise ValueError(f"chance_recurrent_fn returned {name} of shape {got}; expected {shape}")
 
 
-def check_same_structure(what: str, new, reference, reference_name: str, batch_size: int):
+def check_same_structure(
+  what: str,
+  new: chex.ArrayTree,
+  reference: chex.ArrayTree,
+  reference_name: str,
+  batch_size: int,
+) -> None:
   """`new` must have `reference`'s pytree structure and leaf shapes, with a leading
   batch axis of `batch_size` (the reference's may differ: K playouts per game)."""
   # jaxlib ships no type stub for PyTreeDef, so mypy cannot compare two of them.
@@ -124,12 +135,12 @@ def check_same_structure(what: str, new, reference, reference_name: str, batch_s
 
 
 def make_recurrent_fn(
-  decision_recurrent_fn,
-  chance_recurrent_fn,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
   *,
   num_actions: int,
   num_chance_outcomes: int,
-  afterstate_template,
+  afterstate_template: chex.ArrayTree,
 ) -> types.RecurrentFn:
   """One `recurrent_fn` over both node types, `W = max(A, C)` logits wide.
 
@@ -144,7 +155,12 @@ def make_recurrent_fn(
   """
   width = max(num_actions, num_chance_outcomes)
 
-  def recurrent_fn(params, rng_key, action, embedding: StochasticRecurrentState):
+  def recurrent_fn(
+    params: types.Params,
+    rng_key: chex.PRNGKey,
+    action: chex.Array,
+    embedding: StochasticRecurrentState,
+  ) -> tuple[types.RecurrentFnOutput, StochasticRecurrentState]:
     is_decision = embedding.is_decision_node
     batch_size = is_decision.shape[0]
     move = jnp.where(is_decision, action, 0).astype(jnp.int32)
@@ -173,19 +189,7 @@ def make_recurrent_fn(
       batch_size,
     )
 
-    value = jnp.asarray(chance_output.value)
-    move_reward = getattr(decision_output, "reward", None)
-    move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
-    output = types.RecurrentFnOutput(
-      prior_logits=jnp.where(
-        is_decision[:, None],
-        pad_columns(decision_output.chance_logits, width),
-        pad_columns(chance_output.action_logits, width),
-      ),
-      value=jnp.where(is_decision, decision_output.afterstate_value, value),
-      reward=jnp.where(is_decision, move_reward, chance_output.reward),
-      discount=jnp.where(is_decision, 1.0, chance_output.discount).astype(value.dtype),
-    )
+    output = _output_of_node_type(is_decision, decision_output, chance_output, width)
     new_embedding = StochasticRecurrentState(
       state_embedding=state, afterstate_embedding=afterstate, is_decision_node=~is_decision
     )
@@ -194,13 +198,38 @@ def make_recurrent_fn(
   return recurrent_fn
 
 
+def _output_of_node_type(
+  is_decision: chex.Array,
+  decision_output: DecisionRecurrentFnOutput,
+  chance_output: ChanceRecurrentFnOutput,
+  width: int,
+) -> types.RecurrentFnOutput:
+  """Each game's output of its node type, `W = width` logits wide: a decision node's
+  edge leads to the afterstate (`decision_output`: the chance logits, the afterstate
+  value, the move's reward or 0, discount 1), a chance node's edge to the next state
+  (`chance_output`). `is_decision`: `[B]` bool, the type of the edge's node."""
+  value = jnp.asarray(chance_output.value)
+  move_reward = getattr(decision_output, "reward", None)
+  move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
+  return types.RecurrentFnOutput(
+    prior_logits=jnp.where(
+      is_decision[:, None],
+      pad_columns(decision_output.chance_logits, width),
+      pad_columns(chance_output.action_logits, width),
+    ),
+    value=jnp.where(is_decision, decision_output.afterstate_value, value),
+    reward=jnp.where(is_decision, move_reward, chance_output.reward),
+    discount=jnp.where(is_decision, 1.0, chance_output.discount).astype(value.dtype),
+  )
+
+
 def make_key_fn(hash_fn: Callable, afterstate_hash_fn: Callable) -> types.HashFn:
   """The key of a `StochasticRecurrentState`: `hash_fn(state)` at a decision node,
   `afterstate_hash_fn(afterstate)` at a chance node (the shorter padded with zero
   lanes), then one lane with the node type. Two states, or two afterstates, share a
   node when their keys agree; a state and an afterstate never do."""
 
-  def key_fn(embedding: StochasticRecurrentState):
+  def key_fn(embedding: StochasticRecurrentState) -> chex.Array:
     is_decision = embedding.is_decision_node
     batch_size = is_decision.shape[0]
     state_key = checks.check_key(hash_fn(embedding.state_embedding), batch_size, "hash_fn")
@@ -228,30 +257,22 @@ def columns(graph: Graph, width: int) -> Graph:
   )
 
 
-def chance_selection(graph: Graph, node_index, depth):
-  """The outcome to follow at a chance node of one game (`graph` sliced to `C`
-  columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
-  outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
-  are skipped."""
-  probs = jax.nn.softmax(graph.children_prior_logits[node_index])
-  scores = probs / (graph.edge_visits[node_index] + 1)
-  return selection.masked_argmax(
-    scores, selection.excluded_actions(graph, node_index, depth, False)
-  )
-
-
-def make_selection(decision_rule, *, num_actions: int, num_chance_outcomes: int):
+def make_selection(
+  decision_rule: types.InteriorActionSelectionFn, *, num_actions: int, num_chance_outcomes: int
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
   """`(root_fn, interior_fn)`: `decision_rule(key, graph, node, depth)` (e.g. PUCT)
-  on the `A` action columns of a decision node, `chance_selection` on the `C`
+  on the `A` action columns of a decision node, `selection.chance_selection` on the `C`
   outcome columns of a chance node."""
 
-  def interior_fn(rng_key, graph: Graph, node_index, depth):
+  def interior_fn(
+    rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, depth: chex.Array
+  ) -> chex.Array:
     is_decision = graph.embeddings.is_decision_node[node_index]
     decision = decision_rule(rng_key, columns(graph, num_actions), node_index, depth)
-    chance = chance_selection(columns(graph, num_chance_outcomes), node_index, depth)
+    chance = selection.chance_selection(columns(graph, num_chance_outcomes), node_index, depth)
     return jnp.where(is_decision, decision, chance).astype(jnp.int32)
 
-  def root_fn(rng_key, graph: Graph, node_index):
+  def root_fn(rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array) -> chex.Array:
     return interior_fn(rng_key, graph, node_index, 0)
 
   return root_fn, interior_fn

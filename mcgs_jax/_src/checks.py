@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def _shape(x):
+def _shape(x: Any) -> tuple[int, ...]:
   return tuple(np.shape(x))
 
 
-def concrete(value) -> np.ndarray | None:
+def concrete(value: Any) -> np.ndarray | None:
   """`value` as a numpy array when it is known at trace time; None when it is traced
   (e.g. an argument of a jitted function), so that a check of its range is skipped."""
   if isinstance(value, jax.core.Tracer):
@@ -22,7 +22,15 @@ def concrete(value) -> np.ndarray | None:
     return None
 
 
-def check_real(name: str, value, *, low=None, high=None, low_open=False, expected=None):
+def check_real(
+  name: str,
+  value: Any,
+  *,
+  low: float | None = None,
+  high: float | None = None,
+  low_open: bool = False,
+  expected: str | None = None,
+) -> Any:
   """Checks a real hyperparameter (a Python number or an array) when its value is
   known at trace time: a number in `[low, high]` (`(low, high]` with `low_open`; NaN
   is refused). A traced value is taken as given, as mctx takes it. Returns `value`.
@@ -49,7 +57,7 @@ def check_real(name: str, value, *, low=None, high=None, low_open=False, expecte
   return value
 
 
-def check_int(name: str, value, *, minimum: int):
+def check_int(name: str, value: Any, *, minimum: int) -> int:
   if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
     raise TypeError(f"{name} must be a Python int, got {type(value).__name__} {value!r}")
   if value < minimum:
@@ -57,7 +65,7 @@ def check_int(name: str, value, *, minimum: int):
   return int(value)
 
 
-def check_root(root):
+def check_root(root: Any) -> tuple[int, int]:
   """Checks a `RootFnOutput` and returns `(batch_size, num_actions)`."""
   for name in ("prior_logits", "value", "embedding"):
     if not hasattr(root, name):
@@ -89,7 +97,8 @@ def check_root(root):
     )
   if not jnp.issubdtype(jnp.result_type(root.value), jnp.floating):
     raise TypeError(f"root.value must be floating point, got {jnp.result_type(root.value)}")
-  # An empty embedding (mctx's bandit tests use `()`) is allowed: see `keyable`.
+  # An empty embedding (mctx's bandit tests use `()`) is allowed: see
+  # `options.tree_mode_when_unkeyable`.
   for path, leaf in jax.tree_util.tree_leaves_with_path(root.embedding):
     if len(_shape(leaf)) < 1 or _shape(leaf)[0] != batch_size:
       raise ValueError(
@@ -99,7 +108,7 @@ def check_root(root):
   return batch_size, num_actions
 
 
-def check_invalid_actions(invalid_actions, batch_size: int, num_actions: int):
+def check_invalid_actions(invalid_actions: Any, batch_size: int, num_actions: int) -> jax.Array:
   """Returns `invalid_actions` as bool `[B, A]` (all False when None)."""
   if invalid_actions is None:
     return jnp.zeros((batch_size, num_actions), jnp.bool_)
@@ -119,14 +128,14 @@ def check_invalid_actions(invalid_actions, batch_size: int, num_actions: int):
   return jnp.asarray(invalid_actions).astype(jnp.bool_)
 
 
-def check_callable(name: str, fn, signature: str):
+def check_callable(name: str, fn: Any, signature: str) -> Any:
   """TypeError naming `name` unless `fn` is callable."""
   if not callable(fn):
     raise TypeError(f"{name} must be callable as {signature}, got {fn!r}")
   return fn
 
 
-def unpack_recurrent_result(result, name: str = "recurrent_fn"):
+def unpack_recurrent_result(result: Any, name: str = "recurrent_fn") -> tuple[Any, Any]:
   """`(output, embedding)` from what `recurrent_fn` returned; a TypeError naming it
   when that is not a pair whose first element has the fields of `RecurrentFnOutput`."""
   if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -148,13 +157,13 @@ def unpack_recurrent_result(result, name: str = "recurrent_fn"):
   return output, embedding
 
 
-def _dtype(x):
+def _dtype(x: Any) -> np.dtype:
   return np.dtype(jnp.asarray(x).dtype)
 
 
 def check_recurrent_output(
-  output, new_embedding, node_embedding, batch_size: int, num_actions: int
-):
+  output: Any, new_embedding: Any, node_embedding: Any, batch_size: int, num_actions: int
+) -> None:
   """Checks what `recurrent_fn` returned against the root's shapes."""
   for name, expected in (
     ("reward", (batch_size,)),
@@ -192,7 +201,7 @@ def check_recurrent_output(
       )
 
 
-def check_key(key, batch_size: int, name: str = "hash_fn"):
+def check_key(key: Any, batch_size: int, name: str = "hash_fn") -> jax.Array:
   """Checks what a key function (`name`) returned: uint32 `[B, L]` with L >= 1."""
   shape = _shape(key)
   if len(shape) != 2 or shape[0] != batch_size or shape[1] < 1:

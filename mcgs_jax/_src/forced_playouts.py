@@ -11,15 +11,16 @@ target they are taken out again: from every child but the most visited one, up t
 child's, and a child left with a single visit is pruned to 0.
 """
 
+import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import random_bits
+from mcgs_jax._src import random_bits, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.selection import TIE_BREAK_SCALE, excluded_actions, masked_argmax, puct_terms
 
 
-def forced_counts(graph: Graph, node_index, forced_playouts: float) -> jax.Array:
+def forced_counts(graph: Graph, node_index: chex.Array, forced_playouts: float) -> jax.Array:
   """`[A]` float: `n_forced` of each edge of one game's node."""
   prior = jax.nn.softmax(graph.children_prior_logits[node_index])
   total = jnp.sum(graph.edge_visits[node_index])
@@ -27,16 +28,16 @@ def forced_counts(graph: Graph, node_index, forced_playouts: float) -> jax.Array
 
 
 def forced_root_action_selection(
-  rng_key,
+  rng_key: chex.PRNGKey,
   graph: Graph,
-  node_index,
+  node_index: chex.Array,
   *,
   forced_playouts: float,
   pb_c_init: float,
   pb_c_base: float,
-  qtransform,
+  qtransform: types.QTransform,
   solver: bool,
-):
+) -> chex.Array:
   """The root rule of `muzero_policy(..., forced_playouts=k)`: among the edges PUCT
   may choose, one with fewer visits than `n_forced` if there is one (the best of
   those by PUCT), else PUCT's choice."""
@@ -56,7 +57,7 @@ def prune_forced_playouts(
   forced_playouts: float,
   pb_c_init: float = 1.25,
   pb_c_base: float = 19652.0,
-  qtransform=None,
+  qtransform: types.QTransform | None = None,
 ) -> jax.Array:
   """The root's policy target with the forced playouts taken out, `[B, A]`
   (rows sum to 1 over the children left, or to 0 for a root without visits).

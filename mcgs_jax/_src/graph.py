@@ -16,10 +16,11 @@ UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 
 # Every `Graph` field declares in its metadata its role and its empty value, the value
 # of a row no node uses: `empty_graph` fills with it (or `clear_used_rows` writes it
-# over the rows a recycled graph used), `link` writes every node table of a new node,
-# `reroot` moves rows and refills freed ones, `empty_like` fills every field with it,
-# and `mcgs_jax.testing` checks that unused rows hold it. The field lists
-# (`NODE_FIELDS`, ...) below the class are read from this metadata.
+# over the rows a recycled graph used), `expand` writes a new node's row of every node
+# table (`path_marks` with its empty value), `reroot` moves rows and refills freed
+# ones, `empty_like` fills every field with it, and `mcgs_jax.testing` checks that
+# unused rows hold it. The field lists (`NODE_FIELDS`, ...) below the class are read
+# from this metadata.
 def _node_table(empty: Any) -> dict[str, Any]:
   """A `[B, N, ...]` table, one row per node, written whole when the node is created."""
   return {"role": "node", "empty": empty}
@@ -213,7 +214,7 @@ class Graph:
       raise ValueError("the graph is not batched")
     return self.batch_size
 
-  def qvalues(self, node_index):
+  def qvalues(self, node_index: chex.Array) -> chex.Array:
     """`Q(n, a) = r(n, a) + discount(n, a) * Q(child)`, 0 for unexpanded actions.
 
     Works on one game (`node_index` a scalar, returns `[A]`) and on the batch
@@ -237,7 +238,7 @@ class Graph:
     )
 
 
-def _edge_qvalues(graph: Graph, node_index):
+def _edge_qvalues(graph: Graph, node_index: chex.Array) -> chex.Array:
   children = graph.children_index[node_index]
   child_values = graph.node_values[jnp.maximum(children, 0)]
   child_values = jnp.where(children >= 0, child_values, 0.0)
@@ -268,10 +269,10 @@ def empty_graph(
   *,
   capacity: int,
   num_slots: int,
-  root_key,
-  root_invalid_actions,
-  value_bounds=None,
-  extra_data=None,
+  root_key: chex.Array,
+  root_invalid_actions: chex.Array,
+  value_bounds: tuple[float, float] | None = None,
+  extra_data: chex.ArrayTree = None,
   recycle: Graph | None = None,
 ) -> Graph:
   """A graph whose only node is the root.
@@ -290,50 +291,18 @@ def empty_graph(
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
-
-  root_terminal = jnp.all(root_invalid_actions, axis=-1)
-  root_rows = {
-    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
-    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
-    "raw_values": (root.value, value_dtype),
-    "node_values": (root.value, value_dtype),
-    "node_keys": (root_key, jnp.uint32),
-    "node_terminal": (root_terminal, jnp.bool_),
-    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
-    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
-    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
-    "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
-  }
-  edge_dtypes = {
-    "children_index": jnp.int32,
-    "edge_visits": jnp.int32,
-    "edge_rewards": value_dtype,
-    "edge_discounts": value_dtype,
-    "edge_values": value_dtype,
-    "edge_non_finite": jnp.bool_,
-  }
-
+  root_rows = _root_rows(root, root_key, root_invalid_actions)
+  edge_dtypes = _edge_dtypes(value_dtype)
   # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
   # writes new buffers directly instead of broadcasting and copying into old ones.
   if recycle is None or clear_block_rows(recycle) >= capacity:
-    empty_tables = {
-      name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
-      for name, (entry, dtype) in root_rows.items()
-    }
-    empty_tables["embeddings"] = jax.tree_util.tree_map(
-      lambda leaf: jnp.full(
-        (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
-      ),
-      root.embedding,
-    )
-    for name, dtype in edge_dtypes.items():
-      empty_tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+    empty_tables = _filled_tables(root, root_rows, edge_dtypes, capacity, num_actions)
     hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
   else:
     empty_tables = clear_used_rows(recycle)
     hash_slots = jnp.full_like(recycle.hash_slots, -1)
 
-  def set_root(table, root_entry):
+  def set_root(table: chex.Array, root_entry: chex.Numeric) -> chex.Array:
     return table.at[:, ROOT_INDEX].set(jnp.asarray(root_entry, table.dtype))
 
   tables = {name: set_root(empty_tables[name], entry) for name, (entry, _) in root_rows.items()}
@@ -356,6 +325,65 @@ def empty_graph(
     value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype), (batch_size, 2)),
     extra_data=extra_data,
   )
+
+
+def _root_rows(
+  root: base.RootFnOutput, root_key: chex.Array, root_invalid_actions: chex.Array
+) -> dict[str, tuple[chex.Array, Any]]:
+  """`{name: (the root's entry [B, ...], dtype)}` of every node table but the
+  embeddings, in a new graph."""
+  batch_size = root.prior_logits.shape[0]
+  value_dtype = root.value.dtype
+  root_terminal = jnp.all(root_invalid_actions, axis=-1)
+  return {
+    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
+    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
+    "raw_values": (root.value, value_dtype),
+    "node_values": (root.value, value_dtype),
+    "node_keys": (root_key, jnp.uint32),
+    "node_terminal": (root_terminal, jnp.bool_),
+    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
+    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
+    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
+    "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
+  }
+
+
+def _edge_dtypes(value_dtype: Any) -> dict[str, Any]:
+  """`{name: dtype}` of every edge table, values in `value_dtype`."""
+  return {
+    "children_index": jnp.int32,
+    "edge_visits": jnp.int32,
+    "edge_rewards": value_dtype,
+    "edge_discounts": value_dtype,
+    "edge_values": value_dtype,
+    "edge_non_finite": jnp.bool_,
+  }
+
+
+def _filled_tables(
+  root: base.RootFnOutput,
+  root_rows: dict[str, tuple[chex.Array, Any]],
+  edge_dtypes: dict[str, Any],
+  capacity: int,
+  num_actions: int,
+) -> dict[str, Any]:
+  """Every node and edge table of a new graph of `capacity` nodes, each filled with
+  its empty value (the root's row not yet set)."""
+  batch_size = root.prior_logits.shape[0]
+  empty_tables = {
+    name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
+    for name, (entry, dtype) in root_rows.items()
+  }
+  empty_tables["embeddings"] = jax.tree_util.tree_map(
+    lambda leaf: jnp.full(
+      (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
+    ),
+    root.embedding,
+  )
+  for name, dtype in edge_dtypes.items():
+    empty_tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+  return empty_tables
 
 
 # Rows written per step by `clear_used_rows`: at most this many bytes over all tables.
@@ -389,10 +417,10 @@ def clear_used_rows(graph: Graph) -> dict[str, Any]:
   batch_size, capacity = graph.batch_size, graph.capacity
   block = clear_block_rows(graph)
 
-  def clear_block(index, tables):
+  def clear_block(index: chex.Array, tables: dict[str, Any]) -> dict[str, Any]:
     start = jnp.minimum(index * block, capacity - block)
 
-    def clear(table, fill):
+    def clear(table: chex.Array, fill: chex.Numeric) -> chex.Array:
       empty = jnp.full((batch_size, block) + table.shape[2:], fill, table.dtype)
       return jax.lax.dynamic_update_slice_in_dim(table, empty, start, axis=1)
 

@@ -31,7 +31,6 @@ kept in `GumbelMuZeroExtraData.root_visits_before`), while the completed Q-value
 still use everything the graph knows.
 """
 
-import dataclasses
 import functools
 import math
 
@@ -40,12 +39,19 @@ import jax
 import jax.numpy as jnp
 from typing_extensions import Unpack
 
-from mcgs_jax._src import checks, qtransforms, runner, types
+from mcgs_jax._src import checks, qtransforms, types
+from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.initial import finite_root
+from mcgs_jax._src.initial import check_inputs, finite_root
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
-from mcgs_jax._src.runner import mask_invalid_actions
-from mcgs_jax._src.selection import excluded_actions, masked_argmax
+from mcgs_jax._src.readout import final_action
+from mcgs_jax._src.search import search_with_checked_inputs
+from mcgs_jax._src.selection import (
+  excluded_actions,
+  gumbel_muzero_interior_action_selection,
+  masked_argmax,
+)
 
 # Floor of a root score before the Sequential-Halving mask (as mctx): keeps
 # `gumbel + logits + q` finite for actions whose logit is the lowest float.
@@ -105,7 +111,13 @@ def considered_visit_table(
   )
 
 
-def score_considered(considered_visit, gumbel, logits, qvalues, visit_counts):
+def score_considered(
+  considered_visit: chex.Numeric,
+  gumbel: chex.Array,
+  logits: chex.Array,
+  qvalues: chex.Array,
+  visit_counts: chex.Array,
+) -> chex.Array:
   """Root scores for an argmax: `gumbel + logits + qvalues` (floored at -1e9) where
   `visit_counts == considered_visit`, -inf elsewhere.
 
@@ -180,49 +192,25 @@ def gumbel_muzero_root_action_selection(
   return masked_argmax(score, excluded_actions(graph, node_index, 0, solver))
 
 
-def gumbel_muzero_interior_action_selection(
-  rng_key: chex.PRNGKey,
-  graph: Graph,
-  node_index: chex.Array,
-  depth: chex.Array,
+def make_gumbel_selection(
   *,
-  qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
-  solver: bool = False,
-) -> chex.Array:
-  """The deterministic interior rule of Gumbel MuZero on one game's graph.
-
-  Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
-  `pi' = softmax(prior_logits + completed Q)`: the action whose share of the edge
-  visits lags its improved-policy probability the most, so repeated choices make
-  the visit distribution follow `pi'` (paper, section 5). Invalid actions are not
-  masked (as mctx): their prior logit is the lowest float, so `pi'` is 0 there and
-  some valid action always scores above 0.
-
-  Args:
-    rng_key: unused.
-    graph: one game's graph.
-    node_index: scalar node.
-    depth: scalar, the node's depth; read only with `solver`, whose exclusions
-      also skip the root's invalid actions at depth 0 and non-finite edges.
-    qtransform: `(graph, node) -> [A]` completed Q-values.
-    solver: skip the edges the solver excludes (proven losses, beaten proofs).
-
-  Returns:
-    Scalar int32 action.
-  """
-  del rng_key
-  visits = graph.edge_visits[node_index]
-  improved = jax.nn.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
-  lag = improved - visits / (1 + jnp.sum(visits))
-  if solver:
-    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
-  return jnp.argmax(lag).astype(jnp.int32)
-
-
-def _check_gumbel_scale(gumbel_scale):
-  """Rejects a negative or NaN `gumbel_scale` when its value is known at trace time
-  (a traced scale, e.g. an argument of a jitted function, is taken as given)."""
-  checks.check_real("gumbel_scale", gumbel_scale, low=0)
+  num_simulations: int,
+  max_num_considered_actions: int,
+  qtransform: types.QTransform,
+  solver: bool,
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
+  """The (root, interior) pair of Gumbel MuZero's rules with these settings."""
+  root = functools.partial(
+    gumbel_muzero_root_action_selection,
+    num_simulations=num_simulations,
+    max_num_considered_actions=max_num_considered_actions,
+    qtransform=qtransform,
+    solver=solver,
+  )
+  interior = functools.partial(
+    gumbel_muzero_interior_action_selection, qtransform=qtransform, solver=solver
+  )
+  return root, interior
 
 
 def gumbel_muzero_policy(
@@ -243,6 +231,7 @@ def gumbel_muzero_policy(
   options: GraphOptions | None = None,
   **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
+  # Long: mctx's signature, then the policy's steps in order, read top to bottom.
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -290,61 +279,51 @@ def gumbel_muzero_policy(
     `action_weights = softmax(prior_logits + completed Q at the root)` over valid
     actions, the policy-improvement target of the paper.
   """
-
-  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
-    checked_max = checks.check_int(
-      "max_num_considered_actions", max_num_considered_actions, minimum=1
-    )
-    _check_gumbel_scale(gumbel_scale)
-    # The scores read the root logits: a NaN there must not reach them (the search
-    # replaces and counts it the same way, in `non_finite_roots`).
-    finite, _ = finite_root(call.root, call.invalid_actions)
-    logits = mask_invalid_actions(finite.prior_logits, call.invalid_actions)
-    search_key, gumbel_key = jax.random.split(call.rng_key)
-    extra_data = GumbelMuZeroExtraData(
-      root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
-      root_visits_before=_root_visits_before(call.graph, call.invalid_actions.shape),
-    )
-    read_out = functools.partial(
-      _sequential_halving_winner,
-      extra_data=extra_data,
-      logits=logits,
-      invalid_actions=call.invalid_actions,
-      qtransform=qtransform,
-    )
-    return dataclasses.replace(
-      call,
-      rng_key=search_key,
-      root_action_selection_fn=functools.partial(
-        gumbel_muzero_root_action_selection,
-        num_simulations=num_simulations,
-        max_num_considered_actions=checked_max,
-        qtransform=qtransform,
-        solver=call.options.solver,
-      ),
-      interior_action_selection_fn=functools.partial(
-        gumbel_muzero_interior_action_selection,
-        qtransform=qtransform,
-        solver=call.options.solver,
-      ),
-      extra_data=extra_data,
-    ), read_out
-
-  return runner.run_policy(
-    "gumbel_muzero_policy",
-    setup,
+  options = options_lib.resolve("gumbel_muzero_policy", options, graph_options)
+  root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
+  checked_max = checks.check_int(
+    "max_num_considered_actions", max_num_considered_actions, minimum=1
+  )
+  # Checked when known at trace time; a traced scale (jit argument) is taken as given.
+  checks.check_real("gumbel_scale", gumbel_scale, low=0)
+  # The scores read the root logits: a NaN there must not reach them (the search
+  # replaces and counts it the same way, in `non_finite_roots`).
+  finite, _ = finite_root(root, invalid_actions)
+  logits = mask_invalid_actions(finite.prior_logits, invalid_actions)
+  root_rule, interior_rule = make_gumbel_selection(
+    num_simulations=num_simulations,
+    max_num_considered_actions=checked_max,
+    qtransform=qtransform,
+    solver=options.solver,
+  )
+  search_key, gumbel_key = jax.random.split(rng_key)
+  extra_data = GumbelMuZeroExtraData(
+    root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
+    root_visits_before=_root_visits_before(graph, invalid_actions.shape),
+  )
+  searched = search_with_checked_inputs(
     params,
-    rng_key,
-    root,
-    recurrent_fn,
-    num_simulations,
-    invalid_actions,
-    max_depth,
-    loop_fn,
+    search_key,
+    root=root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions)),
+    recurrent_fn=recurrent_fn,
+    root_action_selection_fn=root_rule,
+    interior_action_selection_fn=interior_rule,
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    invalid_actions=invalid_actions,
+    options=options,
+    extra_data=extra_data,
+    loop_fn=loop_fn,
     graph=graph,
     recycle=recycle,
+  )
+  return _sequential_halving_winner(
+    searched,
+    extra_data=extra_data,
+    logits=logits,
+    invalid_actions=invalid_actions,
+    qtransform=qtransform,
     options=options,
-    graph_options=graph_options,
   )
 
 
@@ -364,11 +343,13 @@ def _sequential_halving_winner(
   logits: chex.Array,
   invalid_actions: chex.Array,
   qtransform: types.QTransform,
+  options: GraphOptions,
 ) -> types.PolicyOutput:
   """The winner of Sequential Halving, the best-scoring of the actions this search
-  visited most (rows with fewer valid actions may end on a different visit count),
-  and `softmax(logits + completed Q)` over the valid actions as the weights (zeros
-  where no action is valid). `logits`: `[B, A]`, the masked finite root logits."""
+  visited most (rows with fewer valid actions may end on a different visit count;
+  the best proven action where the solver has decided the root), and
+  `softmax(logits + completed Q)` over the valid actions as the weights (zeros where
+  no action is valid). `logits`: `[B, A]`, the masked finite root logits."""
   visits = graph.edge_visits[:, ROOT_INDEX] - extra_data.root_visits_before
   completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
   score = score_considered(
@@ -381,7 +362,7 @@ def _sequential_halving_winner(
   action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues, invalid_actions))
   no_valid_action = jnp.all(invalid_actions, axis=-1, keepdims=True)
   return types.PolicyOutput(
-    action=masked_argmax(score, invalid_actions),
+    action=final_action(graph, masked_argmax(score, invalid_actions), options),
     action_weights=jnp.where(no_valid_action, 0.0, action_weights),
     search_graph=graph,
   )

@@ -33,7 +33,7 @@ _LANE_SEEDS = (
 )
 
 
-def _fmix32(x):
+def _fmix32(x: jax.Array) -> jax.Array:
   """MurmurHash3's finaliser: a bijection on uint32 with full avalanche."""
   x = x ^ (x >> 16)
   x = x * jnp.uint32(0x85EBCA6B)
@@ -42,7 +42,7 @@ def _fmix32(x):
   return x ^ (x >> 16)
 
 
-def _fmix32_np(x):
+def _fmix32_np(x: np.ndarray) -> np.ndarray:
   x = np.asarray(x, dtype=np.uint64) & 0xFFFFFFFF
   x ^= x >> 16
   x = (x * 0x85EBCA6B) & 0xFFFFFFFF
@@ -52,7 +52,7 @@ def _fmix32_np(x):
   return x.astype(np.uint32)
 
 
-def hash_words(words, *, lanes: int = DEFAULT_LANES):
+def hash_words(words: jax.Array, *, lanes: int = DEFAULT_LANES) -> jax.Array:
   """Hashes rows of uint32 words: `[B, W] -> [B, lanes]` uint32.
 
   Every (position, word) pair is mixed with a per-lane, per-position salt and the
@@ -75,7 +75,7 @@ def hash_words(words, *, lanes: int = DEFAULT_LANES):
   return _fmix32(folded ^ jnp.uint32(width))
 
 
-def leaf_to_words(leaf, batch_size: int):
+def leaf_to_words(leaf: Any, batch_size: int) -> jax.Array:
   """A `[B, ...]` array of any dtype as uint32 words `[B, W]`, without loss."""
   leaf = jnp.asarray(leaf).reshape(batch_size, -1)
   dtype = leaf.dtype
@@ -114,7 +114,9 @@ def num_slots_for(capacity: int) -> int:
   return 1 << max(1, int(2 * capacity - 1).bit_length())
 
 
-def probe(slots, node_keys, key, probe_window: int):
+def probe(
+  slots: jax.Array, node_keys: jax.Array, key: jax.Array, probe_window: int
+) -> tuple[jax.Array, jax.Array]:
   """Looks `key` up in one game's table.
 
   Args:

@@ -14,7 +14,7 @@ from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.per_game import where_per_game
 
 
-def summable(x: chex.Array) -> chex.Array:
+def small_enough_to_sum(x: chex.Array) -> chex.Array:
   """`x` is finite and small enough that the search's sums of visit-weighted values
   cannot overflow: `|x| <= sqrt(largest float)` of its dtype (1.8e19 in float32).
   Larger values (a reward of 3e38 is finite, but twice it is not) count as
@@ -29,10 +29,11 @@ def finite_root(
   root: types.RootFnOutput, invalid_actions: chex.Array
 ) -> tuple[types.RootFnOutput, chex.Array]:
   """`(root, non_finite [B] bool)`: the root with a non-finite value (or one beyond
-  `summable`) taken as 0 and prior logits holding a NaN or +inf, or no finite entry,
-  taken as uniform over the valid actions, and which games needed either."""
+  `small_enough_to_sum`) taken as 0 and prior logits holding a NaN or +inf, or no
+  finite entry, taken as uniform over the valid actions, and which games needed
+  either."""
   value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
-  bad_value = ~summable(value)
+  bad_value = ~small_enough_to_sum(value)
   # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
   bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
   uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)

@@ -11,12 +11,12 @@ def lazy_exports(
   that defines it) is imported from its module on first access, so importing the
   package does not import optional dependencies (pgx, flax, ...)."""
 
-  def __getattr__(name: str):
+  def __getattr__(name: str) -> object:
     if name in exports:
       return getattr(importlib.import_module(exports[name]), name)
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
-  def __dir__():
+  def __dir__() -> list[str]:
     return sorted(set(module_globals) | set(exports))
 
   return __getattr__, __dir__

@@ -10,7 +10,7 @@ import dataclasses
 import difflib
 import warnings
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import jax
 
@@ -18,7 +18,8 @@ from mcgs_jax._src import checks, hashing, types
 
 # What a playout does when it reaches a child that other parents have visited more
 # often than this edge (`N(child) > N(n, a)`), see `GraphOptions.stop_rule`.
-STOP_RULES = ("catch_up", "value_lag", "never")
+StopRule = Literal["catch_up", "value_lag", "never"]
+STOP_RULES: tuple[StopRule, ...] = ("catch_up", "value_lag", "never")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,7 @@ class GraphOptions:
   transpositions: search a graph (True) or a tree (False, classic MCTS, mctx's
     search exactly). An empty embedding (no array leaf, e.g. `()`) without a
     `hash_fn` gives the default key nothing to tell states apart by, so that search
-    runs as a tree (`keyable`).
+    runs as a tree (`tree_mode_when_unkeyable`).
   stop_rule: whether a playout ends at a child visited more often than its edge
     (`N(child) > N(n, a)`: visits came through other parents).
     `"catch_up"` (KataGo's rule, "Monte-Carlo Graph Search from First
@@ -71,7 +72,7 @@ class GraphOptions:
 
   hash_fn: types.HashFn | None = None
   transpositions: bool = True
-  stop_rule: str = "never"
+  stop_rule: StopRule = "never"
   stop_leak: float = 0.0
   stop_epsilon: float = 0.01
   capacity: int | None = None
@@ -81,7 +82,7 @@ class GraphOptions:
   num_parallel: int = 1
   fold_evaluations: bool = False
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     for name in ("transpositions", "solver", "fold_evaluations"):
       if not isinstance(getattr(self, name), bool):
         raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -114,7 +115,11 @@ class GraphOptions:
     return self.hash_fn or hashing.hash_pytree
 
 
-def keyable(options: GraphOptions, embedding: Any) -> GraphOptions:
+# The options of a search given none (every field at its default).
+DEFAULT_OPTIONS = GraphOptions()
+
+
+def tree_mode_when_unkeyable(options: GraphOptions, embedding: Any) -> GraphOptions:
   """`options`, switched to tree mode (`transpositions=False`) when the default key
   has nothing to hash: an embedding without array leaves (mctx's bandit tests pass
   `()`) and no `hash_fn`. Every state would get the same key, so the search could not
@@ -134,7 +139,7 @@ class GraphKeywords(TypedDict, total=False):
 
   hash_fn: types.HashFn | None
   transpositions: bool
-  stop_rule: str
+  stop_rule: StopRule
   stop_leak: float
   stop_epsilon: float
   capacity: int | None

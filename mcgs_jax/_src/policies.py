@@ -1,7 +1,12 @@
-"""Policies: a search plus the choice of the action to play, as in mctx."""
+"""Policies: a search plus the choice of the action to play, as in mctx.
 
-import dataclasses
+Each policy reads top to bottom: it resolves its graph options, checks its inputs
+(once, at trace time), forms the root prior, runs the search, and reads the action
+out of the searched graph (`readout`).
+"""
+
 import functools
+from typing import Any
 
 import chex
 import jax
@@ -9,10 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 from typing_extensions import Unpack
 
-from mcgs_jax._src import checks, qtransforms, runner, selection, types
+from mcgs_jax._src import checks, qtransforms, readout, selection, types
 from mcgs_jax._src import forced_playouts as forced
+from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.initial import check_inputs
+from mcgs_jax._src.logits import mask_invalid_actions, probs_to_logits
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.search import search_with_checked_inputs
 
 
 def muzero_policy(
@@ -89,52 +98,42 @@ def muzero_policy(
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.
   """
-
-  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
-    check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
-    rng_key, dirichlet_key, search_key = jax.random.split(call.rng_key, 3)
-    root_fn, interior_fn = selection.make_muzero_selection(
-      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=call.options.solver
+  options = options_lib.resolve("muzero_policy", options, graph_options)
+  root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
+  check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
+  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+  root_rule, interior_rule = selection.make_muzero_selection(
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=options.solver
+  )
+  forced_count = _forced_playouts(forced_playouts)
+  if forced_count > 0:
+    root_rule = functools.partial(
+      forced.forced_root_action_selection,
+      forced_playouts=forced_count,
+      pb_c_init=pb_c_init,
+      pb_c_base=pb_c_base,
+      qtransform=qtransform,
+      solver=options.solver,
     )
-    if _forced_playouts(forced_playouts) > 0:
-      root_fn = functools.partial(
-        forced.forced_root_action_selection,
-        forced_playouts=float(forced_playouts),
-        pb_c_init=pb_c_init,
-        pb_c_base=pb_c_base,
-        qtransform=qtransform,
-        solver=call.options.solver,
-      )
-    noisy_logits = dirichlet_prior(
-      dirichlet_key, call.root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
-    )
-    read_out = functools.partial(
-      sample_from_visits, rng_key, options=call.options, temperature=temperature
-    )
-    return dataclasses.replace(
-      call,
-      rng_key=search_key,
-      root=call.root.replace(prior_logits=noisy_logits),
-      root_action_selection_fn=root_fn,
-      interior_action_selection_fn=interior_fn,
-    ), read_out
-
-  return runner.run_policy(
-    "muzero_policy",
-    setup,
+  noisy_logits = dirichlet_prior(
+    dirichlet_key, root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
+  )
+  searched = search_with_checked_inputs(
     params,
-    rng_key,
-    root,
-    recurrent_fn,
-    num_simulations,
-    invalid_actions,
-    max_depth,
-    loop_fn,
+    search_key,
+    root=root.replace(prior_logits=mask_invalid_actions(noisy_logits, invalid_actions)),
+    recurrent_fn=recurrent_fn,
+    root_action_selection_fn=root_rule,
+    interior_action_selection_fn=interior_rule,
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    invalid_actions=invalid_actions,
+    options=options,
+    loop_fn=loop_fn,
     graph=graph,
     recycle=recycle,
-    options=options,
-    graph_options=graph_options,
   )
+  return readout.sample_from_visits(rng_key, searched, options=options, temperature=temperature)
 
 
 def uct_policy(
@@ -161,35 +160,29 @@ def uct_policy(
   distribution. Arguments as `muzero_policy` (including `graph=`, `recycle=`, `options=`
   and the graph keywords); `c` is the exploration constant, >= 0.
   """
-
-  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
-    checks.check_real("c", c, low=0)
-    rule = functools.partial(selection.uct_action_selection, c=c, solver=call.options.solver)
-    return dataclasses.replace(
-      call,
-      root_action_selection_fn=lambda key, graph, node: rule(key, graph, node, 0),
-      interior_action_selection_fn=rule,
-    ), functools.partial(most_visited, options=call.options)
-
-  return runner.run_policy(
-    "uct_policy",
-    setup,
+  options = options_lib.resolve("uct_policy", options, graph_options)
+  root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
+  checks.check_real("c", c, low=0)
+  rule = functools.partial(selection.uct_action_selection, c=c, solver=options.solver)
+  searched = search_with_checked_inputs(
     params,
     rng_key,
-    root,
-    recurrent_fn,
-    num_simulations,
-    invalid_actions,
-    max_depth,
-    loop_fn,
+    root=root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions)),
+    recurrent_fn=recurrent_fn,
+    root_action_selection_fn=lambda key, game_graph, node: rule(key, game_graph, node, 0),
+    interior_action_selection_fn=rule,
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    invalid_actions=invalid_actions,
+    options=options,
+    loop_fn=loop_fn,
     graph=graph,
     recycle=recycle,
-    options=options,
-    graph_options=graph_options,
   )
+  return readout.most_visited(searched, options=options)
 
 
-def _forced_playouts(value) -> float:
+def _forced_playouts(value: Any) -> float:
   """`forced_playouts` as a float; ValueError naming it unless it is a finite number
   >= 0 known at trace time (it decides which root rule the search compiles)."""
   known = checks.concrete(value)
@@ -203,7 +196,7 @@ def _forced_playouts(value) -> float:
   return float(known)
 
 
-def check_puct(*, pb_c_init, pb_c_base, temperature) -> None:
+def check_puct(*, pb_c_init: Any, pb_c_base: Any, temperature: Any) -> None:
   """Range checks of PUCT's constants and the temperature, run when their values are
   known at trace time (traced values, e.g. arguments of a jitted function, are taken
   as given, as in mctx)."""
@@ -220,8 +213,8 @@ def dirichlet_prior(
 
   A `fraction` known at trace time to be 0 draws no noise: the result is the same to
   the bit (the noise's weight is an exact 0, and `p + 0.0 == p`), and the program
-  compiles without the Gamma sampler, about a third of a search's compile time
-  (benchmarks/RESULTS.md). `rng_key` is not used then.
+  compiles without the Gamma sampler, faster (benchmarks/RESULTS.md, "Root
+  noise known to be zero: compile time against mctx"). `rng_key` is not used then.
   """
   # Checked when known at trace time; a traced value (jit argument) is taken as given.
   checks.check_real("dirichlet_fraction", fraction, low=0, high=1)
@@ -233,44 +226,3 @@ def dirichlet_prior(
   noise = jax.random.dirichlet(rng_key, jnp.full((num_actions,), alpha), shape=(batch_size,))
   probs = jax.nn.softmax(prior_logits, axis=-1)
   return probs_to_logits((1 - fraction) * probs + fraction * noise)
-
-
-def sample_from_visits(
-  rng_key: chex.PRNGKey, graph: Graph, *, options: GraphOptions, temperature: float
-) -> types.PolicyOutput:
-  """The action sampled from the root visit distribution raised to `1 / temperature`
-  (0: the most visited), among the edges the solver does not rule out; the weights
-  are the root visit distribution."""
-  action_weights = graph.summary().visit_probs
-  choice_weights = runner.playable_weights(graph, action_weights, options)
-  action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
-  action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  return types.PolicyOutput(
-    action=runner.fallback_action(graph, action, choice_weights),
-    action_weights=action_weights,
-    search_graph=graph,
-  )
-
-
-def most_visited(graph: Graph, *, options: GraphOptions) -> types.PolicyOutput:
-  """The most visited root action among the edges the solver does not rule out; the
-  weights are the root visit distribution."""
-  action_weights = graph.summary().visit_probs
-  choice_weights = runner.playable_weights(graph, action_weights, options)
-  action = jnp.argmax(choice_weights, axis=-1)
-  return types.PolicyOutput(
-    action=runner.fallback_action(graph, action, choice_weights),
-    action_weights=action_weights,
-    search_graph=graph,
-  )
-
-
-def probs_to_logits(probs: chex.Array) -> chex.Array:
-  """`log(probs)`, with zeros mapped to `log(tiny)` instead of -inf."""
-  return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
-
-
-def apply_temperature(logits: chex.Array, temperature: float) -> chex.Array:
-  """`logits / temperature`; temperature 0 becomes a greedy choice, not 0/0."""
-  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-  return logits / jnp.maximum(temperature, jnp.finfo(logits.dtype).tiny)

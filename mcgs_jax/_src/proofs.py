@@ -26,6 +26,7 @@ Proofs reach a shared node's other parents when those are next on a playout path
 a stale proof is a missing proof, never a wrong one.
 """
 
+import chex
 import jax
 import jax.numpy as jnp
 
@@ -38,7 +39,7 @@ from mcgs_jax._src.graph import ROOT_INDEX, Graph
 BOUND_TOLERANCE = 1e-5
 
 
-def _at_bound(exact, bound, side):
+def _at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
   """`[A]` bool: `exact` equals the finite `bound` within `BOUND_TOLERANCE` on the
   inside (`side` +1: the highest bound, values just below it; -1: the lowest)."""
   finite = jnp.isfinite(bound)
@@ -49,25 +50,26 @@ def _at_bound(exact, bound, side):
   return finite & (gap >= 0) & (gap <= tolerance)
 
 
-def legal_edges(graph: Graph, node_index):
+def legal_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[A]` bool: actions with a positive prior (and valid at the root)."""
   legal = jax.nn.softmax(graph.children_prior_logits[node_index]) > 0
   return legal & ~(graph.root_invalid_actions & (node_index == ROOT_INDEX))
 
 
-def proven_edges(graph: Graph, node_index):
+def proven_edges(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`([A] bool, [A] float)`: which edges lead to a proven child, and their exact
   values (meaningful where proven)."""
   children = graph.children_index[node_index]
-  known = jnp.maximum(children, 0)
-  proven = (children >= 0) & graph.node_proven[known]
+  clamped_children = jnp.maximum(children, 0)
+  proven = (children >= 0) & graph.node_proven[clamped_children]
   exact = (
-    graph.edge_rewards[node_index] + graph.edge_discounts[node_index] * graph.proven_values[known]
+    graph.edge_rewards[node_index]
+    + graph.edge_discounts[node_index] * graph.proven_values[clamped_children]
   )
   return proven, exact
 
 
-def in_bounds(graph: Graph, proven, exact):
+def in_bounds(graph: Graph, proven: chex.Array, exact: chex.Array) -> chex.Array:
   """Scalar bool: every proven legal edge (`proven`, `[A]`) has an exact value within
   `graph.value_bounds` (one game's `[2]`). False means the bounds are wrong for this
   game (e.g. rewards along the way): the node then takes no shortcut."""
@@ -77,14 +79,14 @@ def in_bounds(graph: Graph, proven, exact):
   return ~jnp.any(proven & ~inside)
 
 
-def winning_edges(graph: Graph, proven, exact):
+def winning_edges(graph: Graph, proven: chex.Array, exact: chex.Array) -> chex.Array:
   """`[A]` bool: the proven legal edges (`proven`, `[A]`) that prove their node at
   once: worth exactly the highest bound (`graph.value_bounds[1]` of one game), while
   every proven edge of the node is within the bounds (`in_bounds`)."""
   return proven & _at_bound(exact, graph.value_bounds[1], 1.0) & in_bounds(graph, proven, exact)
 
 
-def prove_node(graph: Graph, node_index):
+def prove_node(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`(proven, value)` of one game's non-terminal node from its edges."""
   legal = legal_edges(graph, node_index)
   proven, exact = proven_edges(graph, node_index)
@@ -96,7 +98,7 @@ def prove_node(graph: Graph, node_index):
   return is_proven, jnp.where(is_proven, value, 0.0).astype(graph.proven_values.dtype)
 
 
-def excluded_edges(graph: Graph, node_index):
+def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[A]` bool: proven edges that selection should not spend playouts on: those
   proven worth exactly the lowest bound (`graph.value_bounds[0]`; nothing is worse)
   and those beaten by another proven edge, unless that would exclude every legal
@@ -111,11 +113,11 @@ def excluded_edges(graph: Graph, node_index):
   return excluded & jnp.any(legal & ~excluded)
 
 
-def best_proven_action(graph: Graph):
+def best_proven_action(graph: Graph) -> tuple[chex.Array, chex.Array]:
   """`([B] bool, [B] int32)`: whether the root is proven or has an edge that proves
   it at once (`winning_edges`), and the best proven root action."""
 
-  def one(graph):
+  def one(graph: Graph) -> tuple[chex.Array, chex.Array]:
     legal = legal_edges(graph, ROOT_INDEX)
     proven, exact = proven_edges(graph, ROOT_INDEX)
     proven &= legal
@@ -126,7 +128,7 @@ def best_proven_action(graph: Graph):
   return jax.vmap(one)(graph)
 
 
-def prefer_proven(graph: Graph, action):
+def prefer_proven(graph: Graph, action: chex.Array) -> chex.Array:
   """`action` `[B]`, replaced by the best proven root action where the root is decided
   (proven, or holding an edge that proves it at once)."""
   decided, best = best_proven_action(graph)

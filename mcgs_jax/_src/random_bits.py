@@ -16,6 +16,9 @@ non-partitionable Threefry mode, 64-bit floats, or raw keys while JAX warns abou
 them), they call `jax.random` itself: never different bits, at worst the old cost.
 """
 
+from typing import Any
+
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,11 +29,13 @@ _ONE_BITS = np.uint32(0x3F800000)  # float32 1.0
 _MANTISSA_SHIFT = np.uint32(32 - 23)
 
 
-def _rotate_left(value, distance: int):
+def _rotate_left(value: chex.Array, distance: int) -> chex.Array:
   return (value << np.uint32(distance)) | (value >> np.uint32(32 - distance))
 
 
-def threefry2x32(key1, key2, count1, count2):
+def threefry2x32(
+  key1: chex.Array, key2: chex.Array, count1: chex.Array, count2: chex.Array
+) -> tuple[chex.Array, chex.Array]:
   """The Threefry-2x32 hash (20 rounds) of the counter pairs `(count1, count2)`
   under the key `(key1, key2)`; all uint32, broadcast together. Returns the pair of
   hashed words."""
@@ -45,12 +50,12 @@ def threefry2x32(key1, key2, count1, count2):
   return words[0], words[1]
 
 
-def _flag(name: str):
+def _flag(name: str) -> Any:
   """The value of a JAX configuration flag (read as an attribute, as JAX asks)."""
   return getattr(jax.config, name)
 
 
-def _fast_path(key, batch_dims: int) -> bool:
+def _fast_path(key: chex.Array, batch_dims: int) -> bool:
   """Whether `key` (`batch_dims` 0: one key; 1: a `[B]` batch; raw or typed) is a
   Threefry-2x32 key whose `jax.random` bits the functions here reproduce (checked at
   trace time). Anything else, a malformed key included, goes to `jax.random`, which
@@ -69,14 +74,14 @@ def _fast_path(key, batch_dims: int) -> bool:
   )
 
 
-def _key_words(key):
+def _key_words(key: chex.Array) -> tuple[chex.Array, bool]:
   """`(words [..., 2] uint32, typed)`: the raw data of `key`."""
   if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
     return jax.random.key_data(key), True
   return key, False
 
 
-def _split_words(words, typed: bool, num: int):
+def _split_words(words: chex.Array, typed: bool, num: int) -> chex.Array:
   """`num` keys from each key of `words [..., 2]`, as `jax.random.split` derives them
   in the partitionable Threefry mode (the hash of the counters `(0, i)`): `[..., num]`
   keys, typed when `typed`."""
@@ -86,7 +91,7 @@ def _split_words(words, typed: bool, num: int):
   return jax.random.wrap_key_data(new, impl="threefry2x32") if typed else new
 
 
-def split(key, num: int = 2):
+def split(key: chex.PRNGKey, num: int = 2) -> chex.Array:
   """`jax.random.split(key, num)` for one key (raw `[2]` uint32 or typed `[]`), bit
   for bit; vmappable. Returns `[num]` keys of `key`'s kind."""
   key = jnp.asarray(key)
@@ -96,7 +101,7 @@ def split(key, num: int = 2):
   return _split_words(words, typed, num)
 
 
-def split_each(keys, num: int = 2):
+def split_each(keys: chex.Array, num: int = 2) -> chex.Array:
   """`jax.vmap(lambda key: jax.random.split(key, num))(keys)`: `[B]` keys (raw
   `[B, 2]` or typed `[B]`) -> `[B, num]` keys, bit for bit."""
   keys = jnp.asarray(keys)
@@ -106,7 +111,7 @@ def split_each(keys, num: int = 2):
   return _split_words(words, typed, num)
 
 
-def uniform(key, shape: tuple[int, ...]):
+def uniform(key: chex.PRNGKey, shape: tuple[int, ...]) -> chex.Array:
   """`jax.random.uniform(key, shape)` (float32 in [0, 1)) for one key, bit for bit;
   vmappable."""
   key = jnp.asarray(key)

@@ -62,7 +62,7 @@ from mcgs_jax._src.graph import (
 )
 
 
-def _check_action(graph: Graph, action):
+def _check_action(graph: Graph, action: Any) -> jax.Array:
   """`action` as int32 `[B]`; ValueError for a wrong shape or dtype, or, when its
   values are known at trace time, for a value outside `[0, A)`."""
   batch_size, num_actions = graph.batch_size, graph.num_actions
@@ -85,7 +85,7 @@ def _check_action(graph: Graph, action):
   return action.astype(jnp.int32)
 
 
-def reachable_nodes(children_index, start, active):
+def reachable_nodes(children_index: jax.Array, start: jax.Array, active: jax.Array) -> jax.Array:
   """The nodes reachable from `start` in every game.
 
   Args:
@@ -104,7 +104,7 @@ def reachable_nodes(children_index, start, active):
   reached = jnp.zeros((batch_size, capacity), jnp.bool_)
   reached = set_at(reached, jnp.where(active, start, capacity), True, mode="drop")
 
-  def grow(carry):
+  def grow(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
     reached, _ = carry
     targets = jnp.where(reached[:, :, None] & (children_index >= 0), children_index, capacity)
     grown = set_at(reached, targets, True, mode="drop")
@@ -114,7 +114,9 @@ def reachable_nodes(children_index, start, active):
   return reached
 
 
-def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
+def rebuild_hash_slots(
+  node_keys: jax.Array, num_nodes: jax.Array, num_slots: int, probe_window: int
+) -> tuple[jax.Array, jax.Array]:
   """A hash table holding nodes `0 .. num_nodes - 1` of every game.
 
   Args:
@@ -141,7 +143,9 @@ def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
   )  # [B, N, W]
   pending = nodes < num_nodes[:, None]
 
-  def insert_round(carry):
+  def insert_round(
+    carry: tuple[jax.Array, jax.Array, jax.Array],
+  ) -> tuple[jax.Array, jax.Array, jax.Array]:
     slots, pending, dropped = carry
     free = take(slots, windows) < 0  # [B, N, W]
     has_free = jnp.any(free, axis=-1)
@@ -177,6 +181,29 @@ def rebuild_hash_slots(node_keys, num_nodes, num_slots: int, probe_window: int):
   return slots, dropped
 
 
+def _renumbering(kept: jax.Array, new_root: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """`(new_index [B, N], source [B, N], num_kept [B])` of the nodes `kept [B, N]`:
+  the new index of every old node (-1 when freed; `new_root [B]` becomes 0, the
+  others keep their order), the old index of every new row (0 past `num_kept`), and
+  the number of nodes kept."""
+  batch_size, capacity = kept.shape
+  rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
+  root_rank = take(rank, new_root)[:, None]
+  old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
+  new_index = jnp.where(
+    old_index == new_root[:, None], 0, jnp.where(rank < root_rank, rank + 1, rank)
+  )
+  new_index = jnp.where(kept, new_index, -1)
+  num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
+  source = set_at(
+    jnp.zeros((batch_size, capacity), jnp.int32),
+    jnp.where(kept, new_index, capacity),
+    jnp.broadcast_to(old_index, kept.shape),
+    mode="drop",
+  )
+  return new_index, source, num_kept
+
+
 def reroot(
   graph: Graph, action: jax.Array, *, probe_window: int = hashing.DEFAULT_PROBE_WINDOW
 ) -> Graph:
@@ -205,34 +232,19 @@ def reroot(
   batch_size, capacity, num_actions = (graph.batch_size, graph.capacity, graph.num_actions)
   in_range = (action >= 0) & (action < num_actions)
   child = take(graph.children_index[:, ROOT_INDEX], jnp.clip(action, 0, num_actions - 1))
-  known_child = jnp.maximum(child, 0)
+  clamped_child = jnp.maximum(child, 0)
   keep_game = (
     (graph.num_nodes > 0)
     & in_range
     & (child >= 0)
     & ~graph.node_terminal[:, ROOT_INDEX]
-    & ~take(graph.node_terminal, known_child)
+    & ~take(graph.node_terminal, clamped_child)
   )
-  kept = reachable_nodes(graph.children_index, known_child, keep_game)  # [B, N]
+  kept = reachable_nodes(graph.children_index, clamped_child, keep_game)  # [B, N]
+  new_index, source, num_kept = _renumbering(kept, clamped_child)
+  in_use = jnp.arange(capacity, dtype=jnp.int32)[None] < num_kept[:, None]  # new rows
 
-  # New index of every old node (-1 when freed) and old index of every new one.
-  rank = jnp.cumsum(kept, axis=1, dtype=jnp.int32) - 1
-  child_rank = take(rank, known_child)[:, None]
-  old_index = jnp.arange(capacity, dtype=jnp.int32)[None]
-  new_index = jnp.where(
-    old_index == known_child[:, None], 0, jnp.where(rank < child_rank, rank + 1, rank)
-  )
-  new_index = jnp.where(kept, new_index, -1)
-  num_kept = jnp.sum(kept, axis=1, dtype=jnp.int32)
-  source = set_at(
-    jnp.zeros((batch_size, capacity), jnp.int32),
-    jnp.where(kept, new_index, capacity),
-    jnp.broadcast_to(old_index, kept.shape),
-    mode="drop",
-  )
-  in_use = old_index < num_kept[:, None]  # new rows
-
-  def move(table, fill):
+  def move(table: jax.Array, fill: int | float) -> jax.Array:
     """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""
     moved = take(table, source)
     mask = in_use.reshape(in_use.shape + (1,) * (table.ndim - 2))
@@ -252,7 +264,7 @@ def reroot(
     hash_slots = graph.hash_slots
     dropped = jnp.zeros((batch_size,), jnp.int32)
 
-  def counter(values):
+  def counter(values: jax.Array) -> jax.Array:
     return jnp.where(keep_game, values, 0).astype(values.dtype)
 
   moved = {
@@ -285,7 +297,7 @@ def empty_like(graph: Any) -> Graph:
   that reroots after every move: every move then runs the same compiled function.
   """
 
-  def empty(name, fill):
+  def empty(name: str, fill: Any) -> Any:
     return jax.tree_util.tree_map(
       lambda leaf: jnp.full(leaf.shape, fill, leaf.dtype), getattr(graph, name)
     )

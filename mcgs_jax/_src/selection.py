@@ -1,4 +1,8 @@
-"""Selection rules. Each picks one action at one node of one game's graph.
+"""Selection rules. Each picks one action at one node of one game's graph: PUCT
+(`muzero_action_selection`), UCT (`uct_action_selection`), the deterministic interior
+rule of Gumbel MuZero (`gumbel_muzero_interior_action_selection`; its root rule,
+Sequential Halving, is in `gumbel`), and the rule of a chance node
+(`chance_selection`).
 
 A root rule is called as `fn(rng_key, graph, node_index)`, an interior rule as
 `fn(rng_key, graph, node_index, depth)`, with an unbatched graph (the search vmaps
@@ -7,11 +11,13 @@ them), exactly as in mctx, so custom mctx rules port by renaming
 """
 
 import functools
+from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, qtransforms, random_bits
+from mcgs_jax._src import proofs, qtransforms, random_bits, types
 from mcgs_jax._src.graph import Graph
 
 # Scale of the random tie-break added to every score (as mctx, so that equal scores
@@ -19,7 +25,7 @@ from mcgs_jax._src.graph import Graph
 TIE_BREAK_SCALE = 1e-7
 
 
-def masked_argmax(scores, invalid_actions):
+def masked_argmax(scores: chex.Array, invalid_actions: chex.Array | None) -> chex.Array:
   """The valid action with the highest score (action 0 when none is valid)."""
   if invalid_actions is not None:
     # -inf only reaches argmax, never a softmax, so it cannot produce NaN.
@@ -27,7 +33,9 @@ def masked_argmax(scores, invalid_actions):
   return jnp.argmax(scores, axis=-1).astype(jnp.int32)
 
 
-def excluded_actions(graph: Graph, node_index, depth, solver: bool):
+def excluded_actions(
+  graph: Graph, node_index: chex.Array, depth: chex.Array, solver: bool
+) -> chex.Array:
   """`[A]` bool: the root's invalid actions at depth 0, edges whose evaluation was
   not finite (`graph.edge_non_finite`), and with `solver` the proven edges not worth
   a playout (`proofs.excluded_edges`)."""
@@ -38,16 +46,16 @@ def excluded_actions(graph: Graph, node_index, depth, solver: bool):
 
 
 def muzero_action_selection(
-  rng_key,
+  rng_key: chex.PRNGKey,
   graph: Graph,
-  node_index,
-  depth,
+  node_index: chex.Array,
+  depth: chex.Array,
   *,
   pb_c_init: float = 1.25,
   pb_c_base: float = 19652.0,
-  qtransform=qtransforms.qtransform_by_parent_and_siblings,
+  qtransform: types.QTransform = qtransforms.qtransform_by_parent_and_siblings,
   solver: bool = False,
-):
+) -> chex.Array:
   """PUCT on edge visits:
   `argmax_a  qtransform(Q)(n, a) + c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`
   with `c(n) = pb_c_init + log((N(n) + pb_c_base + 1) / pb_c_base)`.
@@ -65,7 +73,13 @@ def muzero_action_selection(
   )
 
 
-def puct_terms(graph: Graph, node_index, pb_c_init: float, pb_c_base: float, qtransform):
+def puct_terms(
+  graph: Graph,
+  node_index: chex.Array,
+  pb_c_init: float,
+  pb_c_base: float,
+  qtransform: types.QTransform,
+) -> tuple[chex.Array, chex.Array]:
   """`([A] value score, [A] policy score)` of PUCT at one game's node: the
   `qtransform`ed Q and `c(n) * P(n, a) * sqrt(N(n)) / (1 + N(n, a))`."""
   edge_visits = graph.edge_visits[node_index]
@@ -76,12 +90,16 @@ def puct_terms(graph: Graph, node_index, pb_c_init: float, pb_c_base: float, qtr
   return qtransform(graph, node_index), policy_score
 
 
-def muzero_root_action_selection(rng_key, graph: Graph, node_index, **kwargs):
+def muzero_root_action_selection(
+  rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array, **kwargs: Any
+) -> chex.Array:
   """`muzero_action_selection` at depth 0 (root invalid actions masked)."""
   return muzero_action_selection(rng_key, graph, node_index, 0, **kwargs)
 
 
-def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform, solver: bool = False):
+def make_muzero_selection(
+  *, pb_c_init: float, pb_c_base: float, qtransform: types.QTransform, solver: bool = False
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
   """The (root, interior) pair of PUCT rules with these hyperparameters."""
   interior = functools.partial(
     muzero_action_selection,
@@ -101,9 +119,16 @@ def make_muzero_selection(*, pb_c_init: float, pb_c_base: float, qtransform, sol
 
 
 def uct_action_selection(
-  rng_key, graph: Graph, node_index, depth, *, c: float = 1.41, solver: bool = False
-):
-  """UCB1 on edges (seed 003): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  node_index: chex.Array,
+  depth: chex.Array,
+  *,
+  c: float = 1.41,
+  solver: bool = False,
+) -> chex.Array:
+  """UCB1 on edges, as in UCT (Kocsis and Szepesvari, "Bandit based Monte-Carlo
+  Planning", 2006): `argmax_a  w(n, a) + c * sqrt(ln N(n) / N(n, a))`.
 
   `w = (Q(n, a) + 1) / 2` is the win rate of a value in [-1, 1] for the player at n,
   `N(n)` is the sum of its edge visits. Unvisited legal edges come first (a random
@@ -122,3 +147,52 @@ def uct_action_selection(
     scores + tie_break * jnp.maximum(scores, 1.0),
     illegal | excluded_actions(graph, node_index, depth, solver),
   )
+
+
+def gumbel_muzero_interior_action_selection(
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  node_index: chex.Array,
+  depth: chex.Array,
+  *,
+  qtransform: types.QTransform = qtransforms.qtransform_completed_by_mix_value,
+  solver: bool = False,
+) -> chex.Array:
+  """The deterministic interior rule of Gumbel MuZero on one game's graph.
+
+  Chooses `argmax_a  pi'(a) - N(n, a) / (1 + sum_b N(n, b))` with
+  `pi' = softmax(prior_logits + completed Q)`: the action whose share of the edge
+  visits lags its improved-policy probability the most, so repeated choices make
+  the visit distribution follow `pi'` (paper, section 5). Invalid actions are not
+  masked (as mctx): their prior logit is the lowest float, so `pi'` is 0 there and
+  some valid action always scores above 0.
+
+  Args:
+    rng_key: unused.
+    graph: one game's graph.
+    node_index: scalar node.
+    depth: scalar, the node's depth; read only with `solver`, whose exclusions
+      also skip the root's invalid actions at depth 0 and non-finite edges.
+    qtransform: `(graph, node) -> [A]` completed Q-values.
+    solver: skip the edges the solver excludes (proven losses, beaten proofs).
+
+  Returns:
+    Scalar int32 action.
+  """
+  del rng_key
+  visits = graph.edge_visits[node_index]
+  improved = jax.nn.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
+  lag = improved - visits / (1 + jnp.sum(visits))
+  if solver:
+    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
+  return jnp.argmax(lag).astype(jnp.int32)
+
+
+def chance_selection(graph: Graph, node_index: chex.Array, depth: chex.Array) -> chex.Array:
+  """The outcome to follow at a chance node of one game (`graph` sliced to `C`
+  columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
+  outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
+  are skipped."""
+  probs = jax.nn.softmax(graph.children_prior_logits[node_index])
+  scores = probs / (graph.edge_visits[node_index] + 1)
+  return masked_argmax(scores, excluded_actions(graph, node_index, depth, False))

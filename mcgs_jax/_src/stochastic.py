@@ -21,15 +21,20 @@ expectation over its outcomes, as in mctx; the chance rule
 """
 
 import dataclasses
+from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 from typing_extensions import Unpack
 
-from mcgs_jax._src import chance, hashing, policies, qtransforms, runner, selection, types
+from mcgs_jax._src import chance, hashing, policies, qtransforms, readout, selection, types
+from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.initial import check_inputs
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.search import search_with_checked_inputs
 from mcgs_jax._src.stochastic_types import (
   ChanceData,
   ChanceRecurrentFn,
@@ -64,6 +69,7 @@ def stochastic_muzero_policy(
   options: GraphOptions | None = None,
   **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
+  # Long: mctx's signature, then the policy's steps in order, read top to bottom.
   """Stochastic MuZero search with chance nodes on a graph.
 
   Same arguments and defaults as `mctx.stochastic_muzero_policy`, plus the keys
@@ -122,61 +128,71 @@ def stochastic_muzero_policy(
     over the `A` root actions, as mctx).
   """
   _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn)
-
-  def setup(call: runner.SearchCall) -> tuple[runner.SearchCall, runner.ReadOut]:
-    if call.options.solver:
-      raise ValueError(
-        f"{CALLER}: solver=True is not supported with chance nodes (a "
-        "chance node's value is an expectation over outcomes, which the "
-        "MCTS-solver's proof rules do not compute); use solver=False"
-      )
-    policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
-    rng_key, dirichlet_key, search_key = jax.random.split(call.rng_key, 3)
-    num_chance_outcomes, afterstate_template = _probe_functions(
-      call.params, rng_key, call.root, decision_recurrent_fn, chance_recurrent_fn
+  options = options_lib.resolve(CALLER, options, graph_options)
+  root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
+  if options.solver:
+    raise ValueError(
+      f"{CALLER}: solver=True is not supported with chance nodes (a "
+      "chance node's value is an expectation over outcomes, which the "
+      "MCTS-solver's proof rules do not compute); use solver=False"
     )
-    noisy_logits = policies.dirichlet_prior(
-      dirichlet_key, call.root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
-    )
-    options = _chance_options(
-      call.options, call.root.embedding, afterstate_template, afterstate_hash_fn
-    )
-    chance_call = _on_chance_graph(
-      dataclasses.replace(
-        call, rng_key=search_key, root=call.root.replace(prior_logits=noisy_logits), options=options
-      ),
-      decision_rule=selection.make_muzero_selection(
-        pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
-      )[1],
-      decision_recurrent_fn=decision_recurrent_fn,
-      chance_recurrent_fn=chance_recurrent_fn,
+  policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
+  rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+  num_chance_outcomes, afterstate_template = _probe_functions(
+    params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn
+  )
+  noisy_logits = policies.dirichlet_prior(
+    dirichlet_key, root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
+  )
+  options = _chance_options(options, root.embedding, afterstate_template, afterstate_hash_fn)
+  # Decision and chance nodes share `W = max(A, C)` columns: the root is a decision
+  # node whose columns past `A` are invalid.
+  num_actions = invalid_actions.shape[1]
+  width = max(num_actions, num_chance_outcomes)
+  wide_invalid_actions = jnp.pad(
+    invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
+  )
+  wide_logits = chance.pad_columns(noisy_logits, width)
+  root_rule, interior_rule = chance.make_selection(
+    selection.make_muzero_selection(
+      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
+    )[1],
+    num_actions=num_actions,
+    num_chance_outcomes=num_chance_outcomes,
+  )
+  searched = search_with_checked_inputs(
+    params,
+    search_key,
+    root=_decision_root(
+      root.replace(prior_logits=mask_invalid_actions(wide_logits, wide_invalid_actions)),
+      afterstate_template,
+    ),
+    recurrent_fn=chance.make_recurrent_fn(
+      decision_recurrent_fn,
+      chance_recurrent_fn,
+      num_actions=num_actions,
       num_chance_outcomes=num_chance_outcomes,
       afterstate_template=afterstate_template,
-    )
-    read_out = lambda graph: policies.sample_from_visits(
-      rng_key, StochasticGraph.from_graph(graph), options=options, temperature=temperature
-    )
-    return chance_call, read_out
-
-  return runner.run_policy(
-    CALLER,
-    setup,
-    params,
-    rng_key,
-    root,
-    None,
-    num_simulations,
-    invalid_actions,
-    max_depth,
-    loop_fn,
-    graph=graph,
-    recycle=recycle,
+    ),
+    root_action_selection_fn=root_rule,
+    interior_action_selection_fn=interior_rule,
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    invalid_actions=wide_invalid_actions,
     options=options,
-    graph_options=graph_options,
+    extra_data=ChanceData(root_invalid_actions=invalid_actions),
+    loop_fn=loop_fn,
+    graph=None if graph is None else _continuable(graph, width),
+    recycle=None if recycle is None else _plain(recycle),
+  )
+  return readout.sample_from_visits(
+    rng_key, StochasticGraph.from_graph(searched), options=options, temperature=temperature
   )
 
 
-def _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn) -> None:
+def _check_functions(
+  decision_recurrent_fn: Any, chance_recurrent_fn: Any, afterstate_hash_fn: Any
+) -> None:
   """TypeError naming the function of the stochastic policy that is not callable."""
   for name, fn in (
     ("decision_recurrent_fn", decision_recurrent_fn),
@@ -191,68 +207,33 @@ def _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash
     )
 
 
-def _on_chance_graph(
-  call: runner.SearchCall,
-  *,
-  decision_rule: types.InteriorActionSelectionFn,
-  decision_recurrent_fn: DecisionRecurrentFn,
-  chance_recurrent_fn: ChanceRecurrentFn,
-  num_chance_outcomes: int,
-  afterstate_template,
-) -> runner.SearchCall:
-  """`call` as a search of decision and chance nodes, `W = max(A, C)` columns wide:
-  the root as a decision node and its invalid actions padded to `W`, one recurrent
-  function for both node types, `decision_rule` (e.g. PUCT) on the action columns
-  of decision nodes and the chance rule on the outcome columns of chance nodes,
-  `ChanceData`, and `graph` and `recycle` as plain graphs."""
-  num_actions = call.invalid_actions.shape[1]
-  width = max(num_actions, num_chance_outcomes)
-  root_fn, interior_fn = chance.make_selection(
-    decision_rule, num_actions=num_actions, num_chance_outcomes=num_chance_outcomes
-  )
-  return dataclasses.replace(
-    call,
-    root=_chance_root(call.root, afterstate_template, width),
-    recurrent_fn=chance.make_recurrent_fn(
-      decision_recurrent_fn,
-      chance_recurrent_fn,
-      num_actions=num_actions,
-      num_chance_outcomes=num_chance_outcomes,
-      afterstate_template=afterstate_template,
-    ),
-    invalid_actions=jnp.pad(
-      call.invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
-    ),
-    root_action_selection_fn=root_fn,
-    interior_action_selection_fn=interior_fn,
-    extra_data=ChanceData(root_invalid_actions=call.invalid_actions),
-    graph=None if call.graph is None else _continuable(call.graph, width),
-    recycle=None if call.recycle is None else _plain(call.recycle),
-  )
-
-
-def _chance_root(root: types.RootFnOutput, afterstate_template, width: int) -> types.RootFnOutput:
-  """The root as a decision node of the stochastic graph: logits padded to `width`
-  columns, the state wrapped in a `StochasticRecurrentState` with a zero afterstate."""
-  return types.RootFnOutput(
-    prior_logits=chance.pad_columns(root.prior_logits, width),
-    value=root.value,
+def _decision_root(
+  root: types.RootFnOutput, afterstate_template: chex.ArrayTree
+) -> types.RootFnOutput:
+  """`root`, its logits already `W` columns wide, as a decision node of the
+  stochastic graph: the state wrapped in a `StochasticRecurrentState` with a zero
+  afterstate."""
+  return root.replace(
     embedding=StochasticRecurrentState(
       state_embedding=root.embedding,
       afterstate_embedding=jax.tree_util.tree_map(
         lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), afterstate_template
       ),
       is_decision_node=jnp.ones((root.value.shape[0],), jnp.bool_),
-    ),
+    )
   )
 
 
 def _chance_options(
-  options: GraphOptions, state_embedding, afterstate_template, afterstate_hash_fn
+  options: GraphOptions,
+  state_embedding: types.Embedding,
+  afterstate_template: chex.ArrayTree,
+  afterstate_hash_fn: types.HashFn | None,
 ) -> GraphOptions:
   """`options` with the key of a `StochasticRecurrentState` (`chance.make_key_fn`);
   tree mode when the default key of the state or of the afterstate has no array to
-  hash (it could not tell them apart), as `options.keyable` does for a plain search."""
+  hash (it could not tell them apart), as `options.tree_mode_when_unkeyable` does
+  for a plain search."""
   if options.transpositions and (
     (options.hash_fn is None and not jax.tree_util.tree_leaves(state_embedding))
     or (afterstate_hash_fn is None and not jax.tree_util.tree_leaves(afterstate_template))
@@ -269,8 +250,12 @@ def _chance_options(
 
 
 def _probe_functions(
-  params, rng_key, root: types.RootFnOutput, decision_recurrent_fn, chance_recurrent_fn
-):
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
+) -> tuple[int, chex.ArrayTree]:
   """Traces both functions once on the root's shapes (no computation, unlike mctx's
   dummy call) and checks what they return. Returns `(C, afterstate shapes)`."""
   batch_size, num_actions = root.prior_logits.shape

@@ -1,0 +1,299 @@
+"""Expansion, the second step of a simulation: the last edge of every playout is
+evaluated (`expand`) and linked to its child (`link`): an existing node of the same
+state (a transposition), a new node, or none when the graph is full; evaluations
+that are not finite drop their playout, and with `fold_evaluations` an evaluation of
+an existing node is averaged into it.
+"""
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax._src import checks, hashing, types
+from mcgs_jax._src.batched import drop_unless, set_at, take
+from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
+from mcgs_jax._src.initial import small_enough_to_sum
+from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
+from mcgs_jax._src.select import Path, last_edge
+
+
+def expand(
+  params: types.Params,
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  path: Path,
+  *,
+  recurrent_fn: types.RecurrentFn,
+  options: GraphOptions = DEFAULT_OPTIONS,
+) -> tuple[Graph, Path]:
+  """Evaluates the last edge of every path and links it to its child.
+
+  One batched `recurrent_fn` call for all games. Where the last edge is unexpanded,
+  the new state is looked up by its key (graph mode): found, the edge links to the
+  existing node (a transposition hit); not found, a node is added, or, when the
+  graph is full, nothing is and the playout stops one edge short (counted in
+  `capacity_overflows`). Games whose last edge already has a child only get their
+  `path.leaf` set. With `solver`, a new terminal node is proven (value 0). See
+  `link` for non-finite evaluations and `fold_evaluations`.
+
+  Returns:
+    `(graph, path)` with `path.leaf`, `path.leaf_is_new` and `path.leaf_folded` set.
+  """
+  parent, action = last_edge(path)
+  parent_embedding = jax.tree_util.tree_map(lambda x: take(x, parent), graph.embeddings)
+  output, embedding = checks.unpack_recurrent_result(
+    recurrent_fn(params, rng_key, action, parent_embedding)
+  )
+  checks.check_recurrent_output(
+    output, embedding, parent_embedding, graph.batch_size, graph.num_actions
+  )
+  return link(graph, path, output, embedding, options=options)
+
+
+def finite_outputs(output: types.RecurrentFnOutput) -> chex.Array:
+  """`[B]` bool: `recurrent_fn`'s output for a game can be used. Reward and discount
+  must be finite; unless the discount is 0 (a terminal state, whose value and prior
+  the search never reads), so must the value, `reward + discount * value` and the
+  prior logits: no NaN, no +inf, and at least one finite logit (-inf is a zero
+  prior, as an illegal action). "Finite" for the reward and value means
+  `small_enough_to_sum`: no larger than sqrt(largest float); the discount must lie
+  in [-1, 1] (a finite discount of 1e10 would compound along a path until Q
+  overflowed). Within those, no Q computed from them overflows."""
+  reward, discount = jnp.asarray(output.reward), jnp.asarray(output.discount)
+  value = jnp.asarray(output.value)
+  logits = jnp.asarray(output.prior_logits)
+  # `<= 1` is False for NaN too.
+  step = small_enough_to_sum(reward) & (jnp.abs(discount) <= 1)
+  # `logits < inf` is False for NaN too.
+  evaluation = (
+    small_enough_to_sum(value)
+    & small_enough_to_sum(reward + discount * value)
+    & jnp.all(logits < jnp.inf, axis=-1)
+    & jnp.any(jnp.isfinite(logits), axis=-1)
+  )
+  return step & ((discount == 0) | evaluation)
+
+
+@chex.dataclass(frozen=True)
+class _Evaluation:
+  """What the graph stores of `recurrent_fn`'s output for the last edge of every
+  path, in the graph's dtypes."""
+
+  reward: chex.Array  # [B], the edge's reward.
+  discount: chex.Array  # [B], the edge's discount.
+  terminal: chex.Array  # [B] bool, the state is terminal (discount 0).
+  value: chex.Array  # [B], the state's value; 0 when terminal.
+  prior_logits: chex.Array  # [B, A]; no NaN or infinity when terminal.
+
+
+def _stored_evaluation(graph: Graph, output: types.RecurrentFnOutput) -> _Evaluation:
+  """`output` as the graph stores it."""
+  discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
+  terminal = discount == 0
+  # A terminal state's value never reaches its parents (discount 0); store 0, and
+  # no NaN or infinite logit either (a terminal node is never expanded).
+  value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
+  prior_logits = jnp.asarray(output.prior_logits, graph.children_prior_logits.dtype)
+  return _Evaluation(
+    reward=jnp.asarray(output.reward, graph.edge_rewards.dtype),
+    discount=discount,
+    terminal=terminal,
+    value=value,
+    prior_logits=jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0, prior_logits),
+  )
+
+
+@chex.dataclass(frozen=True)
+class _Lookup:
+  """A new state looked up in the graph by its key (`L` key lanes, `C` hash slots)."""
+
+  key: chex.Array  # [B, L] uint32, the state's key (the root's, unused, in tree mode).
+  found: chex.Array  # [B] int32, the node holding that key; -1 when none (tree mode).
+  free_slot: chex.Array  # [B] int32 in [0, C), a slot for a new node; -1 when none.
+
+
+def _look_up(graph: Graph, embedding: types.Embedding, options: GraphOptions) -> _Lookup:
+  """Finds the node of the state `embedding [B, ...]` by its key: a `hashing.probe`
+  over `options.probe_window` slots in graph mode; none in tree mode."""
+  batch_size = graph.batch_size
+  if not options.transpositions:
+    none = jnp.full((batch_size,), -1, jnp.int32)
+    return _Lookup(key=graph.node_keys[:, 0], found=none, free_slot=none)
+  key = checks.check_key(options.resolved_hash_fn(embedding), batch_size)
+  if key.shape[1] != graph.node_keys.shape[2]:
+    raise ValueError(
+      f"hash_fn returned {key.shape[1]} lanes; the root key has {graph.node_keys.shape[2]}"
+    )
+  # The table may be smaller than the window asked for (a small capacity).
+  probe_window = min(options.probe_window, graph.hash_slots.shape[1])
+  found, free_slot = jax.vmap(hashing.probe, in_axes=(0, 0, 0, None))(
+    graph.hash_slots, graph.node_keys, key, probe_window
+  )
+  return _Lookup(key=key, found=found, free_slot=free_slot)
+
+
+def _write_rows(
+  graph: Graph,
+  parent: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  *,
+  create: chex.Array,
+  linked: chex.Array,
+  lookup: _Lookup,
+  evaluation: _Evaluation,
+  embedding: types.Embedding,
+  options: GraphOptions,
+) -> Graph:
+  """Writes a new node's rows at row `num_nodes` where `create [B]`, the edge
+  `(parent [B], action [B])` to `child [B]` where `create | linked`, and in graph
+  mode the new node's hash slot (`dropped_inserts` where the probe window was
+  full). Leaves `num_nodes` and the other counters to the caller."""
+  new_node = drop_unless(create, graph.num_nodes, graph.capacity)
+  edge_parent = drop_unless(linked | create, parent, graph.capacity)
+
+  def set_node(table: chex.Array, values: chex.Array) -> chex.Array:
+    return set_at(table, new_node, values, mode="drop")
+
+  def set_edge(table: chex.Array, values: chex.Array) -> chex.Array:
+    return set_at(table, (edge_parent, action), values, mode="drop")
+
+  new_rows = {
+    "node_visits": 1,
+    "raw_values": evaluation.value,
+    "node_values": evaluation.value,
+    "node_keys": lookup.key,
+    "node_terminal": evaluation.terminal,
+    "node_proven": evaluation.terminal & options.solver,
+    "proven_values": 0.0,
+    "path_marks": NODE_FIELDS["path_marks"],
+    "node_evaluations": 1,
+    "children_prior_logits": evaluation.prior_logits,
+  }
+  assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
+  graph = graph.replace(
+    **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
+    embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
+    children_index=set_edge(graph.children_index, child),
+    edge_rewards=set_edge(graph.edge_rewards, evaluation.reward),
+    edge_discounts=set_edge(graph.edge_discounts, evaluation.discount),
+    edge_non_finite=set_edge(graph.edge_non_finite, False),
+  )
+  if not options.transpositions:
+    return graph
+  insert = create & (lookup.free_slot >= 0)
+  slot = drop_unless(insert, lookup.free_slot, graph.hash_slots.shape[1])
+  return graph.replace(
+    hash_slots=set_at(graph.hash_slots, slot, graph.num_nodes, mode="drop"),
+    dropped_inserts=graph.dropped_inserts + (create & (lookup.free_slot < 0)),
+  )
+
+
+def link(
+  graph: Graph,
+  path: Path,
+  output: types.RecurrentFnOutput,
+  embedding: types.Embedding,
+  *,
+  options: GraphOptions = DEFAULT_OPTIONS,
+) -> tuple[Graph, Path]:
+  """The second half of `expand`: links the last edge of every path to its child,
+  given what `recurrent_fn` returned for that edge (`[B]` output, `[B, ...]`
+  embedding). Reads the graph afresh, so paths linked one after another see each
+  other's new nodes.
+
+  Playouts dropped whole (length 0, `leaf` -1, nothing counted, so one playout is
+  never counted twice and no bad number reaches a value):
+  - a path whose last edge was unexpanded when selected but has a child now was
+    beaten to it by another path of the same step (`num_parallel`): counted in
+    `parallel_collisions`;
+  - a path whose output is not finite (`finite_outputs`): counted in
+    `non_finite_evaluations`; an unexpanded last edge gets no child and is marked
+    in `edge_non_finite`, so selection avoids it from then on.
+
+  With `options.fold_evaluations`, an evaluation of a state that already has a
+  non-terminal, unproven node (a transposition hit, or a playout that stopped at an
+  existing child) is added to that node: `k(n) += 1`, `U(n)` becomes the mean of
+  its `k(n)` evaluations (`path.leaf_folded`; backup recomputes the node), counted
+  in `folded_evaluations`. Without it that evaluation is dropped (`k(n)` stays 1).
+  """
+  parent, action = last_edge(path)
+  child = take(graph.children_index, (parent, action))
+  collided = path.expands & (child >= 0)
+  non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
+  path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
+  needs_node = (path.length > 0) & (child < 0)
+  evaluation = _stored_evaluation(graph, output)
+  lookup = _look_up(graph, embedding, options)
+  linked = needs_node & (lookup.found >= 0)
+  has_room = graph.num_nodes < graph.capacity
+  create = needs_node & ~linked & has_room
+  overflow = needs_node & ~linked & ~has_room
+  new_child = jnp.where(linked, lookup.found, graph.num_nodes)
+  leaf = jnp.where(
+    path.length == 0,
+    jnp.where(collided | non_finite, -1, ROOT_INDEX),
+    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child),
+  )
+  graph = _write_rows(
+    graph,
+    parent,
+    action,
+    new_child,
+    create=create,
+    linked=linked,
+    lookup=lookup,
+    evaluation=evaluation,
+    embedding=embedding,
+    options=options,
+  )
+  mark_non_finite = drop_unless(non_finite & (child < 0), parent, graph.capacity)
+  graph = graph.replace(
+    edge_non_finite=set_at(graph.edge_non_finite, (mark_non_finite, action), True, mode="drop"),
+    num_nodes=graph.num_nodes + create,
+    transposition_hits=graph.transposition_hits + linked,
+    capacity_overflows=graph.capacity_overflows + overflow,
+    parallel_collisions=graph.parallel_collisions + collided,
+    non_finite_evaluations=graph.non_finite_evaluations + non_finite,
+  )
+  folded = jnp.zeros((graph.batch_size,), jnp.bool_)
+  if options.fold_evaluations:
+    graph, folded = _fold_evaluation(
+      graph,
+      jnp.where(linked, lookup.found, child),
+      (path.length > 0) & (linked | (child >= 0)),
+      evaluation.terminal,
+      evaluation.value,
+    )
+  return graph, path.replace(leaf=leaf.astype(jnp.int32), leaf_is_new=create, leaf_folded=folded)
+
+
+def _fold_evaluation(
+  graph: Graph,
+  node: chex.Array,
+  evaluated: chex.Array,
+  terminal: chex.Array,
+  value: chex.Array,
+) -> tuple[Graph, chex.Array]:
+  """Adds `value [B]`, a new evaluation of the state of the existing `node [B]`, to
+  its own value where `evaluated` (and neither the node nor the evaluation is
+  terminal, nor the node proven: those values are exact): `k(n) += 1` and `U(n)`
+  moves to the mean of the `k(n)` evaluations. Returns `(graph, folded [B])`."""
+  clamped_node = jnp.maximum(node, 0)
+  folded = (
+    evaluated
+    & (node >= 0)
+    & ~terminal
+    & ~take(graph.node_terminal, clamped_node)
+    & ~take(graph.node_proven, clamped_node)
+  )
+  count = take(graph.node_evaluations, clamped_node) + 1
+  old_mean = take(graph.raw_values, clamped_node)
+  # Running mean; every operand is finite (non-finite evaluations never get here).
+  mean = old_mean + (value - old_mean) / count.astype(old_mean.dtype)
+  target = drop_unless(folded, clamped_node, graph.capacity)
+  return graph.replace(
+    node_evaluations=set_at(graph.node_evaluations, target, count, mode="drop"),
+    raw_values=set_at(graph.raw_values, target, mean, mode="drop"),
+    folded_evaluations=graph.folded_evaluations + folded,
+  ), folded

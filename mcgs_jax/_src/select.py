@@ -1,0 +1,280 @@
+"""Selection, the first step of a simulation: every game's playout descends from the
+root, one edge per depth, until it ends (`select`), recorded as a `Path`.
+
+The per-game rules (the selection rules, the stop rule) are written for one game and
+lifted with `jax.vmap`; the loop over depth runs at batch level with a scalar trip
+condition, so XLA never selects over the graph arrays per game.
+"""
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcgs_jax._src import proofs, random_bits, types
+from mcgs_jax._src.batched import drop_unless, set_at, take
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
+from mcgs_jax._src.selection import masked_argmax
+
+# `fold_in` constant that derives the stop_leak coin from a game's selection key at
+# one depth, so the coin is independent of the key the selection rule receives.
+_LEAK_STREAM = 0x6C65616B
+
+
+@chex.dataclass(frozen=True)
+class Path:
+  """The playout of one simulation in every game (`D` = longest path allowed).
+
+  nodes: `[B, D]` int32, node at depth d, valid for `d < length`.
+  actions: `[B, D]` int32, action chosen at depth d, valid for `d < length`.
+  length: `[B]` int32, edges taken; 0 when the root is terminal, and set to 0 by
+    `link` for a playout it drops (see there).
+  leaf: `[B]` int32, node where the playout ended, set by `link`: the child of the
+    last edge; the root when the root is terminal; -1 for a dropped playout, and
+    when the node the last edge needed did not fit in the graph (that edge is then
+    not counted). `select` leaves the root where `length == 0`, else -1.
+  leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
+  expands: `[B]` bool, the last edge had no child when it was selected (the
+    playout asks for a new node; `link` drops it when another path of the same step
+    has linked that edge since).
+  leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
+    more sample of its value (`fold_evaluations`); backup recomputes the leaf.
+  """
+
+  nodes: chex.Array
+  actions: chex.Array
+  length: chex.Array
+  leaf: chex.Array
+  leaf_is_new: chex.Array
+  expands: chex.Array
+  leaf_folded: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class _Descent:
+  """Where `select` is in every game after `depth` steps (`D` = longest path
+  allowed, `N` = capacity)."""
+
+  depth: chex.Array  # [] int32, edges chosen so far (the same in every game).
+  node: chex.Array  # [B] int32, node the next edge leaves from.
+  active: chex.Array  # [B] bool, the playout goes on from `node`.
+  keys: chex.Array  # [B] per-game keys, split once per depth.
+  nodes: chex.Array  # [B, D] int32, `Path.nodes` so far.
+  actions: chex.Array  # [B, D] int32, `Path.actions` so far.
+  length: chex.Array  # [B] int32, `Path.length` so far.
+  path_marks: chex.Array  # [B, N] int32, `graph.path_marks` with this path stamped.
+
+
+def _stop_rule_ends_playout(
+  graph: Graph,
+  node: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  keys: chex.Array,
+  options: GraphOptions,
+) -> chex.Array:
+  """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
+  `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
+  (visits came through other parents) before it stops, where `N(child)` counts
+  `1 + sum_b N(child, b)`: the child's folded evaluations (`fold_evaluations`) are
+  left out, or a stop, which folds one more, would never let the edge catch up.
+
+  - `"catch_up"` stops there, except that with probability `stop_leak` (a coin per
+    game per depth, drawn from that game's selection key) the playout continues;
+  - `"value_lag"` stops there only when `|edge_values(n, a) - Q(n, a)| >
+    stop_epsilon`: `Q(n)` still reflects an edge value the child has since moved
+    away from. The backup that follows recomputes `n` from the live `Q(n, a)`, which
+    is the correction;
+  - `"never"` does not stop.
+
+  Args:
+    graph: the batch of graphs.
+    node, action, child: `[B]` int32, the edge and its (existing) child.
+    keys: `[B]` per-game keys of this depth.
+    options: `GraphOptions`.
+  """
+  if options.stop_rule == "never":
+    return jnp.zeros((graph.batch_size,), jnp.bool_)
+  # k(child) = 1 without folding: then this is N(child) itself.
+  edge = (node, action)
+  child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
+  caught_up = child_visits > take(graph.edge_visits, edge)
+  if options.stop_rule == "catch_up":
+    if options.stop_leak == 0:
+      return caught_up
+    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
+    return caught_up & ~(coins < options.stop_leak)
+  reward, discount = take(graph.edge_rewards, edge), take(graph.edge_discounts, edge)
+  live = reward + discount * take(graph.node_values, child)
+  lag = jnp.abs(take(graph.edge_values, edge) - live)
+  return caught_up & (lag > options.stop_epsilon)
+
+
+def _usable_actions(
+  graph: Graph, node: chex.Array, actions: chex.Array, depth: chex.Array
+) -> chex.Array:
+  """`actions [B]`, where a rule chose an edge marked `edge_non_finite`, replaced by
+  the valid unmarked action with the highest prior logit (unchanged when there is
+  none). The built-in rules never choose such edges; this keeps rules that do not
+  mask them (custom rules, Gumbel's interior rule) from spending every playout on a
+  state that cannot be evaluated."""
+  non_finite = take(graph.edge_non_finite, node)  # [B, A]
+  blocked = non_finite | (graph.root_invalid_actions & (depth == 0))
+  fallback = masked_argmax(take(graph.children_prior_logits, node), blocked)
+  replace = take(non_finite, actions) & jnp.any(~blocked, axis=-1)
+  return jnp.where(replace, fallback, actions)
+
+
+def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
+  """`[B]` keys -> `([B] keys to go on with, [B] keys for this depth)`."""
+  pairs = random_bits.split_each(keys)
+  return pairs[:, 0], pairs[:, 1]
+
+
+def _take_edges(
+  graph: Graph,
+  descent: _Descent,
+  actions: chex.Array,
+  *,
+  stamp: chex.Array,
+  max_depth: int,
+  options: GraphOptions,
+) -> _Descent:
+  """`descent` one depth further: every game records `actions [B]` (made usable)
+  at this depth, and an active playout moves to the child unless it ends there."""
+  depth, node = descent.depth, descent.node
+  actions = _usable_actions(graph, node, actions, depth)
+  child = take(graph.children_index, (node, actions))
+  clamped_child = jnp.maximum(child, 0)
+  proceed = (
+    descent.active
+    & (child >= 0)
+    & ~take(graph.node_terminal, clamped_child)
+    & (depth + 1 < max_depth)
+  )
+  if options.solver:
+    # A child whose proof is only stale (its children settle it) counts as proven:
+    # the playout stops there and backup records the proof.
+    provable, _ = jax.vmap(proofs.prove_node)(graph, clamped_child)
+    proceed &= ~(take(graph.node_proven, clamped_child) | provable)
+  if options.transpositions:
+    proceed &= take(descent.path_marks, clamped_child) != stamp
+    proceed &= ~_stop_rule_ends_playout(graph, node, actions, clamped_child, descent.keys, options)
+  # One write per game, rows in order: declaring it lets XLA update the marks in
+  # place; without it the table was copied at every step, and a simulation cost
+  # more as the capacity grew (benchmarks/RESULTS.md, "Speed against mctx
+  # (`mcgs-jax bench`)", capacity alone). Written game by game, the
+  # other scatters of one row per game get the same flags from XLA itself; these
+  # stay declared, since the in-place update depends on them.
+  path_marks = set_at(
+    descent.path_marks,
+    drop_unless(proceed, clamped_child, graph.capacity),
+    stamp,
+    mode="drop",
+    unique_indices=True,
+    indices_are_sorted=True,
+  )
+  return descent.replace(
+    depth=depth + 1,
+    node=jnp.where(proceed, child, node),
+    active=proceed,
+    nodes=descent.nodes.at[:, depth].set(node),
+    actions=descent.actions.at[:, depth].set(actions),
+    length=jnp.where(descent.active, depth + 1, descent.length),
+    path_marks=path_marks,
+  )
+
+
+def select(
+  rng_key: chex.PRNGKey,
+  graph: Graph,
+  *,
+  root_action_selection_fn: types.RootActionSelectionFn,
+  interior_action_selection_fn: types.InteriorActionSelectionFn,
+  max_depth: int,
+  options: GraphOptions = DEFAULT_OPTIONS,
+) -> tuple[Graph, Path]:
+  """Descends from the root of every game until the playout ends.
+
+  A playout ends after choosing an edge whose child is not expanded, is terminal, is
+  already on this path (cycle guard), is visited more often than the edge
+  (`N(child) > N(n, a)`, as `options.stop_rule` says: `_stop_rule_ends_playout`), is
+  proven (`options.solver`), or at `max_depth` edges. An edge marked
+  `edge_non_finite` is taken only when every valid action is marked
+  (`_usable_actions`); its playout is then dropped again.
+
+  Args:
+    rng_key: one key; split into one per game (as mctx does).
+    graph: the batch of graphs.
+    root_action_selection_fn: `(key, graph, node) -> action`, on one game.
+    interior_action_selection_fn: `(key, graph, node, depth) -> action`, on one game.
+    max_depth: most edges in a path.
+    options: `GraphOptions`; `transpositions` enables the cycle guard and the stop
+      rule, `solver` ends playouts at proven children (their value is exact).
+
+  Returns:
+    `(graph, path)`: the graph with the path's nodes stamped in `path_marks` and
+    `playouts_started` advanced, and the `Path` (its `leaf` still unset).
+  """
+  batch_size = graph.batch_size
+  buffer_depth = min(max_depth, graph.capacity)
+  # A stamp is never reused: root visits would be (a dropped playout does not
+  # advance them), and the next playout would stop at nodes falsely on its path.
+  stamp = graph.playouts_started
+  take_edges = functools.partial(
+    _take_edges, graph, stamp=stamp, max_depth=max_depth, options=options
+  )
+  keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
+  root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
+  root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
+  descent = _Descent(
+    depth=jnp.int32(0),
+    node=root,
+    active=~graph.node_terminal[:, ROOT_INDEX],
+    keys=keys,
+    nodes=jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    actions=jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    length=jnp.zeros((batch_size,), jnp.int32),
+    path_marks=graph.path_marks.at[:, ROOT_INDEX].set(stamp),
+  )
+  descent = take_edges(descent, root_actions)
+
+  def keep_going(descent: _Descent) -> chex.Array:
+    return (descent.depth < buffer_depth) & jnp.any(descent.active)
+
+  def interior_step(descent: _Descent) -> _Descent:
+    keys, selection_keys = _split_keys(descent.keys)
+    actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
+      selection_keys, graph, descent.node, descent.depth
+    )
+    return take_edges(descent.replace(keys=keys), actions)
+
+  descent = jax.lax.while_loop(keep_going, interior_step, descent)
+  parent, action = _last_edge(descent.nodes, descent.actions, descent.length)
+  path = Path(
+    nodes=descent.nodes,
+    actions=descent.actions,
+    length=descent.length,
+    leaf=jnp.where(descent.length == 0, ROOT_INDEX, -1).astype(jnp.int32),
+    leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
+    expands=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
+    leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
+  )
+  graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
+  return graph, path
+
+
+def _last_edge(
+  nodes: chex.Array, actions: chex.Array, length: chex.Array
+) -> tuple[chex.Array, chex.Array]:
+  """`last_edge` of the path held in `nodes [B, D]`, `actions [B, D]`, `length [B]`."""
+  last = jnp.maximum(length - 1, 0)
+  return take(nodes, last), take(actions, last)
+
+
+def last_edge(path: Path) -> tuple[chex.Array, chex.Array]:
+  """`(parent [B], action [B])`: the last edge of every path (garbage where
+  `length == 0`)."""
+  return _last_edge(path.nodes, path.actions, path.length)
