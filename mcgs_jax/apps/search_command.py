@@ -32,7 +32,8 @@ from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
 PROG = "mcgs-jax search"
-CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
+# Exact solving is quick up to here (benchmarks/RESULTS.md, "Connect-four end-game accuracy").
+CONNECT_FOUR_MAX_EMPTY = 16
 _CONNECT_FOUR_CELLS = 42
 
 
