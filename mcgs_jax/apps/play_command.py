@@ -93,8 +93,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   import jax
   import jax.numpy as jnp
 
-  from mcgs_jax._src import reuse
-  from mcgs_jax._src.stochastic import stochastic_muzero_policy
+  import mcgs_jax as mg
   from mcgs_jax.games import play2048
 
   # mctx only knows rewards on the outcome edges; the search is the same on a tree.
@@ -134,7 +133,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
       # mctx's tree: every node but the root came from one expansion.
       nodes = jnp.sum(out.search_tree.node_visits > 0, axis=-1)
       return out.action, nodes, jnp.zeros_like(nodes), None
-    out = stochastic_muzero_policy(
+    out = mg.stochastic_muzero_policy(
       *arguments,
       invalid_actions=invalid,
       dirichlet_fraction=0.0,
@@ -165,7 +164,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
     outcomes = game.sample_outcomes(chance_key, after)
     following = game.place(after, outcomes)
     if graph is not None:
-      graph = reuse.reroot(reuse.reroot(searched, action), outcomes)
+      graph = mg.reroot(mg.reroot(searched, action), outcomes)
     boards = jnp.where(alive[:, None], following, boards)
     rewards = jnp.where(alive, rewards, 0.0)
     return boards, rewards, alive & ~game.terminated(boards), nodes, hits, carried, graph
@@ -174,7 +173,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   if keep_graph:
     boards = game.init(jax.random.PRNGKey(0), config.num_games)
     shapes = jax.eval_shape(lambda: search(jax.random.PRNGKey(0), boards, None)[3])
-    graph = reuse.empty_like(shapes)
+    graph = mg.empty_like(shapes)
   return game, step, graph
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from mcgs_jax._src.graph import ROOT_INDEX
+from mcgs_jax import ROOT_INDEX
 
 ActionLabels = Sequence[str] | Callable[[int], str] | None
 
