@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_agent_arguments(group, side: str, mode: str) -> None:
+  # Long: one add_argument per flag.
   """The `--SIDE-*` flags of one agent (`side` "a" or "b"; `mode` its default search,
   "graph" or "tree", as the help says)."""
   upper = side.upper()

@@ -36,189 +36,68 @@ are estimated from its batch, capacities, actions and stored state
 (`check_run_memory`): a group that cannot fit is refused with the estimate (exit
 status 2, one line), one near the limit warns. Needs the `bench` extra (mctx, pgx,
 flax).
+
+This module runs the measurements (`run`) and the command (`main`); the searches and
+their timing are in `benchmark_timing`, the memory checks and the memory part in
+`benchmark_memory`, the tables in `benchmark_tables` and the parser in
+`benchmark_command`. `mcgs_jax.apps.benchmark` exports their names too (`__all__`).
 """
 
-import contextlib
 import dataclasses
-import datetime
 import functools
 import json
 import math
-import os
-import platform
-import statistics
-import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import jax
-import jax.extend.backend
 import numpy as np
 
-from mcgs_jax._src.per_game import where_per_game
-from mcgs_jax.apps import files, memory, partial
+from mcgs_jax.apps import memory
+from mcgs_jax.apps.benchmark_command import (
+  _check_games_and_paths,
+  _partial_json,
+  _pin_to_one_core,
+  _run_arguments,
+  _write_tables,
+  build_parser,
+)
+from mcgs_jax.apps.benchmark_memory import (
+  PlannedGroup,
+  check_run_memory,
+  memory_rows,
+  planned_groups,
+)
+from mcgs_jax.apps.benchmark_tables import environment, markdown, scaling_table
+from mcgs_jax.apps.benchmark_timing import (
+  IMPLEMENTATIONS,
+  deepest_nodes,
+  make_policy,
+  path_statistics,
+  random_positions,
+  time_group,
+  time_policy,
+)
 
-IMPLEMENTATIONS = ("mctx", "tree", "graph")
-
-
-def random_positions(game, rng_key, batch_size: int, max_opening_moves: int):
-  """`batch_size` positions after 0..`max_opening_moves` random legal moves (a game
-  that would end stays at the position before its last move)."""
-  from mcgs_jax.games.evaluators import random_legal_actions
-
-  init_key, moves_key, length_key = jax.random.split(rng_key, 3)
-  state = game.init(init_key, batch_size)
-  lengths = jax.random.randint(length_key, (batch_size,), 0, max_opening_moves + 1)
-
-  def play(step, carry):
-    state, key = carry
-    key, move_key = jax.random.split(key)
-    action = random_legal_actions(jax.random.split(move_key, batch_size), state.legal_action_mask)
-    moved = game.step(state, action)
-    keep = (step < lengths) & ~moved.terminated
-    state = where_per_game(keep, moved, state)
-    return state, key
-
-  state, _ = jax.lax.fori_loop(0, max_opening_moves, play, (state, moves_key))
-  return state
-
-
-def make_policy(
-  game, impl: str, num_simulations: int, *, recycle: bool = False, **graph_options
-) -> Callable:
-  """`impl`'s muzero policy, `(params, key, state) -> PolicyOutput`, jitted.
-
-  `impl` is `"mctx"`, `"tree"` (ours, `transpositions=False`) or `"graph"` (ours,
-  with the game's transposition key); `graph_options` (`capacity`, `probe_window`,
-  ...) go to ours. With `recycle` (ours only), the policy takes a fourth argument,
-  the previous output's `search_graph` (or None), which it recycles and donates.
-  """
-  if impl == "mctx":
-    import mctx
-
-    def theirs(params, key, state):
-      root = game.root(params, key, state)
-      return mctx.muzero_policy(
-        params,
-        key,
-        mctx.RootFnOutput(
-          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
-        ),
-        game.recurrent_fn,
-        num_simulations,
-        invalid_actions=game.invalid_actions(state),
-      )
-
-    return jax.jit(theirs)
-  if impl not in ("tree", "graph"):
-    raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLEMENTATIONS}")
-  from mcgs_jax.apps.registry import POLICIES
-
-  def ours(params, key, state, recycled=None):
-    root = game.root(params, key, state)
-    return POLICIES["muzero"](
-      params,
-      key,
-      root,
-      game.recurrent_fn,
-      num_simulations,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-      transpositions=impl == "graph",
-      recycle=recycled,
-      **graph_options,
-    )
-
-  return jax.jit(ours, donate_argnames="recycled") if recycle else jax.jit(ours)
-
-
-def time_policy(policy, params, key, state, repeats: int):
-  """`(compile seconds, median run seconds)` of one policy on its own."""
-  start = time.perf_counter()
-  compiled = policy.lower(params, key, state).compile()
-  compile_seconds = time.perf_counter() - start
-  jax.block_until_ready(compiled(params, key, state))
-  runs = []
-  for repeat in range(repeats):
-    run_key = jax.random.fold_in(key, repeat)
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(params, run_key, state).action)
-    runs.append(time.perf_counter() - start)
-  return compile_seconds, statistics.median(runs)
-
-
-def time_group(policies: dict, params, key, state, repeats: int, recycling=()) -> dict:
-  """Times several policies on the same inputs, interleaved.
-
-  Every policy is compiled and run once (warm-up) first; then `repeats` rounds each
-  run every policy once, in order. A policy named in `recycling` (made with
-  `make_policy(..., recycle=True)`) is handed its previous output's graph at every
-  run; its warm-up runs twice (a first graph, then the recycling program).
-  Returns `{name: (compile seconds, median run seconds, output of the last run)}`.
-  """
-  compiled, compile_seconds, outputs = {}, {}, {}
-  for name, policy in policies.items():
-    extra: tuple = ()
-    if name in recycling:
-      extra = (jax.block_until_ready(policy(params, key, state)).search_graph,)
-    start = time.perf_counter()
-    compiled[name] = policy.lower(params, key, state, *extra).compile()
-    compile_seconds[name] = time.perf_counter() - start
-    outputs[name] = jax.block_until_ready(compiled[name](params, key, state, *extra))
-  runs: dict[str, list] = {name: [] for name in policies}
-  for repeat in range(repeats):
-    run_key = jax.random.fold_in(key, repeat)
-    for name in policies:
-      extra = (outputs[name].search_graph,) if name in recycling else ()
-      start = time.perf_counter()
-      outputs[name] = jax.block_until_ready(compiled[name](params, run_key, state, *extra))
-      runs[name].append(time.perf_counter() - start)
-  return {
-    name: (compile_seconds[name], statistics.median(runs[name]), outputs[name]) for name in policies
-  }
-
-
-def deepest_nodes(children_index) -> np.ndarray:
-  """`[B]`: per game, the largest distance (in edges, along shortest paths) from the
-  root to a node reachable through `children_index` `[B, N, A]`."""
-  children_index = np.asarray(children_index)
-  result = np.zeros(children_index.shape[0], np.int64)
-  for game, children in enumerate(children_index):
-    seen = np.zeros(children.shape[0], bool)
-    seen[0] = True
-    frontier, depth = np.array([0]), 0
-    while True:
-      nodes = np.unique(children[frontier].ravel())
-      nodes = nodes[nodes >= 0]
-      nodes = nodes[~seen[nodes]]
-      if not nodes.size:
-        break
-      seen[nodes] = True
-      frontier, depth = nodes, depth + 1
-    result[game] = depth
-  return result
-
-
-def path_statistics(output, run_seconds: float) -> dict:
-  """How far the playouts of one search went (see the module doc)."""
-  graph = output.search_graph
-  steps = float(np.sum(np.asarray(graph.edge_visits), dtype=np.int64))
-  playouts = float(np.sum(np.asarray(graph.playouts_started), dtype=np.int64))
-  return dict(
-    edge_steps=round(steps / max(playouts, 1), 2),
-    deepest=round(float(np.mean(deepest_nodes(graph.children_index))), 1),
-    ns_per_edge_step=round(run_seconds * 1e9 / max(steps, 1), 1),
-  )
-
-
-def _graph_counters(output) -> dict:
-  graph = output.search_graph
-  return dict(
-    mean_nodes=round(float(np.mean(graph.num_nodes)), 1),
-    mean_transposition_hits=round(float(np.mean(graph.transposition_hits)), 2),
-    mean_dropped_inserts=round(float(np.mean(graph.dropped_inserts)), 3),
-    mean_capacity_overflows=round(float(np.mean(graph.capacity_overflows)), 3),
-  )
+# The public names of the benchmark and of the modules it is made of.
+__all__ = [
+  "IMPLEMENTATIONS",
+  "PlannedGroup",
+  "build_parser",
+  "check_run_memory",
+  "deepest_nodes",
+  "environment",
+  "main",
+  "make_policy",
+  "markdown",
+  "memory_rows",
+  "path_statistics",
+  "planned_groups",
+  "random_positions",
+  "run",
+  "scaling_table",
+  "time_group",
+  "time_policy",
+]
 
 
 def run(
@@ -297,94 +176,6 @@ def run(
   return rows
 
 
-@dataclasses.dataclass(frozen=True)
-class PlannedGroup:
-  """A group `run` will time: its part, the flags that size it, its batch size and
-  the capacity of each of its searches (mctx's tree: `S + 1` nodes)."""
-
-  part: str
-  flags: str
-  batch_size: int
-  capacities: tuple[int, ...]
-
-
-def planned_groups(
-  *,
-  batch_sizes: Sequence[int],
-  simulations: Sequence[int],
-  scaling_batch_size: int,
-  scaling_simulations: Sequence[int],
-  capacities: Sequence[int],
-  capacity_batch_size: int,
-  probe_windows: Sequence[int],
-  probe_batch_size: int,
-  probe_simulations: int,
-) -> list[PlannedGroup]:
-  """The groups `run` times with these arguments (its keywords; the capacity part's
-  graphs are sized by `capacities` alone), in its order."""
-  implementations = len(IMPLEMENTATIONS)
-  groups = [
-    PlannedGroup("throughput", "--batch-sizes or --simulations", b, (s + 1,) * implementations)
-    for b in batch_sizes
-    for s in simulations
-  ]
-  if scaling_simulations:
-    groups.append(
-      PlannedGroup(
-        "scaling",
-        "--scaling-batch-size or --scaling-simulations",
-        scaling_batch_size,
-        tuple(s + 1 for s in scaling_simulations for _ in IMPLEMENTATIONS),
-      )
-    )
-  if capacities:
-    # Tree and graph mode, new tables and recycled ones, at every capacity.
-    groups.append(
-      PlannedGroup(
-        "capacity",
-        "--capacity-batch-size or --capacities",
-        capacity_batch_size,
-        tuple(c for c in capacities for _ in range(4)),
-      )
-    )
-  if probe_windows:
-    groups.append(
-      PlannedGroup(
-        "probe-window",
-        "--probe-batch-size or --probe-simulations",
-        probe_batch_size,
-        (probe_simulations + 1,) * len(probe_windows),
-      )
-    )
-  return groups
-
-
-def check_run_memory(game, groups: Sequence[PlannedGroup], available: int | None = None) -> None:
-  """`memory.InsufficientMemoryError` (a `ValueError`) naming the estimate when a
-  group's searches cannot fit in the memory available (`memory.check_memory`); a
-  warning on stderr for one near it. A group keeps the last result of every search it
-  times (one graph each) while one search runs (`memory.GRAPHS_PER_SEARCH` graphs of
-  the largest); each graph is sized by `memory.graph_bytes` from the group's batch,
-  the search's capacity, the game's actions and its stored state."""
-  state = jax.eval_shape(lambda key: game.init(key, 1), jax.random.PRNGKey(0))
-  for group in groups:
-    graphs = [
-      memory.graph_bytes(game, state, capacity, batch_size=group.batch_size)
-      for capacity in group.capacities
-    ]
-    memory.check_memory(
-      {
-        f"{len(graphs)} results kept": sum(graphs),
-        "the running search's copies": (memory.GRAPHS_PER_SEARCH - 1) * max(graphs),
-      },
-      owner=f"the benchmark's {group.part} part (B {group.batch_size})",
-      users="searches",
-      held="its searches' graphs",
-      advice=f"a smaller {group.flags}",
-      available=available,
-    )
-
-
 def _network_game(game_id: str, rng_key):
   """`(game, params)`: `game_id` with a random MLP 64-64 as its evaluator."""
   from mcgs_jax.apps.registry import game_from_spec, make_evaluator
@@ -449,6 +240,18 @@ def _measure_group(
   return group
 
 
+def _graph_counters(output) -> dict:
+  """The mean nodes, transposition hits, dropped inserts and capacity overflows per
+  game of a graph-mode search's output."""
+  graph = output.search_graph
+  return dict(
+    mean_nodes=round(float(np.mean(graph.num_nodes)), 1),
+    mean_transposition_hits=round(float(np.mean(graph.transposition_hits)), 2),
+    mean_dropped_inserts=round(float(np.mean(graph.dropped_inserts)), 3),
+    mean_capacity_overflows=round(float(np.mean(graph.capacity_overflows)), 3),
+  )
+
+
 def _throughput_group(measure: Callable, batch_size: int, num_simulations: int) -> list[dict]:
   """The three implementations at one B and S, with their speed against mctx."""
   group = measure(
@@ -501,455 +304,6 @@ def _capacity_group(
     )
     row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
   return group
-
-
-def memory_rows(
-  game_ids: Sequence[str],
-  *,
-  budget_bytes: float,
-  batch_size: int = 8,
-  capacities=(129, 513),
-  num_simulations: int = 16,
-  progress=print,
-):
-  """Memory of a graph-mode search per game, with and without stored observations.
-
-  For each game and `store_observation` in (True, False), compiles the search at
-  two capacities and reads the program's memory analysis (output, the graph, plus
-  temporaries; arguments aside): `bytes_per_node` is the growth per node of one game,
-  `bytes_per_game` what a game costs besides its nodes, `state_bytes` the stored
-  embedding of one node (part of `bytes_per_node`), and `max_nodes` the most
-  `B x capacity` whose graphs fit in `budget_bytes`.
-  """
-  from mcgs_jax.games.adapter import make_game
-
-  rows = []
-  low, high = capacities
-  for game_id in game_ids:
-    for store_observation in (True, False):
-      game = make_game(game_id, store_observation=store_observation)
-      state = game.init(jax.random.PRNGKey(0), batch_size)
-      totals = {}
-      for capacity in capacities:
-        policy: Any = make_policy(game, "graph", num_simulations, capacity=capacity)
-        analysis = policy.lower(None, jax.random.PRNGKey(0), state).compile().memory_analysis()
-        totals[capacity] = analysis.output_size_in_bytes + analysis.temp_size_in_bytes
-      per_node = (totals[high] - totals[low]) / (batch_size * (high - low))
-      per_game = totals[low] / batch_size - low * per_node
-      stored = jax.tree_util.tree_leaves(game.stored(state))
-      state_bytes = sum(leaf.nbytes for leaf in stored) // batch_size
-      row = dict(
-        kind="memory",
-        game=game_id,
-        store_observation=store_observation,
-        num_actions=game.num_actions,
-        bytes_per_node=round(per_node),
-        state_bytes=state_bytes,
-        bytes_per_game=round(per_game),
-        max_nodes=int(budget_bytes // per_node),
-        budget_gb=budget_bytes / 1e9,
-      )
-      rows.append(row)
-      progress(row)
-  return rows
-
-
-def scaling_table(rows, scaling_simulations):
-  """Per-simulation cost at the largest S relative to the smallest, per impl."""
-  low, high = min(scaling_simulations), max(scaling_simulations)
-  result = {}
-  for name in IMPLEMENTATIONS:
-    per_sim = {
-      r["num_simulations"]: r["run_s"] / r["num_simulations"]
-      for r in rows
-      if r["kind"] == "scaling" and r["impl"] == name
-    }
-    if low in per_sim and high in per_sim:
-      result[name] = round(per_sim[high] / per_sim[low], 2)
-  return result
-
-
-def environment() -> dict[str, str]:
-  """Versions and hardware, for the header of a results section."""
-  versions = {"jax": jax.__version__}
-  for module in ("mctx", "pgx", "flax"):
-    try:
-      versions[module] = __import__(module).__version__
-    except (ImportError, AttributeError):
-      versions[module] = "?"
-  device = jax.devices()[0]
-  return dict(
-    platform=device.platform,
-    device=getattr(device, "device_kind", ""),
-    cpu=platform.processor() or platform.machine(),
-    cpu_count=str(os.cpu_count()),
-    **versions,
-  )
-
-
-def markdown(rows, scaling, header: str) -> str:
-  """The tables of a run, in RESULTS.md's format."""
-  lines = [header]
-  lines += _throughput_lines(rows)
-  lines += _scaling_lines(rows, scaling)
-  lines += _capacity_lines(rows)
-  lines += _path_lines(rows)
-  lines += _memory_lines(rows)
-  lines += _probe_window_lines(rows)
-  return "\n".join(lines)
-
-
-def _throughput_lines(rows) -> list[str]:
-  """The throughput table."""
-  lines: list[str] = []
-  throughput = [r for r in rows if r["kind"] == "throughput"]
-  if throughput:
-    lines += [
-      "",
-      "| impl | B | S | compile s | run s | sims/s | speed vs mctx |",
-      "|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-      f"| {r['impl']} | {r['batch_size']} | {r['num_simulations']} | "
-      f"{r['compile_s']} | {r['run_s']} | {r['sims_per_s']:.0f} | "
-      f"{r['speedup_vs_mctx']}x |"
-      for r in throughput
-    ]
-  return lines
-
-
-def _scaling_lines(rows, scaling) -> list[str]:
-  """The S-scaling table (with `scaling`, `scaling_table`'s ratios)."""
-  lines: list[str] = []
-  scaling_rows = [r for r in rows if r["kind"] == "scaling"]
-  if scaling_rows and scaling:
-    sims = sorted({r["num_simulations"] for r in scaling_rows})
-    low, high = sims[0], sims[-1]
-    batch = scaling_rows[0]["batch_size"]
-    lines += [
-      "",
-      f"Per-simulation cost at S={high} relative to S={low} (B={batch}, capacity S + 1):",
-      "",
-      f"| impl | run s, S={low} | run s, S={high} | cost ratio per simulation | "
-      "cost ratio per edge step |",
-      "|---|---|---|---|---|",
-    ]
-    for name, ratio in scaling.items():
-      by_s = {r["num_simulations"]: r for r in scaling_rows if r["impl"] == name}
-      per_step = (
-        "-"
-        if "ns_per_edge_step" not in by_s[low]
-        else f"{by_s[high]['ns_per_edge_step'] / by_s[low]['ns_per_edge_step']:.2f}x"
-      )
-      lines.append(
-        f"| {name} | {by_s[low]['run_s']} | {by_s[high]['run_s']} | {ratio}x | {per_step} |"
-      )
-  return lines
-
-
-def _capacity_lines(rows) -> list[str]:
-  """The capacity table."""
-  lines: list[str] = []
-  capacity_rows = [r for r in rows if r["kind"] == "capacity"]
-  if capacity_rows:
-    first = capacity_rows[0]
-    smallest = min(r["capacity"] for r in capacity_rows)
-    lines += [
-      "",
-      f"Capacity alone (S={first['num_simulations']} fixed, "
-      f"B={first['batch_size']}): per-simulation cost relative to capacity "
-      f"{smallest}:",
-      "",
-      f"| impl | tables | capacity | run s | cost vs capacity {smallest} | nodes used (mean) |",
-      "|---|---|---|---|---|---|",
-    ]
-    for impl in ("tree", "graph"):
-      for recycle in (False, True):
-        same = (r for r in capacity_rows if (r["impl"], r["recycle"]) == (impl, recycle))
-        for r in sorted(same, key=lambda r: r["capacity"]):
-          nodes = r.get("mean_nodes", "-")
-          tables = "recycled" if recycle else "new"
-          lines.append(
-            f"| {impl} | {tables} | {r['capacity']} | {r['run_s']} | "
-            f"{r['cost_vs_smallest']}x | {nodes} |"
-          )
-  return lines
-
-
-def _path_lines(rows) -> list[str]:
-  """How far the playouts went."""
-  lines: list[str] = []
-  path_rows = [r for r in rows if "edge_steps" in r]
-  if path_rows:
-    lines += [
-      "",
-      "How far the playouts went (ours; `edge steps`: mean edges counted per "
-      "playout; `deepest`: mean over games of the deepest node's depth):",
-      "",
-      "| part | impl | B | S | capacity | edge steps | deepest | ns per edge step |",
-      "|---|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-      f"| {r['kind']} | {r['impl']}{' (recycled)' if r.get('recycle') else ''} | "
-      f"{r['batch_size']} | {r['num_simulations']} | "
-      f"{r['capacity']} | {r['edge_steps']} | {r['deepest']} | "
-      f"{r['ns_per_edge_step']} |"
-      for r in path_rows
-    ]
-  return lines
-
-
-def _memory_lines(rows) -> list[str]:
-  """The memory table."""
-  lines: list[str] = []
-  memory = [r for r in rows if r["kind"] == "memory"]
-  if memory:
-    budget = memory[0]["budget_gb"]
-    lines += [
-      "",
-      "Memory of a graph-mode search (compiled program's output + temporaries; "
-      f"largest B x capacity within {budget:g} GB):",
-      "",
-      "| game | A | observation stored | bytes per node | of which state | "
-      "bytes per game | max B x capacity | capacity at B=1024 |",
-      "|---|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-      f"| {r['game']} | {r['num_actions']} | {'yes' if r['store_observation'] else 'no'} | "
-      f"{r['bytes_per_node']} | {r['state_bytes']} | {r['bytes_per_game']} | "
-      f"{r['max_nodes'] / 1e6:.3g}M | {r['max_nodes'] // 1024} |"
-      for r in memory
-    ]
-  return lines
-
-
-def _probe_window_lines(rows) -> list[str]:
-  """The probe-window table."""
-  lines: list[str] = []
-  probe_rows = [r for r in rows if r["kind"] == "probe_window"]
-  if probe_rows:
-    first = probe_rows[0]
-    lines += [
-      "",
-      f"Probe window A/B (graph mode, B={first['batch_size']}, "
-      f"S={first['num_simulations']}), time relative to window "
-      f"{first['probe_window']}:",
-      "",
-      f"| probe window | run s | time vs window {first['probe_window']} | "
-      "transposition hits (mean) | dropped inserts (mean) |",
-      "|---|---|---|---|---|",
-    ]
-    lines += [
-      f"| {r['probe_window']} | {r['run_s']} | {r['time_vs_first']}x | "
-      f"{r['mean_transposition_hits']} | {r['mean_dropped_inserts']} |"
-      for r in probe_rows
-    ]
-  return lines
-
-
-def build_parser():
-  """The `mcgs-jax bench` parser."""
-  from mcgs_jax.apps.cli_args import (
-    OneLineErrorParser,
-    int_at_least,
-  )
-
-  positive = int_at_least(1, 1_000_000)
-  parser = OneLineErrorParser(prog="mcgs-jax bench", description=__doc__.split("\n", maxsplit=1)[0])
-  parser.add_argument("--game", default="connect_four")
-  parser.add_argument(
-    "--batch-sizes",
-    default="1024",
-    help="comma-separated batch sizes of the throughput part, or 'none' to skip it (default 1024)",
-  )
-  parser.add_argument("--simulations", default="64", help="comma-separated S (default 64)")
-  parser.add_argument("--scaling-batch-size", type=positive, default=64)
-  parser.add_argument(
-    "--scaling-simulations",
-    default="64,1024",
-    help="comma-separated S of the S-scaling part, or 'none' (default 64,1024)",
-  )
-  parser.add_argument(
-    "--capacities",
-    default="none",
-    help="comma-separated graph capacities at fixed S, e.g. "
-    "65,1025,4097: per-simulation cost against capacity, with "
-    "new tables and with the previous search's recycled (default: none)",
-  )
-  parser.add_argument(
-    "--capacity-simulations", type=positive, default=64, help="S of the capacity part (default 64)"
-  )
-  parser.add_argument(
-    "--capacity-batch-size", type=positive, default=64, help="B of the capacity part (default 64)"
-  )
-  parser.add_argument(
-    "--probe-windows",
-    default="none",
-    help="comma-separated probe windows to compare in graph mode, e.g. 8,16 (default: none)",
-  )
-  parser.add_argument(
-    "--probe-batch-size",
-    type=positive,
-    help="B of the probe-window part (default: the first of --batch-sizes, else 1024)",
-  )
-  parser.add_argument(
-    "--probe-simulations",
-    type=positive,
-    help="S of the probe-window part (default: the first of --simulations)",
-  )
-  parser.add_argument(
-    "--memory",
-    default="none",
-    help="comma-separated games whose memory per node to report, e.g. "
-    "connect_four,chess (default: none)",
-  )
-  parser.add_argument(
-    "--memory-budget-gb",
-    type=float,
-    default=80.0,
-    help="device memory for the largest B x capacity (default 80)",
-  )
-  parser.add_argument(
-    "--one-core",
-    action="store_true",
-    help="pin this process to one CPU core before JAX starts (Linux): "
-    "XLA's CPU runtime then runs the search's small operations "
-    "one after another on that core instead of spreading them "
-    "over every core",
-  )
-  parser.add_argument(
-    "--repeats",
-    type=positive,
-    default=3,
-    help="timed runs per configuration; the median is reported",
-  )
-  parser.add_argument("--seed", type=int_at_least(0, 2**32 - 1), default=0)
-  parser.add_argument(
-    "--quick", action="store_true", help="B=64, S=16, scaling S=16,128: a one-minute smoke run"
-  )
-  parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-  parser.add_argument("--markdown", metavar="FILE", help="also write the tables here")
-  return parser
-
-
-def _int_list(parser, text: str, flag: str) -> tuple[int, ...]:
-  """The comma-separated integers of `flag` (in [1, 1000000]; `none`: no values)."""
-  if text.strip().lower() in ("", "none"):
-    return ()
-  try:
-    values = tuple(int(v) for v in text.split(","))
-  except ValueError:
-    parser.error(f"{flag}: expected comma-separated integers, got {text!r}")
-  if any(v < 1 or v > 1_000_000 for v in values):
-    parser.error(f"{flag}: expected integers from 1 to 1000000, got {text!r}")
-  return values
-
-
-def _run_arguments(parser, args) -> dict[str, Any]:
-  """`run`'s keywords from the parsed flags (bad values: `parser.error`)."""
-  batch_sizes = _int_list(parser, args.batch_sizes, "--batch-sizes")
-  simulations = _int_list(parser, args.simulations, "--simulations") or (64,)
-  scaling_simulations = _int_list(parser, args.scaling_simulations, "--scaling-simulations")
-  capacities = _int_list(parser, args.capacities, "--capacities")
-  probe_windows = _int_list(parser, args.probe_windows, "--probe-windows")
-  scaling_batch_size = args.scaling_batch_size
-  if args.quick:
-    batch_sizes, simulations, scaling_simulations, scaling_batch_size = (64,), (16,), (16, 128), 16
-  if capacities and min(capacities) < args.capacity_simulations + 1:
-    parser.error(
-      f"--capacities: each must be at least --capacity-simulations + 1 = "
-      f"{args.capacity_simulations + 1}"
-    )
-  return dict(
-    game_id=args.game,
-    batch_sizes=batch_sizes,
-    simulations=simulations,
-    scaling_batch_size=scaling_batch_size,
-    scaling_simulations=scaling_simulations,
-    capacities=capacities,
-    capacity_simulations=args.capacity_simulations,
-    capacity_batch_size=args.capacity_batch_size,
-    probe_windows=probe_windows,
-    probe_batch_size=args.probe_batch_size or (batch_sizes or (1024,))[0],
-    probe_simulations=args.probe_simulations or simulations[0],
-    repeats=args.repeats,
-    seed=args.seed,
-  )
-
-
-def _pin_to_one_core(parser) -> None:
-  """`--one-core`: this process, and the threads it starts from now on, on one CPU."""
-  if not hasattr(os, "sched_setaffinity"):
-    parser.error("--one-core needs Linux (os.sched_setaffinity)")
-  os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-  # The pin holds for threads started from now on: a CPU client made before it
-  # keeps its threads on every core, so the next computation makes a new one.
-  jax.extend.backend.clear_backends()
-
-
-def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
-  """`parser.error` for a game that cannot be timed, an output file in no
-  directory, or a missing package of the bench extra; before any work."""
-  from mcgs_jax.apps.registry import game_from_spec
-  from mcgs_jax.games.adapter import Game, make_game
-
-  try:
-    if not isinstance(game_from_spec(args.game), Game):
-      parser.error(f"--game {args.game}: a game with chance; time it with mcgs-jax play")
-  except (ValueError, ImportError) as error:
-    parser.error(f"--game: {' '.join(str(error).split())}")
-  for path_flag, path in (("--json", args.json), ("--markdown", args.markdown)):
-    try:
-      files.check_output_path(path_flag, path)
-    except ValueError as error:
-      parser.error(str(error))
-  for name in memory_games:
-    try:
-      make_game(name)
-    except (ValueError, ImportError) as error:
-      parser.error(f"--memory: {error}")
-  try:
-    import flax  # noqa: F401
-    import mctx  # noqa: F401
-    import pgx  # noqa: F401
-  except ImportError as error:
-    parser.exit(
-      2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n"
-    )
-
-
-def _write_tables(args, rows: list, scaling: dict) -> None:
-  """Prints the tables (and writes `--markdown`, `--json`)."""
-  env = environment()
-  cores = f"pinned to 1 of {env['cpu_count']} CPUs" if args.one_core else f"{env['cpu_count']} CPUs"
-  header = (
-    f"### {args.game}, {datetime.date.today()}, {env['platform']} "
-    f"({env['device']}), {env['cpu']}, {cores}, jax {env['jax']}, "
-    f"mctx {env['mctx']}, pgx {env['pgx']}, flax {env['flax']}; median of "
-    f"{args.repeats} interleaved runs"
-  )
-  text = markdown(rows, scaling, header)
-  print(text)
-  if args.markdown:
-    files.write_atomically(args.markdown, text + "\n")
-  if args.json:
-    payload = {"rows": rows, "scaling": scaling, "environment": env, "partial": False}
-    files.write_atomically(args.json, json.dumps(payload, indent=1))
-
-
-def _partial_json(args, rows: list, scaling_simulations: Sequence[int]):
-  """With `--json FILE`, a `partial.partial_result` block that writes the rows measured
-  so far (`rows`, filled as they are measured) to FILE after Ctrl-C; else a block
-  that does nothing."""
-  if not args.json:
-    return contextlib.nullcontext()
-
-  def payload_so_far() -> dict[str, Any]:
-    measured = list(rows)
-    scaling = scaling_table(measured, scaling_simulations) if scaling_simulations else {}
-    return {"rows": measured, "scaling": scaling, "environment": environment()}
-
-  return partial.partial_result(payload_so_far, path=args.json)
 
 
 def main(argv=None):

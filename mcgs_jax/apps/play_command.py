@@ -93,8 +93,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
   import jax
   import jax.numpy as jnp
 
-  from mcgs_jax._src import reuse
-  from mcgs_jax._src.stochastic import stochastic_muzero_policy
+  import mcgs_jax as mg
   from mcgs_jax.games import play2048
 
   # mctx only knows rewards on the outcome edges; the search is the same on a tree.
@@ -102,6 +101,46 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
     evaluator, size=config.size, reward_on="chance" if mode == "mctx" else "decision"
   )
   keep_graph = config.reuse and mode != "mctx"
+  search = _stochastic_search(game, config, mode, params, keep_graph)
+
+  @jax.jit
+  def step(key, boards, alive, graph):
+    search_key, chance_key = jax.random.split(key)
+    carried = earlier_hits = jnp.zeros(boards.shape[:1], jnp.int32)
+    if graph is not None:
+      continued = (graph.num_nodes > 0) & graph.embeddings.is_decision_node[:, 0]
+      carried = jnp.where(continued, graph.node_visits[:, 0], 0)
+      # A kept graph counts hits over its whole life: count this search's only.
+      earlier_hits = jnp.where(continued, graph.transposition_hits, 0)
+    action, nodes, hits, searched = search(search_key, boards, graph)
+    hits = hits - earlier_hits
+    action = action.astype(jnp.int32)
+    after, rewards = game.afterstates(boards, action)
+    outcomes = game.sample_outcomes(chance_key, after)
+    following = game.place(after, outcomes)
+    if graph is not None:
+      graph = mg.reroot(mg.reroot(searched, action), outcomes)
+    boards = jnp.where(alive[:, None], following, boards)
+    rewards = jnp.where(alive, rewards, 0.0)
+    return boards, rewards, alive & ~game.terminated(boards), nodes, hits, carried, graph
+
+  graph = None
+  if keep_graph:
+    boards = game.init(jax.random.PRNGKey(0), config.num_games)
+    shapes = jax.eval_shape(lambda: search(jax.random.PRNGKey(0), boards, None)[3])
+    graph = mg.empty_like(shapes)
+  return game, step, graph
+
+
+def _stochastic_search(game, config: PlayConfig, mode: str, params, keep_graph: bool):
+  """`search(key, boards, graph) -> (action, nodes, hits, graph)` of `make_step`: one
+  Stochastic MuZero search of every game with `mode` (mctx's on a tree, or ours on a
+  graph or a tree), greedy and without noise, continuing `graph` with `keep_graph`
+  (None without)."""
+  import jax.numpy as jnp
+
+  import mcgs_jax as mg
+
   graph_keywords: dict[str, Any] = (
     {} if config.stop_rule is None else {"stop_rule": config.stop_rule}
   )
@@ -134,7 +173,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
       # mctx's tree: every node but the root came from one expansion.
       nodes = jnp.sum(out.search_tree.node_visits > 0, axis=-1)
       return out.action, nodes, jnp.zeros_like(nodes), None
-    out = stochastic_muzero_policy(
+    out = mg.stochastic_muzero_policy(
       *arguments,
       invalid_actions=invalid,
       dirichlet_fraction=0.0,
@@ -149,33 +188,7 @@ def make_step(config: PlayConfig, mode: str, evaluator, params):
     graph = out.search_graph
     return out.action, graph.num_nodes, graph.transposition_hits, graph
 
-  @jax.jit
-  def step(key, boards, alive, graph):
-    search_key, chance_key = jax.random.split(key)
-    carried = earlier_hits = jnp.zeros(boards.shape[:1], jnp.int32)
-    if graph is not None:
-      continued = (graph.num_nodes > 0) & graph.embeddings.is_decision_node[:, 0]
-      carried = jnp.where(continued, graph.node_visits[:, 0], 0)
-      # A kept graph counts hits over its whole life: count this search's only.
-      earlier_hits = jnp.where(continued, graph.transposition_hits, 0)
-    action, nodes, hits, searched = search(search_key, boards, graph)
-    hits = hits - earlier_hits
-    action = action.astype(jnp.int32)
-    after, rewards = game.afterstates(boards, action)
-    outcomes = game.sample_outcomes(chance_key, after)
-    following = game.place(after, outcomes)
-    if graph is not None:
-      graph = reuse.reroot(reuse.reroot(searched, action), outcomes)
-    boards = jnp.where(alive[:, None], following, boards)
-    rewards = jnp.where(alive, rewards, 0.0)
-    return boards, rewards, alive & ~game.terminated(boards), nodes, hits, carried, graph
-
-  graph = None
-  if keep_graph:
-    boards = game.init(jax.random.PRNGKey(0), config.num_games)
-    shapes = jax.eval_shape(lambda: search(jax.random.PRNGKey(0), boards, None)[3])
-    graph = reuse.empty_like(shapes)
-  return game, step, graph
+  return search
 
 
 def _interval(values) -> list[float]:
@@ -192,7 +205,6 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
   `carried_visits_per_move` (root visits kept from the previous move, with reuse),
   `seconds`."""
   import jax
-  import jax.numpy as jnp
 
   unknown = sorted(set(config.modes) - set(MODES))
   if unknown or not config.modes:
@@ -210,53 +222,62 @@ def play_games(config: PlayConfig, progress: bool = False) -> dict:
       leave=False,
     )
   for mode in config.modes:
-    game, step, graph = make_step(config, mode, evaluator, params)
-    boards = game.init(init_key, config.num_games)
-    alive = ~game.terminated(boards)
-    scores = np.zeros(config.num_games)
-    moves = np.zeros(config.num_games, np.int64)
-    node_sum = hit_sum = carried_sum = 0.0
-    start = time.time()
-    move_key = key
-    count = 0
-    while bool(jnp.any(alive)) and (config.max_moves is None or count < config.max_moves):
-      move_key, this_key = jax.random.split(move_key)
-      was_alive = np.asarray(alive)
-      boards, rewards, alive, nodes, hits, carried, graph = step(this_key, boards, alive, graph)
-      scores += np.asarray(rewards)
-      moves += was_alive
-      node_sum += float(np.sum(np.asarray(nodes)[was_alive]))
-      hit_sum += float(np.sum(np.asarray(hits)[was_alive]))
-      carried_sum += float(np.sum(np.asarray(carried)[was_alive]))
-      count += 1
-      if bar is not None:
-        bar.update(int(np.sum(was_alive & ~np.asarray(alive))))
-        bar.set_postfix(mode=mode, move=count, refresh=False)
-    finished = ~np.asarray(alive)
-    if bar is not None:
-      bar.update(int(np.sum(~finished)))
-    largest = 2 ** np.asarray(boards).max(axis=1)
-    tiles, counts = np.unique(largest, return_counts=True)
-    total_moves = max(int(moves.sum()), 1)
-    results[mode] = {
-      "scores": scores.tolist(),
-      "mean_score": float(scores.mean()),
-      "score_ci95": _interval(scores),
-      "largest_tiles": {str(int(tile)): int(n) for tile, n in zip(tiles, counts, strict=True)},
-      "moves": moves.tolist(),
-      "mean_moves": float(moves.mean()),
-      "finished": int(finished.sum()),
-      "nodes_per_move": node_sum / total_moves,
-      "transposition_hits_per_move": hit_sum / total_moves,
-      "carried_visits_per_move": carried_sum / total_moves,
-      "seconds": time.time() - start,
-    }
+    results[mode] = _play_mode(config, mode, evaluator, params, init_key, key, bar)
   if bar is not None:
     bar.close()
   return {
     "config": dataclasses.asdict(config) | {"modes": list(config.modes)},
     "evaluator": evaluator.name,
     "modes": results,
+  }
+
+
+def _play_mode(config: PlayConfig, mode: str, evaluator, params, init_key, key, bar) -> dict:
+  """`play_games`' dict of one mode: its games played to the end (or `max_moves`),
+  the finished ones counted on `bar` (None: no bar)."""
+  import jax
+  import jax.numpy as jnp
+
+  game, step, graph = make_step(config, mode, evaluator, params)
+  boards = game.init(init_key, config.num_games)
+  alive = ~game.terminated(boards)
+  scores = np.zeros(config.num_games)
+  moves = np.zeros(config.num_games, np.int64)
+  node_sum = hit_sum = carried_sum = 0.0
+  start = time.time()
+  move_key = key
+  count = 0
+  while bool(jnp.any(alive)) and (config.max_moves is None or count < config.max_moves):
+    move_key, this_key = jax.random.split(move_key)
+    was_alive = np.asarray(alive)
+    boards, rewards, alive, nodes, hits, carried, graph = step(this_key, boards, alive, graph)
+    scores += np.asarray(rewards)
+    moves += was_alive
+    node_sum += float(np.sum(np.asarray(nodes)[was_alive]))
+    hit_sum += float(np.sum(np.asarray(hits)[was_alive]))
+    carried_sum += float(np.sum(np.asarray(carried)[was_alive]))
+    count += 1
+    if bar is not None:
+      bar.update(int(np.sum(was_alive & ~np.asarray(alive))))
+      bar.set_postfix(mode=mode, move=count, refresh=False)
+  finished = ~np.asarray(alive)
+  if bar is not None:
+    bar.update(int(np.sum(~finished)))
+  largest = 2 ** np.asarray(boards).max(axis=1)
+  tiles, counts = np.unique(largest, return_counts=True)
+  total_moves = max(int(moves.sum()), 1)
+  return {
+    "scores": scores.tolist(),
+    "mean_score": float(scores.mean()),
+    "score_ci95": _interval(scores),
+    "largest_tiles": {str(int(tile)): int(n) for tile, n in zip(tiles, counts, strict=True)},
+    "moves": moves.tolist(),
+    "mean_moves": float(moves.mean()),
+    "finished": int(finished.sum()),
+    "nodes_per_move": node_sum / total_moves,
+    "transposition_hits_per_move": hit_sum / total_moves,
+    "carried_visits_per_move": carried_sum / total_moves,
+    "seconds": time.time() - start,
   }
 
 
@@ -354,6 +375,7 @@ def _game(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+  # Long: one add_argument per flag.
   parser = OneLineErrorParser(
     prog=PROG,
     description=(

@@ -32,7 +32,8 @@ from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
 PROG = "mcgs-jax search"
-CONNECT_FOUR_MAX_EMPTY = 16  # the solver takes ~0.03 s with 14 empty cells
+# Exact solving is quick up to here (benchmarks/RESULTS.md, "Connect-four end-game accuracy").
+CONNECT_FOUR_MAX_EMPTY = 16
 _CONNECT_FOUR_CELLS = 42
 
 
@@ -64,6 +65,7 @@ More --simulations, or --solver, help.
 
 
 def build_parser() -> argparse.ArgumentParser:
+  # Long: one add_argument per flag.
   parser = OneLineErrorParser(
     prog=PROG,
     formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -305,13 +307,26 @@ def _action_label(game, spec: str, action: int) -> str:
 def search_positions(args, positions: list[list[int]]) -> list[dict]:
   """Searches every position in one batch; returns one report dict per position."""
   import jax
-  import jax.numpy as jnp
-  import numpy as np
-
-  from mcgs_jax._src import proofs
 
   evaluator = args.evaluator
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
+  states, batch = _position_batch(game, args, positions)
+  search = _jitted_search(
+    game, args.policy, args.simulations, not args.no_transpositions, args.solver
+  )
+  output = search(jax.random.PRNGKey(args.seed), batch)
+  roots = _root_statistics(game, output, batch)
+  return [
+    _position_report(game, args, moves, state, {name: value[b] for name, value in roots.items()})
+    for b, (moves, state) in enumerate(zip(positions, states, strict=True))
+  ]
+
+
+def _position_batch(game, args, positions: list[list[int]]):
+  """`(states, batch)`: the state after each position's moves, and all of them
+  stacked; ValueError naming a position whose game is over."""
+  import jax
+  import jax.numpy as jnp
 
   states = []
   for number, moves in enumerate(positions, start=1):
@@ -321,79 +336,103 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     if bool(state.terminated) or bool(getattr(state, "truncated", False)):
       raise ValueError(f"{source}: position {where}: the game is over, nothing to search")
     states.append(state)
-  batch = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+  return states, jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
 
-  search = _jitted_search(
-    game, args.policy, args.simulations, not args.no_transpositions, args.solver
-  )
-  output = search(jax.random.PRNGKey(args.seed), batch)
+
+def _root_statistics(game, output, batch) -> dict[str, Any]:
+  """The root statistics of the batch's search, numpy, `[B, ...]`: per action
+  (`visits`, `q`, `prior`, `legal`, `proven`, `proven_value`, `[B, A]`) and per root
+  (`root_value`, `num_nodes`, `hits`, `chosen`, `root_proven`, `root_proven_value`)."""
+  import jax
+  import numpy as np
+
+  from mcgs_jax._src import proofs
+
   graph = output.search_graph
   summary = graph.summary()
-  visits = np.asarray(summary.visit_counts)
-  qvalues = np.asarray(summary.qvalues)
-  root_values = np.asarray(summary.value)
-  priors = np.asarray(jax.nn.softmax(graph.children_prior_logits[:, 0], axis=-1))
-  legal = np.asarray(~game.invalid_actions(batch))
-  num_nodes = np.asarray(graph.num_nodes)
-  hits = np.asarray(graph.transposition_hits)
-  chosen = np.asarray(output.action)
   proven, proven_values = jax.vmap(proofs.proven_edges, in_axes=(0, None))(graph, 0)
-  proven, proven_values = np.asarray(proven), np.asarray(proven_values)
+  arrays = dict(
+    visits=summary.visit_counts,
+    q=summary.qvalues,
+    prior=jax.nn.softmax(graph.children_prior_logits[:, 0], axis=-1),
+    legal=~game.invalid_actions(batch),
+    proven=proven,
+    proven_value=proven_values,
+    root_value=summary.value,
+    num_nodes=graph.num_nodes,
+    hits=graph.transposition_hits,
+    chosen=output.action,
+    root_proven=graph.node_proven[:, 0],
+    root_proven_value=graph.proven_values[:, 0],
+  )
+  return {name: np.asarray(value) for name, value in arrays.items()}
 
-  reports = []
-  for b, (moves, state) in enumerate(zip(positions, states, strict=True)):
-    exact = _exact_action_values(game, args.game, moves, state)
-    best = max(exact.values()) if exact else None
-    # muzero samples its action; the report shows the most visited one instead,
-    # unless the solver decided the root.
-    decided = args.solver and (
-      bool(graph.node_proven[b, 0]) or bool(np.any(proven[b] & (proven_values[b] >= 1)))
-    )
-    action = int(chosen[b]) if args.policy == "gumbel" or decided else int(np.argmax(visits[b]))
-    rows = []
-    for a in np.flatnonzero(legal[b]):
-      row: dict[str, Any] = {
-        "action": int(a),
-        "visits": int(visits[b, a]),
-        "q": float(qvalues[b, a]),
-        "prior": float(priors[b, a]),
-      }
-      label = _action_label(game, args.game, int(a))
-      if label:
-        row["label"] = label
-      if args.solver:
-        row["proven"] = bool(proven[b, a])
-        if proven[b, a]:
-          row["proven_value"] = float(proven_values[b, a])
-      if exact is not None:
-        row["minimax"] = int(exact[int(a)])
-        row["optimal"] = exact[int(a)] == best
-      rows.append(row)
-    rows.sort(key=lambda row: (-row["visits"], row["action"]))
-    report = {
-      "game": args.game,
-      "moves": list(moves),
-      "policy": args.policy,
-      "evaluator": evaluator,
-      "rollouts": args.rollouts,
-      "simulations": args.simulations,
-      "transpositions": not args.no_transpositions,
-      "action": action,
-      "root_value": float(root_values[b]),
-      "num_nodes": int(num_nodes[b]),
-      "transposition_hits": int(hits[b]),
-      "actions": rows,
+
+def _position_report(game, args, moves: list[int], state, root: dict[str, Any]) -> dict:
+  """The report dict of one position, `root` its `_root_statistics`."""
+  import numpy as np
+
+  exact = _exact_action_values(game, args.game, moves, state)
+  best = max(exact.values()) if exact else None
+  # muzero samples its action; the report shows the most visited one instead,
+  # unless the solver decided the root.
+  decided = args.solver and (
+    bool(root["root_proven"]) or bool(np.any(root["proven"] & (root["proven_value"] >= 1)))
+  )
+  action = (
+    int(root["chosen"]) if args.policy == "gumbel" or decided else int(np.argmax(root["visits"]))
+  )
+  report = {
+    "game": args.game,
+    "moves": list(moves),
+    "policy": args.policy,
+    "evaluator": args.evaluator,
+    "rollouts": args.rollouts,
+    "simulations": args.simulations,
+    "transpositions": not args.no_transpositions,
+    "action": action,
+    "root_value": float(root["root_value"]),
+    "num_nodes": int(root["num_nodes"]),
+    "transposition_hits": int(root["hits"]),
+    "actions": _action_rows(game, args, root, exact, best),
+  }
+  if args.solver:
+    report["root_proven"] = bool(root["root_proven"])
+    if report["root_proven"]:
+      report["root_proven_value"] = float(root["root_proven_value"])
+  if exact is not None and best is not None:
+    report["minimax_value"] = int(best)
+    report["optimal_actions"] = sorted(a for a, v in exact.items() if v == best)
+    report["action_is_optimal"] = action in report["optimal_actions"]
+  return report
+
+
+def _action_rows(game, args, root: dict[str, Any], exact, best) -> list[dict]:
+  """The rows of one position's legal actions, most visited first; `exact` the
+  minimax values where known (`best` the largest)."""
+  import numpy as np
+
+  rows = []
+  for a in np.flatnonzero(root["legal"]):
+    row: dict[str, Any] = {
+      "action": int(a),
+      "visits": int(root["visits"][a]),
+      "q": float(root["q"][a]),
+      "prior": float(root["prior"][a]),
     }
+    label = _action_label(game, args.game, int(a))
+    if label:
+      row["label"] = label
     if args.solver:
-      report["root_proven"] = bool(graph.node_proven[b, 0])
-      if report["root_proven"]:
-        report["root_proven_value"] = float(graph.proven_values[b, 0])
-    if exact is not None and best is not None:
-      report["minimax_value"] = int(best)
-      report["optimal_actions"] = sorted(a for a, v in exact.items() if v == best)
-      report["action_is_optimal"] = action in report["optimal_actions"]
-    reports.append(report)
-  return reports
+      row["proven"] = bool(root["proven"][a])
+      if root["proven"][a]:
+        row["proven_value"] = float(root["proven_value"][a])
+    if exact is not None:
+      row["minimax"] = int(exact[int(a)])
+      row["optimal"] = exact[int(a)] == best
+    rows.append(row)
+  rows.sort(key=lambda row: (-row["visits"], row["action"]))
+  return rows
 
 
 # ---------------------------------------------------------------------------------

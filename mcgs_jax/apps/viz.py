@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from mcgs_jax._src.graph import ROOT_INDEX
+from mcgs_jax import ROOT_INDEX
 
 ActionLabels = Sequence[str] | Callable[[int], str] | None
 
@@ -95,21 +95,7 @@ def subgraph(
   visits = _one_game(graph.node_visits, game_index, 1)
   num_nodes = int(_one_game(graph.num_nodes, game_index, 0))
 
-  # Incoming edges over the whole game, and shortest depths (plain BFS).
-  used = children[:num_nodes]
-  in_degree: dict[int, int] = {}
-  for child in used[used >= 0].tolist():
-    in_degree[child] = in_degree.get(child, 0) + 1
-  depth = {ROOT_INDEX: 0}
-  frontier = [ROOT_INDEX]
-  while frontier:
-    next_frontier = []
-    for node in frontier:
-      for child in children[node].tolist():
-        if child >= 0 and child not in depth:
-          depth[child] = depth[node] + 1
-          next_frontier.append(child)
-    frontier = next_frontier
+  in_degree, depth = _in_degrees_and_depths(children, num_nodes)
 
   # Best-first by visits from the root, within max_depth.
   limit = num_nodes if max_nodes is None else min(max_nodes, num_nodes)
@@ -146,6 +132,27 @@ def subgraph(
     proven_values=_one_game(graph.proven_values, game_index, 1),
     total_nodes=num_nodes,
   )
+
+
+def _in_degrees_and_depths(children, num_nodes: int) -> tuple[dict[int, int], dict[int, int]]:
+  """`(in_degree, depth)` of one game's graph (`children` `[N, A]`): incoming edges
+  of every node over the whole game, and the shortest depth from the root of every
+  node it reaches (plain BFS)."""
+  used = children[:num_nodes]
+  in_degree: dict[int, int] = {}
+  for child in used[used >= 0].tolist():
+    in_degree[child] = in_degree.get(child, 0) + 1
+  depth = {ROOT_INDEX: 0}
+  frontier = [ROOT_INDEX]
+  while frontier:
+    next_frontier = []
+    for node in frontier:
+      for child in children[node].tolist():
+        if child >= 0 and child not in depth:
+          depth[child] = depth[node] + 1
+          next_frontier.append(child)
+    frontier = next_frontier
+  return in_degree, depth
 
 
 def _action_label(action: int, action_labels: ActionLabels) -> str:
@@ -305,8 +312,6 @@ def plot_graph(
     The matplotlib `Axes`.
   """
   import matplotlib.pyplot as plt
-  from matplotlib.collections import LineCollection
-  from matplotlib.lines import Line2D
 
   sub = subgraph(graph, game_index, max_nodes=max_nodes, max_depth=max_depth)
   position = layered_layout(sub)
@@ -315,6 +320,16 @@ def plot_graph(
     widest = max(list(sub.depth.values()).count(d) for d in range(depth_count))
     _, ax = plt.subplots(figsize=(min(18, 2 + 1.1 * widest), 1.2 + 1.4 * depth_count))
   root_visits = max(int(sub.visits[ROOT_INDEX]), 1)
+  _draw_edges(ax, sub, position, root_visits, action_labels, show_labels)
+  _draw_nodes(ax, sub, position, root_visits, show_labels)
+  _draw_legend_and_axes(ax, sub, game_index)
+  return ax
+
+
+def _draw_edges(ax, sub: SubGraph, position, root_visits: int, action_labels, show_labels):
+  """`plot_graph`'s edges, their width growing with their visits, and with
+  `show_labels` and at most 30 of them their actions."""
+  from matplotlib.collections import LineCollection
 
   segments = [
     _edge_path(position[p], position[c], sub.depth[c] <= sub.depth[p]) for p, _, c, _ in sub.edges
@@ -338,6 +353,10 @@ def plot_graph(
         bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
       )
 
+
+def _draw_nodes(ax, sub: SubGraph, position, root_visits: int, show_labels: bool):
+  """`plot_graph`'s nodes, one scatter of each kind, and with `show_labels` their
+  `N` / `Q` labels."""
   kinds: dict[str, list[int]] = {"node": [], "shared": [], "terminal": []}
   for node in sub.nodes:
     kind = "shared" if sub.is_shared(node) else "terminal" if sub.terminal[node] else "node"
@@ -380,6 +399,11 @@ def plot_graph(
         zorder=4,
       )
 
+
+def _draw_legend_and_axes(ax, sub: SubGraph, game_index: int):
+  """`plot_graph`'s legend of the node kinds, depth axis and title."""
+  from matplotlib.lines import Line2D
+
   handles = [
     Line2D([], [], marker="o", ls="", color=NODE_COLOR, mec="#343a40", label="node"),
     Line2D(
@@ -410,4 +434,3 @@ def plot_graph(
     f"game {game_index}: {len(sub.nodes)} of {sub.total_nodes} nodes (labels: N, Q; width: visits)",
     fontsize=10,
   )
-  return ax

@@ -1,0 +1,254 @@
+"""The settings of a training run: `Config`, every field checked at construction
+(`check_config`)."""
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# Policies whose `action_weights` are a training target (see `make_self_play`).
+TRAINING_POLICIES = ("muzero", "gumbel")
+
+ENGINES = ("mcgs", "mctx")
+POLICY_TARGETS = ("all", "new")
+MAX_SIMULATIONS = 1_000_000
+MAX_SEED = 2**32 - 1
+
+
+@dataclasses.dataclass
+class Config:
+  """Everything one training run needs.
+
+  Attributes:
+    game: pgx env id (`"connect_four"`, `"tic_tac_toe"`).
+    num_games: self-play games per iteration, played as one batch.
+    num_simulations: search playouts per move (self-play and evaluation).
+    policy: `"muzero"` (PUCT, Dirichlet noise, move sampled from the visit counts
+      at `temperature`) or `"gumbel"` (Gumbel MuZero).
+    engine: `"mcgs"` (this library) or `"mctx"` (self-play searches with DeepMind's
+      `mctx.muzero_policy` / `gumbel_muzero_policy`: a tree from scratch at every
+      move, the baseline a switching user compares with; `transpositions` and
+      `reuse` must then be False).
+    transpositions: search a graph (True, the point of this package) or a tree.
+    reuse: each self-play game keeps its searched graph between moves
+      (`mcgs_jax.reroot` by the move played) and the next search continues it;
+      Dirichlet noise is mixed into every new root's prior all the same. A game
+      that ends gets an empty graph.
+    capacity: nodes per game of the self-play graph (default `num_simulations +
+      1`, or `4 * num_simulations + 1` with `reuse`); playouts that find it full
+      are counted per iteration (`capacity_overflows`).
+    policy_target: with `reuse`, what the muzero policy target counts at a reused
+      root: `"new"` (only this search's `num_simulations` root visits; the default,
+      stronger than `"all"` at equal wall time: `benchmarks/RESULTS.md`, "With the
+      policy target of the search's own visits")
+      or `"all"` (the visit distribution over every root edge visit, those the
+      previous searches left included: `action_weights`). Without reuse both are
+      the same. Gumbel's target is its improved policy whatever this says.
+    solver: self-play searches prove exact values (`GraphOptions.solver`, the
+      MCTS-solver; engine `"mcgs"` only): a proven root plays its best proven move,
+      and its policy target stays the search's visits (selection spends no playout
+      on edges proven worse, so the target leaves them out).
+    full_search_probability: playout cap randomization (KataGo, "Accelerating
+      Self-Play Learning in Go", Wu 2019): each move of the batch is searched with
+      `num_simulations` with this probability, else with `fast_simulations`
+      without root noise; only full-search positions are policy targets, every
+      position is a value target. 1.0 (default): every move is a full search. The
+      coin is drawn once per move for the whole batch (the games move together).
+    forced_playouts: KataGo's forced playouts with policy target pruning (muzero
+      only; `k`, 2 in the paper; 0: off): the full searches give each root child
+      `sqrt(k * P(c) * sum N)` playouts at least
+      (`mcgs_jax.muzero_policy(..., forced_playouts=k)`), and the policy target is
+      `mcgs_jax.prune_forced_playouts` of the visits it counts (`policy_target`).
+    fast_simulations: simulations of a fast search (default `num_simulations // 4`,
+      at least 1); used only with `full_search_probability < 1`.
+    temperature: self-play move temperature of the muzero policy.
+    hidden: widths of the MLP policy-value network's hidden layers.
+    learning_rate: Adam step size.
+    l2: weight of the sum of squared weights in the loss.
+    buffer_size: positions the replay buffer holds (oldest overwritten first).
+    train_batch_size: positions per training step.
+    train_steps: training steps per iteration.
+    iterations: self-play / training iterations.
+    eval_games: arena games per opponent per evaluation (0: no evaluation).
+    eval_every: evaluate every this many iterations (and after the last one).
+    eval_opening_moves: uniformly random opening plies of each arena game. Arena
+      agents play greedily without noise, so this is what makes games differ;
+      each opening is played once with each colour.
+    seed: seeds everything.
+    checkpoint_dir: where checkpoints go (None: none written).
+    checkpoint_every: with `checkpoint_dir`, write a checkpoint every this many
+      iterations (0: only at `checkpoint_at` and after the last iteration).
+    checkpoint_at: with `checkpoint_dir`, iterations that also get a checkpoint;
+      0 means the initial network, before any training.
+    max_seconds: a wall-time budget (compilation included): no iteration starts
+      when the time since the start plus the last iteration's time would pass it
+      (None: run every iteration). With it, runs that differ in speed can be
+      compared at equal wall time.
+    progress: show a tqdm bar (where tqdm is installed; else a line per iteration).
+    devices: devices to train on, data-parallel (`mcgs_jax.apps.data_parallel`):
+      None for every device of every process (`jax.devices()`), 1 for one device.
+      With several, `num_games` and `train_batch_size` must be multiples of the
+      count; self-play plays the same games as on one device, and the params agree
+      with one device's to rounding (a step sums its batch in another order).
+  """
+
+  game: str = "connect_four"
+  num_games: int = 64
+  num_simulations: int = 32
+  policy: str = "muzero"
+  engine: str = "mcgs"
+  transpositions: bool = True
+  reuse: bool = True
+  capacity: int | None = None
+  policy_target: str = "new"
+  solver: bool = False
+  full_search_probability: float = 1.0
+  fast_simulations: int | None = None
+  forced_playouts: float = 0.0
+  temperature: float = 1.0
+  hidden: Sequence[int] = (128, 128)
+  learning_rate: float = 1e-3
+  l2: float = 1e-4
+  buffer_size: int = 20_000
+  train_batch_size: int = 256
+  train_steps: int = 100
+  iterations: int = 10
+  eval_games: int = 32
+  eval_every: int = 1
+  eval_opening_moves: int = 2
+  seed: int = 0
+  checkpoint_dir: str | None = None
+  checkpoint_every: int = 1
+  checkpoint_at: Sequence[int] = ()
+  max_seconds: float | None = None
+  progress: bool = True
+  devices: int | None = None
+
+  def __post_init__(self):
+    check_config(self)
+
+  @property
+  def search_capacity(self) -> int:
+    """Nodes per game of the self-play graph (`capacity` or its default)."""
+    if self.capacity is not None:
+      return int(self.capacity)
+    return 4 * self.num_simulations + 1 if self.reuse else self.num_simulations + 1
+
+  @property
+  def playout_cap(self) -> bool:
+    """Whether some moves get the fast search (`full_search_probability < 1`)."""
+    return float(self.full_search_probability) < 1.0
+
+  @property
+  def fast_search_simulations(self) -> int:
+    """Simulations of a fast search (`fast_simulations` or its default)."""
+    if self.fast_simulations is not None:
+      return int(self.fast_simulations)
+    return max(1, self.num_simulations // 4)
+
+  @classmethod
+  def quick(cls, **overrides) -> "Config":
+    """A tic_tac_toe run small enough for a test or a notebook."""
+    values: dict[str, Any] = dict(
+      game="tic_tac_toe",
+      num_games=32,
+      num_simulations=16,
+      hidden=(64, 64),
+      buffer_size=5_000,
+      train_batch_size=128,
+      train_steps=30,
+      iterations=3,
+      eval_games=8,
+      learning_rate=3e-3,
+    )
+    values.update(overrides)
+    return cls(**values)
+
+
+def check_config(config: "Config") -> None:
+  # Long: one check per field of `Config`, in the order of its fields.
+  """ValueError naming the first field of `config` out of its range (what every
+  `Config` runs at construction; `mcgs-jax train` reports it with the flag)."""
+
+  def need(ok: bool, field: str, expected: str) -> None:
+    if not ok:
+      raise ValueError(f"{field} must be {expected}, got {getattr(config, field)!r}")
+
+  def integer(field: str, minimum: int, maximum: int | None = None) -> None:
+    value = getattr(config, field)
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    ok = ok and value >= minimum and (maximum is None or value <= maximum)
+    expected = (
+      f"an integer >= {minimum}" if maximum is None else (f"an integer from {minimum} to {maximum}")
+    )
+    need(ok, field, expected)
+
+  def real(field: str, low: float, *, strict: bool) -> None:
+    value = getattr(config, field)
+    ok = isinstance(value, (int, float, np.floating)) and math.isfinite(float(value))
+    ok = ok and (float(value) > low if strict else float(value) >= low)
+    need(ok, field, f"a finite number {'>' if strict else '>='} {low:g}")
+
+  need(isinstance(config.game, str) and bool(config.game), "game", "a pgx game id")
+  integer("num_games", 1)
+  integer("num_simulations", 1, MAX_SIMULATIONS)
+  need(config.policy in TRAINING_POLICIES, "policy", f"one of {TRAINING_POLICIES}")
+  need(config.engine in ENGINES, "engine", f"one of {ENGINES}")
+  need(config.policy_target in POLICY_TARGETS, "policy_target", f"one of {POLICY_TARGETS}")
+  if config.engine == "mctx":
+    need(not config.transpositions, "transpositions", "False with engine 'mctx' (a tree)")
+    need(not config.reuse, "reuse", "False with engine 'mctx' (mctx cannot keep its tree)")
+    need(config.capacity is None, "capacity", "None with engine 'mctx'")
+    need(not config.solver, "solver", "False with engine 'mctx' (mctx has no solver)")
+  if config.capacity is not None:
+    integer("capacity", 2)
+  real("temperature", 0.0, strict=False)
+  real("forced_playouts", 0.0, strict=False)
+  need(
+    config.forced_playouts == 0 or config.policy == "muzero",
+    "forced_playouts",
+    "0 with policy 'gumbel' (forced playouts are a PUCT root rule)",
+  )
+  real("full_search_probability", 0.0, strict=True)
+  need(config.full_search_probability <= 1.0, "full_search_probability", "in (0, 1]")
+  if config.fast_simulations is not None:
+    integer("fast_simulations", 1, max(1, config.num_simulations - 1))
+    need(
+      config.fast_simulations < config.num_simulations,
+      "fast_simulations",
+      f"fewer than num_simulations ({config.num_simulations})",
+    )
+  hidden = tuple(config.hidden)
+  need(
+    len(hidden) > 0
+    and all(isinstance(width, (int, np.integer)) and width >= 1 for width in hidden),
+    "hidden",
+    "one or more positive layer widths",
+  )
+  real("learning_rate", 0.0, strict=True)
+  real("l2", 0.0, strict=False)
+  integer("buffer_size", 1)
+  integer("train_batch_size", 1)
+  integer("train_steps", 1)
+  integer("iterations", 1)
+  integer("eval_games", 0)
+  need(
+    config.eval_games == 0 or config.eval_games % 2 == 0,
+    "eval_games",
+    "0 or even (each arena opening is played with both colours)",
+  )
+  integer("eval_every", 1)
+  integer("eval_opening_moves", 0)
+  integer("seed", 0, MAX_SEED)
+  integer("checkpoint_every", 0)
+  need(
+    all(isinstance(at, (int, np.integer)) and at >= 0 for at in config.checkpoint_at),
+    "checkpoint_at",
+    "iterations >= 0",
+  )
+  if config.max_seconds is not None:
+    real("max_seconds", 0.0, strict=True)
+  if config.devices is not None:
+    integer("devices", 1)
