@@ -8,6 +8,7 @@ import pytest
 
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax.games import adapter, evaluators
+from mcgs_jax.games.nim import Nim
 
 FLOAT32_MIN = np.finfo(np.float32).min
 
@@ -280,10 +281,9 @@ def test_play_rejects_bad_moves(connect_four, moves, message):
 
 
 def test_nim_rewards_taking_the_last_stone():
-  nim = pytest.importorskip("mcgs_jax.games.nim")
   game = adapter.make_game("nim:3,4,5")
   env = game.env
-  assert isinstance(env, nim.Nim) and game.num_actions == 15
+  assert isinstance(env, Nim) and game.num_actions == 15
   only_last_heap = game.play([env.action(0, 3), env.action(1, 4)])  # heaps (0, 0, 5)
   state = repeat_state(only_last_heap, 2)
   action = jnp.array([env.action(2, 5), env.action(2, 1)], jnp.int32)
@@ -300,7 +300,6 @@ def test_nim_rewards_taking_the_last_stone():
 
 
 def test_dag_spec_arguments():
-  pytest.importorskip("mcgs_jax.games.dag")
   game = adapter.make_game("dag:actions=3,depth=6,width=5,seed=0", lanes=4)
   assert game.num_actions == 3
   assert (game.env.depth, game.env.width) == (6, 5)
@@ -351,7 +350,6 @@ def test_game_is_a_static_argument_of_jit(connect_four):
 
 
 def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
-  pytest.importorskip("mcgs_jax.games.dag")
   game = adapter.make_game("dag:actions=4,depth=1,width=6,seed=3")
   env = game.env
   outcomes = env.terminal_values[env.next_index[0, 0]]  # for the mover, per action
