@@ -9,7 +9,7 @@ positions as one batch; the score is the share of positions whose chosen move (t
 most visited root action) is optimal according to the solver.
 
 Usage:
-  python benchmarks/endgame_accuracy.py [--positions 48] [--simulations 64,256,1024]
+  python -m benchmarks.endgame_accuracy [--positions 48] [--simulations 64,256,1024]
                                          [--quick] [--write]
 """
 
@@ -20,9 +20,9 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 
@@ -166,7 +166,7 @@ def main(argv=None):
     f"the legal moves are optimal, i.e. a random legal move is right that often); "
     f"`uct_policy`, c = {C}, random-rollout evaluator (1 rollout), capacity S + 1, "
     f"all positions in one jitted batch per row. Solving took {solve_seconds:.1f} s. "
-    f"Regenerate: `python benchmarks/endgame_accuracy.py --positions {num_positions} "
+    f"Regenerate: `python -m benchmarks.endgame_accuracy --positions {num_positions} "
     f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} "
     f"--num-parallel {args.num_parallel} --write`. K: playouts per game per step "
     f"(`num_parallel`, virtual loss).",

@@ -6,7 +6,7 @@ Reports the latency of one search (median of repeats), simulations per second, t
 ratio to mctx, and the playouts dropped as collisions. Search quality at equal
 simulations is measured by `benchmarks/endgame_accuracy.py --num-parallel K`.
 
-Usage: python benchmarks/parallel.py [--batch-sizes 1,64] [--simulations 64,256]
+Usage: python -m benchmarks.parallel [--batch-sizes 1,64] [--simulations 64,256]
                                      [--parallel 1,4,8,16] [--repeats 3] [--json FILE]
 """
 

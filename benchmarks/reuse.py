@@ -4,7 +4,7 @@ Self-play with `muzero_policy` and `reroot` (uniform evaluator), graph and tree 
 prints the markdown rows recorded in benchmarks/RESULTS.md, and the time of one
 `reroot` against one search.
 
-Usage: python benchmarks/reuse.py
+Usage: python -m benchmarks.reuse
 """
 
 import time

@@ -20,7 +20,7 @@ visited action (a custom `loop_fn` around the simulation body, `lax.scan`): the 
 capacity), so this gives the "stop after S" choice for every S = 1..400 at once.
 
 Usage:
-  python benchmarks/seed003.py [--seeds 12,24] [--quick] [--write]
+  python -m benchmarks.seed003 [--seeds 12,24] [--quick] [--write]
 """
 
 import argparse
@@ -30,9 +30,9 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -280,7 +280,7 @@ def main(argv=None):
     for heaps in ((2, 4), (3, 4, 5))
   ]
   table = report(results, num_simulations)
-  command = "python benchmarks/seed003.py " + " ".join(
+  command = "python -m benchmarks.seed003 " + " ".join(
     a for a in (f"--seeds {args.seeds}", "--quick" if args.quick else "") if a
   )
   section = (

@@ -8,7 +8,7 @@ with the random-rollout evaluator, temperature 0; reports how many seeds play th
 winning move and how many roots are proven, and per mode the fewest S from which on
 (at every larger S of the list too) all 12 roots are proven.
 
-Usage: python benchmarks/solver_nim.py [--simulations 200,400,800,1600,3200] [--write]
+Usage: python -m benchmarks.solver_nim [--simulations 200,400,800,1600,3200] [--write]
 """
 
 import argparse
@@ -17,9 +17,9 @@ import datetime
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -94,7 +94,7 @@ def main(argv=None):
       "",
       "`muzero_policy(solver=True)`, random-rollout evaluator, temperature 0, 12 seeds "
       "per row (one batch), capacity S + 1. Regenerate: "
-      f"`python benchmarks/solver_nim.py --simulations {args.simulations} --write`.",
+      f"`python -m benchmarks.solver_nim --simulations {args.simulations} --write`.",
       "",
       "| mode | stop_rule | S | winning move played | root proven | nodes (mean) |",
       "|---|---|---|---|---|---|",

@@ -36,7 +36,7 @@ is compared with the same search without those keywords; identical graphs mean t
 keyword had no effect (`--no-probe` turns this off).
 
 Usage:
-  python benchmarks/transpositions.py [--simulations 200,800,3200] [--searches 16]
+  python -m benchmarks.transpositions [--simulations 200,800,3200] [--searches 16]
       [--positions nim345,nim4,dag] [--evaluators uniform,rollout]
       [--variants "tree,graph catch_up,graph never"] [--json out.json] [--write]
 """
@@ -56,9 +56,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
@@ -604,7 +604,7 @@ def main(argv=None):
   total_seconds = time.perf_counter() - started
 
   command = (
-    "python benchmarks/transpositions.py "
+    "python -m benchmarks.transpositions "
     f"--simulations {','.join(map(str, simulations))} --searches {args.searches} "
     f"--positions {args.positions} --evaluators {args.evaluators} "
     f'--variants "{",".join(variant_names)}" --policy {args.policy} '
