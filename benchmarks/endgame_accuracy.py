@@ -23,6 +23,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 
@@ -81,16 +82,14 @@ def make_search(game, num_simulations, **options):
   @jax.jit
   def search(key, state):
     root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    out = mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    out = search_game(
+      mg.uct_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
+      search_key,
+      root_key=root_key,
       c=C,
-      hash_fn=game.hash_fn,
       capacity=num_simulations + 1,
       **options,
     )

@@ -33,6 +33,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -76,16 +77,14 @@ def run_nim(heaps, num_games, num_simulations, transpositions, seed=0):
       jax.random.split(key, num_games)
     )
     root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    out = mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    out = search_game(
+      mg.uct_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
+      search_key,
+      root_key=root_key,
       c=C,
-      hash_fn=game.hash_fn,
       transpositions=transpositions,
       capacity=num_simulations + 1,
       loop_fn=recording_loop(records),

@@ -20,6 +20,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -37,15 +38,13 @@ def run(num_simulations, transpositions, stop_rule, seed=0):
   def search(key):
     keys = jax.random.split(key, SEEDS)
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(HEAPS)))(keys)
-    root = game.root(None, keys[0], state)
-    return mg.muzero_policy(
-      None,
-      keys[1],
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.muzero_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
+      keys[1],
+      root_key=keys[0],
       transpositions=transpositions,
       stop_rule=stop_rule,
       solver=True,

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from helpers import search_game
 
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax.games import adapter, evaluators
@@ -122,19 +123,17 @@ def test_a_search_without_stored_observations_is_the_same_search(spec):
   for store in (True, False):
     game = adapter.make_game(spec, observation_evaluator, store_observation=store)
     state = game.init(jax.random.PRNGKey(3), 4)
-    root = game.root(None, jax.random.PRNGKey(4), state)
     outputs[store] = jax.jit(
-      lambda root, game=game, state=state: muzero_policy(
-        None,
-        jax.random.PRNGKey(5),
-        root,
-        game.recurrent_fn,
+      lambda state, game=game: search_game(
+        muzero_policy,
+        game,
+        state,
         24,
-        invalid_actions=game.invalid_actions(state),
-        hash_fn=game.hash_fn,
+        jax.random.PRNGKey(5),
+        root_key=jax.random.PRNGKey(4),
         dirichlet_fraction=0.0,  # not what this checks; a smaller program without it
       )
-    )(root)
+    )(state)
     stored = outputs[store].search_graph.embeddings
     observation_shape = state.observation.shape[1:]
     assert stored.observation.shape[2:] == (observation_shape if store else (0,))
@@ -379,17 +378,7 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
 
   @jax.jit
   def search(key):
-    root = game.root(None, key, state)
-    return run(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      16,
-      invalid_actions=invalid,
-      hash_fn=game.hash_fn,
-      solver=True,
-    )
+    return search_game(run, game, state, 16, key, solver=True)
 
   out = search(jax.random.PRNGKey(0))
   graph = out.search_graph

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import search_game
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
@@ -34,16 +35,14 @@ def nim_search(heaps, transpositions):
       jax.random.split(key, NUM_SEEDS)
     )
     root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    return mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.uct_policy,
+      game,
+      state,
       NUM_SIMULATIONS,
-      invalid_actions=game.invalid_actions(state),
+      search_key,
+      root_key=root_key,
       c=1.41,
-      hash_fn=game.hash_fn,
       transpositions=transpositions,
       capacity=NUM_SIMULATIONS + 1,
     )

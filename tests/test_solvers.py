@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import search_game
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -353,15 +354,13 @@ def nim_search(heaps, num_simulations, transpositions, num_games=12):
   def run(key):
     keys = jax.random.split(key, num_games)
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(heaps)))(keys)
-    root = game.root(None, keys[0], state)
-    return mg.muzero_policy(
-      None,
-      keys[1],
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.muzero_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
+      keys[1],
+      root_key=keys[0],
       transpositions=transpositions,
       solver=True,
       temperature=0.0,
@@ -448,17 +447,7 @@ def test_tic_tac_toe_end_game_proofs_are_exact():
 
   @jax.jit
   def run(key):
-    root = game.root(None, key, state)
-    return mg.uct_policy(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      300,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-      solver=True,
-    )
+    return search_game(mg.uct_policy, game, state, 300, key, solver=True)
 
   out = run(jax.random.PRNGKey(0))
   graph = out.search_graph
@@ -491,32 +480,24 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
     jax.random.split(jax.random.PRNGKey(0), 2)
   )
 
-  def search(game, state, root, key, *, solver):
-    """30 playouts of muzero on `game` from `root`, jitted (one program)."""
+  def search(game, state, root_key, key, *, solver):
+    """30 playouts of muzero on `game` from `state`, jitted (one program)."""
     return jax.jit(
-      lambda key: mg.muzero_policy(
-        None,
-        key,
-        root,
-        game.recurrent_fn,
-        30,
-        hash_fn=game.hash_fn,
-        invalid_actions=game.invalid_actions(state),
-        solver=solver,
+      lambda root_key, key: search_game(
+        mg.muzero_policy, game, state, 30, key, root_key=root_key, solver=solver
       )
-    )(key)
+    )(root_key, key)
 
-  root = game.root(None, jax.random.PRNGKey(0), state)
-  plain = search(game, state, root, jax.random.PRNGKey(1), solver=False).search_graph
+  plain = search(game, state, jax.random.PRNGKey(0), jax.random.PRNGKey(1), solver=False)
+  plain = plain.search_graph
   assert np.any(np.asarray(plain.node_terminal))
   assert not np.any(np.asarray(plain.node_proven))
   check_graph(plain, 30, tree_mode=False)
 
   tic_tac_toe = make_game("tic_tac_toe")
   state = tic_tac_toe.init(jax.random.PRNGKey(2), 2)
-  root = tic_tac_toe.root(None, jax.random.PRNGKey(3), state)
   off, on = (
-    search(tic_tac_toe, state, root, jax.random.PRNGKey(4), solver=solver)
+    search(tic_tac_toe, state, jax.random.PRNGKey(3), jax.random.PRNGKey(4), solver=solver)
     for solver in (False, True)
   )
   assert not np.any(np.asarray(on.search_graph.node_terminal))
@@ -536,17 +517,7 @@ def test_gumbel_policy_with_solver_plays_the_proven_win():
 
   @jax.jit
   def run(key):
-    root = game.root(None, key, state)
-    return mg.gumbel_muzero_policy(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      200,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-      solver=True,
-    )
+    return search_game(mg.gumbel_muzero_policy, game, state, 200, key, solver=True)
 
   out = run(jax.random.PRNGKey(4))
   graph = out.search_graph
