@@ -1,12 +1,12 @@
 """How many simulations the MCTS-solver needs on Nim 3-4-5, graph vs tree.
 
-Nim 3-4-5 is seed 003's position where random rollouts mislead (the only winning move
-is to take 2 from the first heap). With `solver=True`, proofs climb from the terminal
-states; on the graph (120 states) they settle the root, on the tree (about a million
-nodes) they cannot at these budgets. For each S: 12 seeds (one batch), `muzero_policy`
-with the random-rollout evaluator, temperature 0; reports how many seeds play the
-winning move and how many roots are proven, and per mode the fewest S from which on
-(at every larger S of the list too) all 12 roots are proven.
+Nim 3-4-5 is the position where random rollouts mislead UCT (`nim_uct_findings.py`;
+the only winning move is to take 2 from the first heap). With `solver=True`, proofs
+climb from the terminal states; on the graph (120 states) they settle the root, on the
+tree (about a million nodes) they cannot at these budgets. For each S: 12 seeds (one
+batch), `muzero_policy` with the random-rollout evaluator, temperature 0; reports how
+many seeds play the winning move and how many roots are proven, and per mode the
+fewest S from which on (at every larger S of the list too) all 12 roots are proven.
 
 Usage: python -m benchmarks.solver_nim [--simulations 200,400,800,1600,3200] [--write]
 """

@@ -427,8 +427,10 @@ def test_nim_proofs_are_exact_and_decide_the_root(heaps):
 
 @pytest.mark.slow
 def test_graph_solver_beats_tree_solver_on_nim_3_4_5():
-  """Seed 003's position: rollouts mislead; proofs on the 120-state graph settle it,
-  while the tree (about a million nodes) cannot be proven at this budget."""
+  """Nim 3-4-5, where random rollouts mislead UCT (the chapter "Tìm kiếm cây Monte
+  Carlo", Monte Carlo tree search; its author is not named): proofs on the 120-state
+  graph settle it, while the tree (about a million nodes) cannot be proven at this
+  budget."""
   _, graph_out = nim_search((3, 4, 5), 800, True)
   _, tree_out = nim_search((3, 4, 5), 800, False)
   assert np.all(np.asarray(graph_out.action) == 1)  # take 2 from heap 0

@@ -1,8 +1,10 @@
-"""The qualitative findings of seed 003 (UCT + random rollouts on Nim), with fixed seeds.
+"""The qualitative findings of the chapter "Tìm kiếm cây Monte Carlo" (Monte Carlo tree
+search; its author is not named) on UCT with random rollouts on Nim, checked against
+minimax, with fixed seeds.
 
-See `benchmarks/seed003.py` for the measurement these thresholds come from. Each test
-searches 12 identical roots as one batch (12 "seeds") with c = 1.41, one random
-rollout per leaf and 400 simulations.
+See `benchmarks/nim_uct_findings.py` for the measurement these thresholds come from.
+Each test searches 12 identical roots as one batch (12 "seeds") with c = 1.41, one
+random rollout per leaf and 400 simulations.
 """
 
 import functools
@@ -61,13 +63,13 @@ def test_nim_2_4_tree_mode_finds_the_winning_move():
   assert optimal == {env.action(1, 2)}  # take 2 from heap B
   chosen = np.asarray(out.action)
   assert np.isin(chosen, list(optimal)).sum() >= NUM_SEEDS - 1
-  # Its estimated win rate is high (the article: 88%); measured ~85% on average.
+  # Its estimated win rate is high (the chapter: 88%).
   q = np.asarray(out.search_graph.summary().qvalues)[:, env.action(1, 2)]
   assert np.mean((q + 1) / 2) > 0.75
 
 
 def test_nim_3_4_5_random_rollouts_mislead():
-  """The article: the right move looks worse (~42%) than a wrong one (~64%)."""
+  """The chapter: the right move looks worse (~42%) than a wrong one (~64%)."""
   out, env = nim_search((3, 4, 5), False)
   right = env.action(0, 2)  # take 2 from heap A
   assert optimal_actions((3, 4, 5), env) == {right}
