@@ -490,8 +490,9 @@ def test_solver_off_proves_nothing_and_changes_nothing_until_a_proof():
       )
     )(root_key, key)
 
-  plain = search(game, state, jax.random.PRNGKey(0), jax.random.PRNGKey(1), solver=False)
-  plain = plain.search_graph
+  plain = search(
+    game, state, jax.random.PRNGKey(0), jax.random.PRNGKey(1), solver=False
+  ).search_graph
   assert np.any(np.asarray(plain.node_terminal))
   assert not np.any(np.asarray(plain.node_proven))
   check_graph(plain, 30, tree_mode=False)
