@@ -1,7 +1,7 @@
 """Speed of mcgs_jax against mctx, side by side in one process.
 
 Same as `mcgs-jax bench`; see `mcgs_jax/benchmark.py` for what is measured.
-Example: python benchmarks/bench_vs_mctx.py --batch-sizes 1024 --simulations 64
+Example: python -m benchmarks.bench_vs_mctx --batch-sizes 1024 --simulations 64
 """
 
 from mcgs_jax.apps.benchmark import main

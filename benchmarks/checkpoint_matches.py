@@ -13,7 +13,7 @@ of A over B with 95% intervals; see `mcgs_jax.apps.arena.elo_interval`).
 Example (the table after RESULTS' 100-iteration run; checkpoints from
 `--checkpoint-dir ck`):
 
-    python benchmarks/checkpoint_matches.py --checkpoint-dir ck \\
+    python -m benchmarks.checkpoint_matches --checkpoint-dir ck \\
         --matches 100:uniform,30:uniform,100:1,100:30 --games 400 --seed 7
 """
 

@@ -12,7 +12,7 @@ Rows alternate between the searches, `--repeats` rounds; each round compiles new
 programs (the simulation count differs by one per round, so no cache serves them).
 The figures are medians, and the ratios are to mctx in the same round.
 
-Usage: python benchmarks/compile_time.py [--repeats 5] [--batch 64] [--simulations 32]
+Usage: python -m benchmarks.compile_time [--repeats 5] [--batch 64] [--simulations 32]
          [--write]
 """
 
@@ -27,12 +27,9 @@ import time
 import jax
 import mctx
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from results_section import emit  # noqa: E402
-
-import mcgs_jax as mg  # noqa: E402
-from mcgs_jax.testing import commuting_game  # noqa: E402
+import mcgs_jax as mg
+from benchmarks.results_section import emit
+from mcgs_jax.testing import commuting_game
 
 # name -> (policy, its extra keywords)
 ENGINES = {
@@ -96,7 +93,7 @@ def main():
     f"{load[0]:.1f} before, jax {jax.__version__}, XLA_FLAGS="
     f"{os.environ.get('XLA_FLAGS', '') or '(none)'})",
     "",
-    f"`python benchmarks/compile_time.py --repeats {args.repeats} --batch {args.batch} "
+    f"`python -m benchmarks.compile_time --repeats {args.repeats} --batch {args.batch} "
     f"--simulations {args.simulations}`: `muzero_policy` on the commuting test game, "
     f"B = {args.batch}, S = {args.simulations} (+1 per round, so that every round compiles "
     "new programs); medians over the rounds. Compile: XLA's `compile()` of the lowered "

@@ -5,8 +5,8 @@ This script times exactly that, alone: a loop of steps, each gathering the row o
 game from 12 tables `[64, N, 7]` float32, with the rows always among the first 65, so the
 data read per step does not depend on `N`. Run it as it is, then pinned to one core:
 
-  python benchmarks/cpu_gather.py              # every core
-  python benchmarks/cpu_gather.py --one-core   # os.sched_setaffinity to one core
+  python -m benchmarks.cpu_gather              # every core
+  python -m benchmarks.cpu_gather --one-core   # os.sched_setaffinity to one core
 
 On a 2-core machine (2026-12-01, benchmarks/RESULTS.md) the step took 5 us for N <= 257
 and 38-40 us for N >= 513 with both cores, and 4.5-5.5 us at every N on one core. The

@@ -10,7 +10,7 @@ device), each run once to compile and then `--repeats` times interleaved; median
 On a CPU the host devices share the same cores, so the ratio measures the cost of
 the partitioning and its collectives, not a speed-up.
 
-    python benchmarks/data_parallel.py [--devices 2] [--games 64] [--simulations 16]
+    python -m benchmarks.data_parallel [--devices 2] [--games 64] [--simulations 16]
 """
 
 import argparse

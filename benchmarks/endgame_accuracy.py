@@ -4,12 +4,12 @@ Positions come from uniformly random play from the empty board, stopped when 10-
 cells are empty (drawn per position); a position is kept when it is not over and the
 exact solver (`solvers.connect_four_values`) says its moves are not all equally good
 (some optimal, some not). For each number of simulations S and each mode, one jitted
-`uct_policy` call (c = 1.41, random-rollout evaluator, as in seed 003) searches all
-positions as one batch; the score is the share of positions whose chosen move (the
-most visited root action) is optimal according to the solver.
+`uct_policy` call (c = 1.41, random-rollout evaluator, as in `nim_uct_findings.py`)
+searches all positions as one batch; the score is the share of positions whose chosen
+move (the most visited root action) is optimal according to the solver.
 
 Usage:
-  python benchmarks/endgame_accuracy.py [--positions 48] [--simulations 64,256,1024]
+  python -m benchmarks.endgame_accuracy [--positions 48] [--simulations 64,256,1024]
                                          [--quick] [--write]
 """
 
@@ -20,9 +20,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 
@@ -81,16 +82,14 @@ def make_search(game, num_simulations, **options):
   @jax.jit
   def search(key, state):
     root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    out = mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    out = search_game(
+      mg.uct_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
+      search_key,
+      root_key=root_key,
       c=C,
-      hash_fn=game.hash_fn,
       capacity=num_simulations + 1,
       **options,
     )
@@ -166,7 +165,7 @@ def main(argv=None):
     f"the legal moves are optimal, i.e. a random legal move is right that often); "
     f"`uct_policy`, c = {C}, random-rollout evaluator (1 rollout), capacity S + 1, "
     f"all positions in one jitted batch per row. Solving took {solve_seconds:.1f} s. "
-    f"Regenerate: `python benchmarks/endgame_accuracy.py --positions {num_positions} "
+    f"Regenerate: `python -m benchmarks.endgame_accuracy --positions {num_positions} "
     f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} "
     f"--num-parallel {args.num_parallel} --write`. K: playouts per game per step "
     f"(`num_parallel`, virtual loss).",

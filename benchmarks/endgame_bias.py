@@ -26,7 +26,7 @@ existing node adds its rollout to that node), `graph solver` (exact values prove
 used; both the tree and the graph may use it: `tree solver`).
 
 Usage:
-  python benchmarks/endgame_bias.py [--positions 160] [--searches 8]
+  python -m benchmarks.endgame_bias [--positions 160] [--searches 8]
       [--position-seeds 101,102,103] [--simulations 256] [--variants ...] [--write]
 """
 
@@ -34,18 +34,14 @@ import argparse
 import datetime
 import os
 import platform
-import sys
 import time
 
 import jax
 import numpy as np
 
+from benchmarks import endgame_accuracy, results_section
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import endgame_accuracy  # noqa: E402
-import results_section  # noqa: E402
 
 C = endgame_accuracy.C
 VARIANTS = {
@@ -171,7 +167,7 @@ def main(argv=None):
     f"times with independent keys by every variant. Accuracy: mean over positions of "
     f"the share of searches choosing an optimal move; the difference from the tree is "
     f"paired by position, 95% interval from the standard error over positions. "
-    f"Solving took {solve_seconds:.0f} s. Regenerate: `python benchmarks/endgame_bias.py "
+    f"Solving took {solve_seconds:.0f} s. Regenerate: `python -m benchmarks.endgame_bias "
     f"--positions {args.positions} --searches {args.searches} --position-seeds "
     f"{args.position_seeds} --simulations {args.simulations} --variants "
     f'"{",".join(variants)}"{" --any-best" if args.any_best else ""}`.',

@@ -33,11 +33,11 @@ case "${1:-run}" in
       --capacity-batch-size 1024 --repeats 3 \
       --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md" || true
     # Several playouts per game per step: B in {1, 64}, S in {64, 256}, K in {1,4,8,16}.
-    timeout 90 python3 benchmarks/parallel.py --batch-sizes 1,64 --simulations 64,256 \
+    timeout 90 python3 -m benchmarks.parallel --batch-sizes 1,64 --simulations 64,256 \
       --parallel 1,4,8,16 --json "$out/parallel_gpu.json" | tee "$out/parallel_gpu.md" || true
     # The default agent's ply, part by part, beside mctx: B in {256, 1024}, 4 and 16
     # plies after a 3-ply opening.
-    timeout 160 python3 benchmarks/profile_ply.py --games 256,1024 --plies 4,16 --repeats 5 \
+    timeout 160 python3 -m benchmarks.profile_ply --games 256,1024 --plies 4,16 --repeats 5 \
       --json "$out/profile_gpu.json" | tee "$out/profile_gpu.md" || true
     ;;
   *) echo "usage: bash benchmarks/gpu.sh fetch|run" >&2; exit 2 ;;

@@ -6,7 +6,7 @@ Reports the latency of one search (median of repeats), simulations per second, t
 ratio to mctx, and the playouts dropped as collisions. Search quality at equal
 simulations is measured by `benchmarks/endgame_accuracy.py --num-parallel K`.
 
-Usage: python benchmarks/parallel.py [--batch-sizes 1,64] [--simulations 64,256]
+Usage: python -m benchmarks.parallel [--batch-sizes 1,64] [--simulations 64,256]
                                      [--parallel 1,4,8,16] [--repeats 3] [--json FILE]
 """
 
@@ -19,6 +19,7 @@ import mctx
 import numpy as np
 
 import mcgs_jax as mg
+from benchmarks.game_search import search_game
 from mcgs_jax.apps.benchmark import random_positions, time_policy
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
@@ -41,14 +42,13 @@ def main(argv=None):
 
   def ours(num_simulations, num_parallel):
     def policy(params, key, state):
-      return mg.muzero_policy(
-        params,
-        key,
-        game.root(params, key, state),
-        game.recurrent_fn,
+      return search_game(
+        mg.muzero_policy,
+        game,
+        state,
         num_simulations,
-        invalid_actions=game.invalid_actions(state),
-        hash_fn=game.hash_fn,
+        key,
+        params=params,
         num_parallel=num_parallel,
       )
 

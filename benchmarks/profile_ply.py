@@ -21,7 +21,7 @@ one compiling run, interleaved with mctx's search in the same process:
 Derived: the solver's share is `search - search, no solver`; selection, linking and
 backup are `search, no solver - evaluations`.
 
-    python benchmarks/profile_ply.py [--games 128,256] [--plies 4,12,20] [--json FILE]
+    python -m benchmarks.profile_ply [--games 128,256] [--plies 4,12,20] [--json FILE]
 """
 
 import argparse

@@ -4,7 +4,7 @@ Self-play with `muzero_policy` and `reroot` (uniform evaluator), graph and tree 
 prints the markdown rows recorded in benchmarks/RESULTS.md, and the time of one
 `reroot` against one search.
 
-Usage: python benchmarks/reuse.py
+Usage: python -m benchmarks.reuse
 """
 
 import time
@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 import mcgs_jax as mg
+from benchmarks.game_search import search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.testing import make_self_play
 
@@ -64,16 +65,7 @@ def time_reroot(
 
   @jax.jit
   def run(key):
-    return mg.muzero_policy(
-      None,
-      key,
-      game.root(None, key, state),
-      game.recurrent_fn,
-      num_simulations,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-      capacity=capacity,
-    )
+    return search_game(mg.muzero_policy, game, state, num_simulations, key, capacity=capacity)
 
   out = jax.block_until_ready(run(jax.random.PRNGKey(1)))
   rerooted = jax.block_until_ready(jitted_reroot(out.search_graph, out.action))

@@ -8,7 +8,7 @@ default self-play (graph kept between moves, capacity `4 S + 1`, no solver) and
 (`mcgs_jax.apps.train.make_self_play`, one jitted `lax.scan` over the moves) after a
 compiling one; runs interleaved, median of `--repeats`.
 
-    python benchmarks/selfplay_time.py [--games 256] [--simulations 32] [--repeats 3]
+    python -m benchmarks.selfplay_time [--games 256] [--simulations 32] [--repeats 3]
 """
 
 import argparse

@@ -1,14 +1,14 @@
 """How many simulations the MCTS-solver needs on Nim 3-4-5, graph vs tree.
 
-Nim 3-4-5 is seed 003's position where random rollouts mislead (the only winning move
-is to take 2 from the first heap). With `solver=True`, proofs climb from the terminal
-states; on the graph (120 states) they settle the root, on the tree (about a million
-nodes) they cannot at these budgets. For each S: 12 seeds (one batch), `muzero_policy`
-with the random-rollout evaluator, temperature 0; reports how many seeds play the
-winning move and how many roots are proven, and per mode the fewest S from which on
-(at every larger S of the list too) all 12 roots are proven.
+Nim 3-4-5 is the position where random rollouts mislead UCT (`nim_uct_findings.py`;
+the only winning move is to take 2 from the first heap). With `solver=True`, proofs
+climb from the terminal states; on the graph (120 states) they settle the root, on the
+tree (about a million nodes) they cannot at these budgets. For each S: 12 seeds (one
+batch), `muzero_policy` with the random-rollout evaluator, temperature 0; reports how
+many seeds play the winning move and how many roots are proven, and per mode the
+fewest S from which on (at every larger S of the list too) all 12 roots are proven.
 
-Usage: python benchmarks/solver_nim.py [--simulations 200,400,800,1600,3200] [--write]
+Usage: python -m benchmarks.solver_nim [--simulations 200,400,800,1600,3200] [--write]
 """
 
 import argparse
@@ -17,9 +17,10 @@ import datetime
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -37,15 +38,13 @@ def run(num_simulations, transpositions, stop_rule, seed=0):
   def search(key):
     keys = jax.random.split(key, SEEDS)
     state = jax.vmap(lambda k: env.init_from_heaps(jnp.array(HEAPS)))(keys)
-    root = game.root(None, keys[0], state)
-    return mg.muzero_policy(
-      None,
-      keys[1],
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.muzero_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
+      keys[1],
+      root_key=keys[0],
       transpositions=transpositions,
       stop_rule=stop_rule,
       solver=True,
@@ -94,7 +93,7 @@ def main(argv=None):
       "",
       "`muzero_policy(solver=True)`, random-rollout evaluator, temperature 0, 12 seeds "
       "per row (one batch), capacity S + 1. Regenerate: "
-      f"`python benchmarks/solver_nim.py --simulations {args.simulations} --write`.",
+      f"`python -m benchmarks.solver_nim --simulations {args.simulations} --write`.",
       "",
       "| mode | stop_rule | S | winning move played | root proven | nodes (mean) |",
       "|---|---|---|---|---|---|",

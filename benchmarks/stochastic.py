@@ -14,7 +14,7 @@ Three parts, each printing markdown tables (the rows recorded in RESULTS.md):
                       most visited move against exact expectimax, graph and tree, at
                       each of --convergence-simulations.
 
-Usage: python benchmarks/stochastic.py [--part play,speed,convergence] [--games 32]
+Usage: python -m benchmarks.stochastic [--part play,speed,convergence] [--games 32]
          [--simulations 64,256] [--evaluator uniform|rollout] [--max-moves N] ...
 """
 
@@ -27,11 +27,9 @@ import time
 import jax
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-from mcgs_jax._src.stochastic import stochastic_muzero_policy  # noqa: E402
-from mcgs_jax.apps import play_command  # noqa: E402
-from mcgs_jax.games import expectimax, play2048  # noqa: E402
+from mcgs_jax import stochastic_muzero_policy
+from mcgs_jax.apps import play_command
+from mcgs_jax.games import expectimax, play2048
 
 
 def play_part(args):

@@ -26,7 +26,7 @@ Simulations are new playouts per move: a kept graph's earlier visits are not cou
 Run it alone on the machine (the seconds are wall time). `--write` appends the
 section to `benchmarks/RESULTS.md`.
 
-    python benchmarks/switching.py [--games 256] [--seed 11] [--tables ...] [--write]
+    python -m benchmarks.switching [--games 256] [--seed 11] [--tables ...] [--write]
 """
 
 import argparse
@@ -37,8 +37,8 @@ import platform
 import time
 
 import jax
-import results_section  # sibling module: scripts run from benchmarks/
 
+from benchmarks import results_section
 from mcgs_jax.apps import arena, arena_command, train
 
 TABLES = ("equal-sims", "equal-time", "per-compute")
@@ -134,7 +134,7 @@ def main(argv=None):
     f"{args.openings}-ply openings with both colours, seed {args.seed}. Simulations are "
     "new playouts per move (what a kept graph already holds is not counted). Search "
     f"seconds per ply: one search of all {args.games} games, `reroot` included, wall "
-    "time, after the first (compiling) ply. Regenerate: `python benchmarks/switching.py "
+    "time, after the first (compiling) ply. Regenerate: `python -m benchmarks.switching "
     f"--games {args.games} --seed {args.seed} --tables {','.join(tables)}`.",
   ]
   started = time.perf_counter()

@@ -20,7 +20,7 @@ Example (the first row of RESULTS' tic-tac-toe table):
     python -m mcgs_jax.apps.train --quick --iterations 20 --games 128 --simulations 32 \\
         --train-steps 100 --buffer-size 5000 --learning-rate 3e-3 --eval-games 0 \\
         --checkpoint-dir ttt --checkpoint-at 0,1,5,10,20
-    python benchmarks/tic_tac_toe_accuracy.py --run "muzero, lr 3e-3"=ttt
+    python -m benchmarks.tic_tac_toe_accuracy --run "muzero, lr 3e-3"=ttt
 """
 
 import argparse

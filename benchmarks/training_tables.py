@@ -15,7 +15,7 @@ Example (the run of RESULTS' "AlphaZero training" sections):
     python -m mcgs_jax.apps.train --games 256 --simulations 32 --iterations 40 \\
         --train-steps 200 --hidden 256,256 --buffer-size 50000 --eval-games 64 \\
         --history history.json
-    python benchmarks/training_tables.py history.json
+    python -m benchmarks.training_tables history.json
 """
 
 import argparse

@@ -16,7 +16,7 @@ a tree by construction). Games start from `--openings` random plies, each openin
 played with both colours.
 
 Usage:
-  python benchmarks/transposing_games.py [--games 256] [--seed 23]
+  python -m benchmarks.transposing_games [--games 256] [--seed 23]
       [--rows tic_tac_toe:uct:16,...] [--write]
 """
 
@@ -28,8 +28,8 @@ import platform
 import time
 
 import jax
-import results_section
 
+from benchmarks import results_section
 from mcgs_jax.apps import arena
 
 # game:evaluator:simulations:opening plies.
@@ -92,7 +92,7 @@ def main(argv=None):
     f"row from {args.games // 2} random openings, each with both colours, seed "
     f"{args.seed}. `uct`: `uct_policy`, c = 1.41, one random rollout; `uniform`: "
     f"`muzero_policy` greedy with zero logits and value. Nodes and hits: mean per "
-    f"search. Regenerate: `python benchmarks/transposing_games.py --games {args.games} "
+    f"search. Regenerate: `python -m benchmarks.transposing_games --games {args.games} "
     f"--seed {args.seed} --rows {args.rows} --opponents {args.opponents}`.",
     "",
     "| game | search | S | openings | B | A's W-D-L | score | Elo of graph over B [95%] "

@@ -36,7 +36,7 @@ is compared with the same search without those keywords; identical graphs mean t
 keyword had no effect (`--no-probe` turns this off).
 
 Usage:
-  python benchmarks/transpositions.py [--simulations 200,800,3200] [--searches 16]
+  python -m benchmarks.transpositions [--simulations 200,800,3200] [--searches 16]
       [--positions nim345,nim4,dag] [--evaluators uniform,rollout]
       [--variants "tree,graph catch_up,graph never"] [--json out.json] [--write]
 """
@@ -56,9 +56,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
@@ -249,32 +250,25 @@ def search_fn(
   def run(key, optimal_mask):
     init_key, root_key, search_key = jax.random.split(key, 3)
     state = game.init(init_key, num_searches)
-    root = game.root(None, root_key, state)
-    records = []
-    common = dict(
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-      capacity=capacity,
-      loop_fn=checkpoint_loop(steps, optimal_mask, records),
-      **keywords,
-    )
     if policy == "muzero":
-      out = mg.muzero_policy(
-        None,
-        search_key,
-        root,
-        game.recurrent_fn,
-        max(simulations),
-        temperature=0.0,
-        dirichlet_fraction=0.0,
-        **common,
-      )
+      policy_fn, options = mg.muzero_policy, dict(temperature=0.0, dirichlet_fraction=0.0)
     elif policy == "uct":
-      out = mg.uct_policy(
-        None, search_key, root, game.recurrent_fn, max(simulations), c=c, **common
-      )
+      policy_fn, options = mg.uct_policy, dict(c=c)
     else:
       raise ValueError(f"unknown policy {policy!r}")
+    records = []
+    out = search_game(
+      policy_fn,
+      game,
+      state,
+      max(simulations),
+      search_key,
+      root_key=root_key,
+      capacity=capacity,
+      loop_fn=checkpoint_loop(steps, optimal_mask, records),
+      **options,
+      **keywords,
+    )
     return records[0], out.action
 
   return run
@@ -393,17 +387,7 @@ def probe(keywords: dict[str, Any], cache: dict) -> str | None:
       @jax.jit
       def run(key):
         state = game.init(key, 4)
-        root = game.root(None, key, state)
-        return mg.uct_policy(
-          None,
-          key,
-          root,
-          game.recurrent_fn,
-          200,
-          invalid_actions=game.invalid_actions(state),
-          hash_fn=game.hash_fn,
-          **graph_keywords,
-        ).search_graph
+        return search_game(mg.uct_policy, game, state, 200, key, **graph_keywords).search_graph
 
       cache[cache_key] = jax.tree.map(np.asarray, run(jax.random.PRNGKey(0)))
     return cache[cache_key]
@@ -604,7 +588,7 @@ def main(argv=None):
   total_seconds = time.perf_counter() - started
 
   command = (
-    "python benchmarks/transpositions.py "
+    "python -m benchmarks.transpositions "
     f"--simulations {','.join(map(str, simulations))} --searches {args.searches} "
     f"--positions {args.positions} --evaluators {args.evaluators} "
     f'--variants "{",".join(variant_names)}" --policy {args.policy} '

@@ -13,7 +13,7 @@ Rounds alternate between the flag sets; each round compiles new programs (the
 simulation count differs by one per round). Figures are medians over the rounds;
 ratios are to the first flag set in the same round.
 
-Usage: python benchmarks/xla_flags.py [--repeats 3] [--simulations 40] [--write]
+Usage: python -m benchmarks.xla_flags [--repeats 3] [--simulations 40] [--write]
 """
 
 import argparse
@@ -26,9 +26,9 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks.results_section import emit
 
-from results_section import emit  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FLAG_SETS = {
   "level 0 (the suite before)": "--xla_backend_optimization_level=0",
@@ -86,8 +86,8 @@ def child(simulations: int) -> None:
 def measure(flags: str, simulations: int) -> dict:
   env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
   env.pop("JAX_COMPILATION_CACHE_DIR", None)
-  command = [sys.executable, os.path.abspath(__file__), "--child", str(simulations)]
-  result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+  command = [sys.executable, "-m", "benchmarks.xla_flags", "--child", str(simulations)]
+  result = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, check=True)
   return json.loads(result.stdout.splitlines()[-1])
 
 
@@ -125,7 +125,7 @@ def main():
     f"{datetime.date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} cores, "
     f"load average {load[0]:.1f} before, jax {jax.__version__})",
     "",
-    f"`python benchmarks/xla_flags.py --repeats {args.repeats} --simulations "
+    f"`python -m benchmarks.xla_flags --repeats {args.repeats} --simulations "
     f"{args.simulations}`: XLA's `compile()` of one lowered search, B = 4, S = "
     f"{args.simulations} (+1 per round), each flag set in a fresh process, medians over "
     f'the rounds; in brackets the median ratio to "{first}" in the same round; then '

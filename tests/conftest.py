@@ -4,14 +4,13 @@ The tests are bound by compile time (small batches, few simulations, many distin
 programs), so the session asks XLA's CPU backend for its fastest-compiling code
 generation: `--xla_backend_optimization_level=0`, the older loop emitters
 (`--xla_cpu_use_fusion_emitters=false`) and instructions up to AVX
-(`--xla_cpu_max_isa=AVX`). The README's command ran in 4 min 54 s to 5 min 18 s with
-them and in 7 min 41 s to 7 min 55 s with the first alone (691 tests, 2 cores,
-benchmarks/RESULTS.md). With AVX2, the older emitters round differently from one
-program to another (most likely they fuse a multiply and an add into one FMA
-instruction in some programs and not in others): a recycled and a fresh search then
-differed in the last bits. AVX has no FMA instruction; with the cap every search
-gives the same bits as at level 0 alone (benchmarks/xla_flags.py), and every
-bit-for-bit check of the suite holds.
+(`--xla_cpu_max_isa=AVX`); what they save is measured in benchmarks/RESULTS.md, "The
+README's test command, third pass: XLA flags that compile fast and keep every bit".
+With AVX2, the older emitters round differently from one program to another (most
+likely they fuse a multiply and an add into one FMA instruction in some programs and
+not in others): a recycled and a fresh search then differed in the last bits. AVX has
+no FMA instruction; with the cap every search gives the same bits as at level 0 alone
+(benchmarks/xla_flags.py), and every bit-for-bit check of the suite holds.
 
 These settings change how fast the compiled code runs and how it rounds, not what the
 engine does, and `.ci/run` runs the same tests a second time under XLA's defaults, the

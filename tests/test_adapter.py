@@ -5,9 +5,11 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from helpers import search_game
 
 from mcgs_jax._src.runner import mask_invalid_actions
 from mcgs_jax.games import adapter, evaluators
+from mcgs_jax.games.nim import Nim
 
 FLOAT32_MIN = np.finfo(np.float32).min
 
@@ -121,19 +123,17 @@ def test_a_search_without_stored_observations_is_the_same_search(spec):
   for store in (True, False):
     game = adapter.make_game(spec, observation_evaluator, store_observation=store)
     state = game.init(jax.random.PRNGKey(3), 4)
-    root = game.root(None, jax.random.PRNGKey(4), state)
     outputs[store] = jax.jit(
-      lambda root, game=game, state=state: muzero_policy(
-        None,
-        jax.random.PRNGKey(5),
-        root,
-        game.recurrent_fn,
+      lambda state, game=game: search_game(
+        muzero_policy,
+        game,
+        state,
         24,
-        invalid_actions=game.invalid_actions(state),
-        hash_fn=game.hash_fn,
+        jax.random.PRNGKey(5),
+        root_key=jax.random.PRNGKey(4),
         dirichlet_fraction=0.0,  # not what this checks; a smaller program without it
       )
-    )(root)
+    )(state)
     stored = outputs[store].search_graph.embeddings
     observation_shape = state.observation.shape[1:]
     assert stored.observation.shape[2:] == (observation_shape if store else (0,))
@@ -280,10 +280,9 @@ def test_play_rejects_bad_moves(connect_four, moves, message):
 
 
 def test_nim_rewards_taking_the_last_stone():
-  nim = pytest.importorskip("mcgs_jax.games.nim")
   game = adapter.make_game("nim:3,4,5")
   env = game.env
-  assert isinstance(env, nim.Nim) and game.num_actions == 15
+  assert isinstance(env, Nim) and game.num_actions == 15
   only_last_heap = game.play([env.action(0, 3), env.action(1, 4)])  # heaps (0, 0, 5)
   state = repeat_state(only_last_heap, 2)
   action = jnp.array([env.action(2, 5), env.action(2, 1)], jnp.int32)
@@ -300,7 +299,6 @@ def test_nim_rewards_taking_the_last_stone():
 
 
 def test_dag_spec_arguments():
-  pytest.importorskip("mcgs_jax.games.dag")
   game = adapter.make_game("dag:actions=3,depth=6,width=5,seed=0", lanes=4)
   assert game.num_actions == 3
   assert (game.env.depth, game.env.width) == (6, 5)
@@ -351,7 +349,6 @@ def test_game_is_a_static_argument_of_jit(connect_four):
 
 
 def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
-  pytest.importorskip("mcgs_jax.games.dag")
   game = adapter.make_game("dag:actions=4,depth=1,width=6,seed=3")
   env = game.env
   outcomes = env.terminal_values[env.next_index[0, 0]]  # for the mover, per action
@@ -381,17 +378,7 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
 
   @jax.jit
   def search(key):
-    root = game.root(None, key, state)
-    return run(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      16,
-      invalid_actions=invalid,
-      hash_fn=game.hash_fn,
-      solver=True,
-    )
+    return search_game(run, game, state, 16, key, solver=True)
 
   out = search(jax.random.PRNGKey(0))
   graph = out.search_graph

@@ -1,19 +1,22 @@
-"""Bad input gets a clear error naming the argument, raised at trace time."""
+"""Bad input to the Python API (issue 18): a clear error naming the argument, raised
+at trace time, or a counted, legal outcome at run time."""
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import mcgs_jax as mg
 from mcgs_jax._src.hashing import hash_words
-from mcgs_jax.testing import commuting_game
+from mcgs_jax.testing import check_graph, commuting_game
 
 ROOT, RECURRENT = commuting_game()
 KEY = jax.random.PRNGKey(0)
+B, A = 2, 3
 
 
-def policy(root=None, recurrent_fn=RECURRENT, num_simulations=4, **kwargs):
-  root = ROOT(2) if root is None else root
+def muzero_search(root=None, recurrent_fn=RECURRENT, num_simulations=4, **kwargs):
+  root = ROOT(B) if root is None else root
   return jax.jit(
     lambda key: mg.muzero_policy(None, key, root, recurrent_fn, num_simulations, **kwargs)
   )(KEY)
@@ -39,7 +42,7 @@ def policy(root=None, recurrent_fn=RECURRENT, num_simulations=4, **kwargs):
 )
 def test_bad_root(make_root, message):
   with pytest.raises((ValueError, TypeError), match=message):
-    policy(make_root(ROOT(2)))
+    muzero_search(make_root(ROOT(B)))
 
 
 @pytest.mark.parametrize(
@@ -63,7 +66,7 @@ def test_bad_root(make_root, message):
 )
 def test_bad_arguments(kwargs, message):
   with pytest.raises((ValueError, TypeError), match=message):
-    policy(**kwargs)
+    muzero_search(**kwargs)
 
 
 def test_bad_recurrent_fn_output():
@@ -78,9 +81,9 @@ def test_bad_recurrent_fn_output():
   with pytest.raises(
     ValueError, match=r"recurrent_fn returned prior_logits of shape \(2, 2\); expected \(2, 3\)"
   ):
-    policy(recurrent_fn=wrong_logits)
+    muzero_search(recurrent_fn=wrong_logits)
   with pytest.raises(ValueError, match="recurrent_fn returned an embedding whose pytree structure"):
-    policy(recurrent_fn=wrong_embedding)
+    muzero_search(recurrent_fn=wrong_embedding)
 
 
 def test_hash_words_rejects_bad_input():
@@ -88,3 +91,171 @@ def test_hash_words_rejects_bad_input():
     hash_words(jnp.zeros((2, 3), jnp.int32))
   with pytest.raises(ValueError, match="lanes"):
     hash_words(jnp.zeros((2, 3), jnp.uint32), lanes=0)
+
+
+def _nan_recurrent_fn(params, rng_key, action, embedding):
+  del params, rng_key, action
+  nan = jnp.full((B,), jnp.nan)
+  output = mg.RecurrentFnOutput(
+    reward=nan, discount=nan, prior_logits=jnp.full((B, A), jnp.nan), value=nan
+  )
+  return output, embedding
+
+
+@pytest.mark.quick_variants("muzero_policy")
+@pytest.mark.parametrize("policy", [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy])
+def test_all_nan_game_gets_a_legal_action(policy):
+  root = mg.RootFnOutput(
+    prior_logits=jnp.full((B, A), jnp.nan),
+    value=jnp.full((B,), jnp.nan),
+    embedding=jnp.zeros((B,), jnp.int32),
+  )
+  invalid = jnp.array([[True, False, False], [True, True, False]])
+  out = jax.jit(lambda key: policy(None, key, root, _nan_recurrent_fn, 8, invalid_actions=invalid))(
+    KEY
+  )
+  action = np.asarray(out.action)
+  assert not np.asarray(invalid)[np.arange(B), action].any(), action
+  assert action[1] == 2  # the only valid action
+  np.testing.assert_array_equal(out.search_graph.non_finite_evaluations, [8, 8])
+  np.testing.assert_array_equal(out.search_graph.non_finite_roots, [1, 1])
+  assert not np.any(np.isnan(out.action_weights))
+
+
+def _huge_reward_fn(reward):
+  def recurrent_fn(params, rng_key, action, embedding):
+    del params, rng_key
+    output = mg.RecurrentFnOutput(
+      reward=jnp.where(action == 0, reward, 0.5),
+      discount=jnp.full((B,), -1.0),
+      prior_logits=jnp.zeros((B, A)),
+      value=jnp.zeros((B,)),
+    )
+    return output, embedding * A + action + 1
+
+  return recurrent_fn
+
+
+def test_overflowing_reward_is_counted_as_non_finite():
+  # 3e38 is a finite float32, but two visits of it overflow: counted, never stored.
+  root = mg.RootFnOutput(
+    prior_logits=jnp.zeros((B, A)), value=jnp.zeros((B,)), embedding=jnp.zeros((B,), jnp.int32)
+  )
+  search = jax.jit(
+    lambda root, reward: mg.muzero_policy(
+      None, KEY, root, _huge_reward_fn(reward), 16, transpositions=False
+    )
+  )
+  out = search(root, 3e38)
+  graph = out.search_graph
+  assert np.all(np.isfinite(graph.summary().value))
+  assert np.all(np.asarray(graph.non_finite_evaluations) >= 1)
+  assert np.all(np.asarray(graph.edge_non_finite[:, 0, 0]))  # action 0 marked
+  np.testing.assert_array_equal(graph.summary().visit_counts[:, 0], [0, 0])
+  check_graph(graph, 16, tree_mode=True)
+  # A large reward that cannot overflow is kept.
+  out = search(root, 1e10)
+  np.testing.assert_array_equal(out.search_graph.non_finite_evaluations, [0, 0])
+
+
+def test_overflowing_root_value_is_counted():
+  root = mg.RootFnOutput(
+    prior_logits=jnp.zeros((B, A)),
+    value=jnp.array([3e38, 0.5]),
+    embedding=jnp.zeros((B,), jnp.int32),
+  )
+  out = jax.jit(lambda root: mg.muzero_policy(None, KEY, root, _huge_reward_fn(0.25), 8))(root)
+  np.testing.assert_array_equal(out.search_graph.non_finite_roots, [1, 0])
+  assert np.all(np.isfinite(out.search_graph.summary().value))
+
+
+def test_embedding_dtype_change_names_the_leaf():
+  def recurrent_fn(params, rng_key, action, embedding):
+    output, new = RECURRENT(params, rng_key, action, embedding)
+    return output, {"total": new["total"].astype(jnp.float32) + 0.5, "steps": new["steps"]}
+
+  with pytest.raises(TypeError, match=r"embedding\['total'\] of dtype float32.*int32"):
+    jax.jit(lambda key: mg.muzero_policy(None, key, ROOT(B), recurrent_fn, 4))(KEY)
+
+
+@pytest.mark.parametrize(
+  "policy", [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy], ids=lambda p: p.__name__
+)
+@pytest.mark.parametrize(
+  "kwargs, error, message",
+  [
+    (dict(graph={}), TypeError, "graph must be a mcgs_jax.Graph .* got dict"),
+    (dict(recycle=[]), TypeError, "recycle must be a mcgs_jax.Graph .* got list"),
+    (dict(recurrent_fn=None), TypeError, "recurrent_fn must be callable as .* got None"),
+    (
+      dict(recurrent_fn=lambda *args: RECURRENT(*args)[0]),
+      TypeError,
+      r"recurrent_fn must return a pair \(RecurrentFnOutput, embedding\), got one",
+    ),
+    (
+      dict(recurrent_fn=lambda *args: (*RECURRENT(*args), None)),
+      TypeError,
+      "recurrent_fn must return a pair .* got a tuple of 3",
+    ),
+    (
+      dict(recurrent_fn=lambda *args: RECURRENT(*args)[::-1]),
+      TypeError,
+      "the first element, a dict, has no 'reward'",
+    ),
+    (
+      dict(root=ROOT(B).replace(prior_logits=np.asarray(ROOT(B).prior_logits).tolist())),
+      TypeError,
+      r"root.prior_logits must be an array \(\[B, A\]",
+    ),
+    (
+      dict(root=ROOT(B).replace(value=[0.0, 0.0])),
+      TypeError,
+      r"root.value must be an array \(\[B\]",
+    ),
+    (
+      dict(invalid_actions=jnp.zeros((B, A + 1), bool)),
+      ValueError,
+      r"invalid_actions must have shape \[B, A\] = \(2, 3\), got \(2, 4\): its A = 4 "
+      r"differs from root.prior_logits's A = 3",
+    ),
+  ],
+)
+def test_bad_argument_is_named(policy, kwargs, error, message):
+  kwargs = dict(kwargs)
+  root = kwargs.pop("root", ROOT(B))
+  recurrent_fn = kwargs.pop("recurrent_fn", RECURRENT)
+  with pytest.raises(error, match=message):
+    jax.jit(lambda key: policy(None, key, root, recurrent_fn, 4, **kwargs))(KEY)
+
+
+@pytest.mark.parametrize("temperature", [-1.0, float("nan")])
+def test_negative_temperature_is_refused(temperature):
+  with pytest.raises(ValueError, match="temperature must be >= 0"):
+    mg.muzero_policy(None, KEY, ROOT(B), RECURRENT, 4, temperature=temperature)
+
+
+@pytest.mark.parametrize(
+  "kwargs, message",
+  [
+    (dict(pb_c_base=0.0), "pb_c_base must be > 0"),
+    (dict(pb_c_init=float("nan")), "pb_c_init must be a real number"),
+    (dict(dirichlet_fraction="a"), "dirichlet_fraction must be a real number"),
+  ],
+)
+def test_bad_puct_hyperparameters(kwargs, message):
+  with pytest.raises((ValueError, TypeError), match=message):
+    mg.muzero_policy(None, KEY, ROOT(B), RECURRENT, 4, **kwargs)
+
+
+def test_search_checks_its_functions():
+  rule = lambda key, graph, node, depth=0: jnp.int32(0)
+  with pytest.raises(TypeError, match="root_action_selection_fn must be callable"):
+    mg.search(
+      None,
+      KEY,
+      root=ROOT(B),
+      recurrent_fn=RECURRENT,
+      root_action_selection_fn=None,
+      interior_action_selection_fn=rule,
+      num_simulations=2,
+    )

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from helpers import search_game
 
 from mcgs_jax import qtransform_completed_by_mix_value, search
 from mcgs_jax._src import gumbel
@@ -153,19 +154,10 @@ def tic_tac_toe_run():
 
   @jax.jit
   def run(key):
-    root = game.root(None, key, state)
-    invalid = game.invalid_actions(state)
-    out = gumbel.gumbel_muzero_policy(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      TTT_SIMS,
-      invalid_actions=invalid,
-      hash_fn=game.hash_fn,
-      max_num_considered_actions=4,
+    out = search_game(
+      gumbel.gumbel_muzero_policy, game, state, TTT_SIMS, key, max_num_considered_actions=4
     )
-    return out, invalid
+    return out, game.invalid_actions(state)
 
   return run
 

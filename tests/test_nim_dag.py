@@ -141,7 +141,7 @@ def test_nim_env_transitions_give_the_solver_values_and_the_tree_size():
     tree_sizes[p] = 1 + sum(tree_sizes[c] for _, c in children)
   for p, h in enumerate(heaps.tolist()):
     assert values[p] == solvers.nim_value(h)
-  # Seed 003: the full game tree of Nim 3-4-5 has 1,038,768 nodes.
+  # The full game tree of Nim 3-4-5 has 1,038,768 nodes.
   assert tree_sizes[index[(3, 4, 5)]] == 1_038_768
 
 
@@ -212,7 +212,9 @@ def test_nim_winning_actions_are_the_xor_zeroing_ones(heaps):
     assert max(action_values.values()) == solvers.nim_value(heaps)
 
 
-def test_nim_seed_003_facts():
+def test_nim_facts_of_the_uct_chapter():
+  """The positions of the chapter "Tìm kiếm cây Monte Carlo" (Monte Carlo tree search;
+  its author is not named), which runs UCT with random rollouts on Nim, solved exactly."""
   # Nim 2-4: the first player wins, and the only right first move is taking 2 from
   # heap B (leaving 2-2).
   action_values = solvers.nim_action_values((2, 4), max_heap=4)

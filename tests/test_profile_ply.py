@@ -3,24 +3,22 @@
 part it names."""
 
 import json
-import pathlib
 import subprocess
-import sys
 
 import pytest
+from helpers import benchmark_command
 
 pytest.importorskip("mctx")
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "profile_ply.py"
 PARTS = ["ply", "reroot", "search", "search, no solver", "tree, no reuse", "evaluations", "mctx"]
 
 
 @pytest.mark.slow
 def test_profile_ply_writes_every_part(tmp_path):
   output = tmp_path / "profile.json"
-  command = [sys.executable, str(SCRIPT), "--games", "4", "--plies", "1", "--repeats", "1"]
-  done = subprocess.run(
-    [*command, "--json", str(output)], capture_output=True, text=True, timeout=600, check=True
+  command = benchmark_command(
+    "profile_ply", "--games", "4", "--plies", "1", "--repeats", "1", "--json", str(output)
   )
+  done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
   header = next(line for line in done.stdout.splitlines() if line.startswith("| B |"))
   assert header == "| B | ply | nodes kept | " + " | ".join(PARTS) + " |"
   (result,) = json.loads(output.read_text())

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import search_game
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,16 +52,14 @@ def muzero_search(config, evaluator_name, batch_size, capacity, transpositions):
   def search(key, root_mask):
     init_key, root_key, search_key = jax.random.split(key, 3)
     state = jax.vmap(env.init)(jax.random.split(init_key, batch_size))
-    root = game.root(None, root_key, state)
-    invalid = root_mask | game.invalid_actions(state)
-    return mg.muzero_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.muzero_policy,
+      game,
+      state,
       NUM_SIMULATIONS,
-      invalid_actions=invalid,
-      hash_fn=game.hash_fn,
+      search_key,
+      root_key=root_key,
+      also_invalid=root_mask,
       transpositions=transpositions,
       capacity=capacity,
     )
@@ -155,15 +154,13 @@ def uct_graph_search(config):
   def search(key):
     root_key, search_key = jax.random.split(key)
     state = jax.vmap(lambda k: env.init_at(0, 0))(jax.random.split(key, 4))
-    root = game.root(None, root_key, state)
-    return mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.uct_policy,
+      game,
+      state,
       CONVERGENCE_SIMULATIONS,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
+      search_key,
+      root_key=root_key,
       transpositions=True,
     )
 

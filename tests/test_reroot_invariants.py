@@ -4,6 +4,7 @@ every policy, and still rejects a broken graph."""
 import jax
 import numpy as np
 import pytest
+from helpers import search_game
 
 import mcgs_jax as mg
 from mcgs_jax.games.adapter import make_game
@@ -31,15 +32,12 @@ def play(policy_name, transpositions, plies=4, simulations=SIMULATIONS):
 
   @jax.jit
   def step(key, state, graph):
-    root = game.root(None, key, state)
-    out = setup["policy"](
-      None,
-      key,
-      root,
-      game.recurrent_fn,
+    out = search_game(
+      setup["policy"],
+      game,
+      state,
       simulations,
-      invalid_actions=game.invalid_actions(state) | state.terminated[:, None],
-      hash_fn=game.hash_fn,
+      key,
       transpositions=transpositions,
       capacity=4 * simulations + 1,
       graph=graph,

@@ -1,6 +1,6 @@
 """The graph's schema: every `Graph` field declares its role and empty value in its
-metadata, the field lists are read from it, the roles match the shapes of a real
-graph, and `StochasticGraph.from_graph` keeps every field."""
+metadata, the field lists hold known tables by role, exactly the row tables have the
+rows of a real graph, and `StochasticGraph.from_graph` keeps every field."""
 
 import dataclasses
 
@@ -34,26 +34,29 @@ def test_every_field_declares_a_role_and_an_empty_value():
     assert "empty" in field.metadata, field.name
 
 
-def test_the_field_lists_are_the_fields_of_each_role_in_declaration_order():
-  fields = dataclasses.fields(graph_lib.Graph)
-
-  def of_role(role):
-    return [field.name for field in fields if field.metadata["role"] == role]
-
-  assert list(graph_lib.NODE_FIELDS) == of_role("node")
-  assert list(graph_lib.EDGE_FIELDS) == of_role("edge")
-  assert list(graph_lib.ROW_FIELDS) == of_role("node") + of_role("edge")
-  assert list(graph_lib.COUNTER_FIELDS) == of_role("counter")
-  assert list(graph_lib.EMPTY_VALUES) == [field.name for field in fields]
-  assert graph_lib.EDGE_FIELDS["children_index"] == graph_lib.UNEXPANDED
+def test_the_field_lists_sort_the_graph_tables_by_role():
+  node_tables = {"node_visits", "node_values", "node_terminal", "embeddings"}
+  edge_tables = {"children_index", "edge_visits", "edge_rewards", "edge_values"}
+  counters = {"transposition_hits", "dropped_inserts", "capacity_overflows"}
+  assert node_tables | {"children_prior_logits"} <= set(graph_lib.NODE_FIELDS)
+  assert edge_tables <= set(graph_lib.EDGE_FIELDS)
+  assert counters <= set(graph_lib.COUNTER_FIELDS)
+  assert not set(graph_lib.NODE_FIELDS) & set(graph_lib.EDGE_FIELDS)
+  assert not set(graph_lib.ROW_FIELDS) & set(graph_lib.COUNTER_FIELDS)
+  assert not {"num_nodes", "hash_slots", "root_invalid_actions"} & set(graph_lib.ROW_FIELDS)
+  assert graph_lib.EDGE_FIELDS["children_index"] == graph_lib.UNEXPANDED == -1
+  assert graph_lib.NODE_FIELDS["node_visits"] == graph_lib.EDGE_FIELDS["edge_visits"] == 0
 
 
 def test_the_roles_match_the_shapes_of_a_graph():
+  """Exactly the row tables are `[B, N, ...]`; edge tables are `[B, N, A]`, counters
+  `[B]` int32."""
   graph = small_graph()
   num_actions = graph.num_actions
-  for name in graph_lib.ROW_FIELDS:
-    for leaf in jax.tree_util.tree_leaves(getattr(graph, name)):
-      assert leaf.shape[:2] == (BATCH, CAPACITY), name
+  for field in dataclasses.fields(graph_lib.Graph):
+    for leaf in jax.tree_util.tree_leaves(getattr(graph, field.name)):
+      is_row = leaf.shape[:2] == (BATCH, CAPACITY)
+      assert is_row == (field.name in graph_lib.ROW_FIELDS), field.name
   for name in graph_lib.EDGE_FIELDS:
     assert getattr(graph, name).shape == (BATCH, CAPACITY, num_actions), name
   for name in graph_lib.COUNTER_FIELDS:

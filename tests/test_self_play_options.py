@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import search_game
 
 import mcgs_jax as mg
 from mcgs_jax.apps import registry, train
@@ -173,14 +174,13 @@ def _noised_search(network_game, forced_playouts):
   state = game.init(jax.random.PRNGKey(6), 8)
   key = jax.random.PRNGKey(7)
   return jax.jit(
-    lambda: mg.muzero_policy(
-      params,
-      key,
-      game.root(params, key, state),
-      game.recurrent_fn,
+    lambda: search_game(
+      mg.muzero_policy,
+      game,
+      state,
       48,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
+      key,
+      params=params,
       dirichlet_alpha=0.03,  # concentrated noise: some children get tiny priors
       forced_playouts=forced_playouts,
     )

@@ -1,12 +1,15 @@
-"""The XLA flags a test session chooses (tests/conftest.py): `.ci/run` relies on
-`MCGS_TEST_XLA_DEFAULTS=1` to run the suite under XLA's defaults, and on flags a user
-names being left alone."""
+"""The XLA flags a test session chooses (tests/conftest.py): they reach XLA in the
+session's processes, `.ci/run` relies on `MCGS_TEST_XLA_DEFAULTS=1` to run the suite
+under XLA's defaults, and flags a user names are left alone."""
 
 import os
 import pathlib
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -42,8 +45,16 @@ def session_xla_flags(tmp_path, **env) -> str:
   return line.removeprefix("XLA_FLAGS: ")
 
 
-def test_this_process_runs_under_the_flags_its_session_chose():
-  assert os.environ["MCGS_TEST_XLA_FLAGS"] in os.environ.get("XLA_FLAGS", "")
+def test_programs_compiled_here_round_as_the_chosen_flags_make_them():
+  """XLA got the flags the session chose: under `--xla_cpu_max_isa=AVX` the CPU has
+  no fused multiply-add, so `x * x + z` rounds twice. Here `x * x` is
+  `1 + 2**-11 + 2**-24`, a tie that rounds to `1 + 2**-11` and so cancels `z`
+  exactly; a fused multiply-add keeps the last term and gives `2**-24`."""
+  if "--xla_cpu_max_isa=AVX" not in os.environ["MCGS_TEST_XLA_FLAGS"].split():
+    pytest.skip("the session did not cap the instruction set")
+  x = jnp.full((64,), 1 + 2**-12, jnp.float32)
+  z = jnp.full((64,), -(1 + 2**-11), jnp.float32)
+  np.testing.assert_array_equal(jax.jit(lambda x, z: x * x + z)(x, z), 0.0)
 
 
 @pytest.mark.parametrize(

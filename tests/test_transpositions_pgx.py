@@ -4,6 +4,7 @@ import functools
 
 import jax
 import numpy as np
+from helpers import search_game
 
 import mcgs_jax as mg
 from mcgs_jax.games.adapter import make_game
@@ -19,17 +20,7 @@ def searched(transpositions):
 
   @jax.jit
   def run(key):
-    root = game.root(None, key, state)
-    return mg.muzero_policy(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      SIMS,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-      transpositions=transpositions,
-    )
+    return search_game(mg.muzero_policy, game, state, SIMS, key, transpositions=transpositions)
 
   return game, run(jax.random.PRNGKey(1)).search_graph
 

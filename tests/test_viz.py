@@ -6,6 +6,7 @@ import jax
 import matplotlib
 import numpy as np
 import pytest
+from helpers import search_game
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -32,16 +33,7 @@ def graph():
 
   @jax.jit
   def search(key):
-    root = game.root(None, key, state)
-    return mg.muzero_policy(
-      None,
-      key,
-      root,
-      game.recurrent_fn,
-      100,
-      invalid_actions=game.invalid_actions(state),
-      hash_fn=game.hash_fn,
-    ).search_graph
+    return search_game(mg.muzero_policy, game, state, 100, key).search_graph
 
   result = search(jax.random.PRNGKey(1))
   assert int(result.transposition_hits[0]) > 0, "the fixture needs a shared node"

@@ -1,8 +1,10 @@
-"""The qualitative findings of seed 003 (UCT + random rollouts on Nim), with fixed seeds.
+"""The qualitative findings of the chapter "Tìm kiếm cây Monte Carlo" (Monte Carlo tree
+search; its author is not named) on UCT with random rollouts on Nim, checked against
+minimax, with fixed seeds.
 
-See `benchmarks/seed003.py` for the measurement these thresholds come from. Each test
-searches 12 identical roots as one batch (12 "seeds") with c = 1.41, one random
-rollout per leaf and 400 simulations.
+See `benchmarks/nim_uct_findings.py` for the measurement these thresholds come from.
+Each test searches 12 identical roots as one batch (12 "seeds") with c = 1.41, one
+random rollout per leaf and 400 simulations.
 """
 
 import functools
@@ -11,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import search_game
 
 import mcgs_jax as mg
 from mcgs_jax.games import evaluators, solvers
@@ -34,16 +37,14 @@ def nim_search(heaps, transpositions):
       jax.random.split(key, NUM_SEEDS)
     )
     root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    return mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    return search_game(
+      mg.uct_policy,
+      game,
+      state,
       NUM_SIMULATIONS,
-      invalid_actions=game.invalid_actions(state),
+      search_key,
+      root_key=root_key,
       c=1.41,
-      hash_fn=game.hash_fn,
       transpositions=transpositions,
       capacity=NUM_SIMULATIONS + 1,
     )
@@ -62,13 +63,13 @@ def test_nim_2_4_tree_mode_finds_the_winning_move():
   assert optimal == {env.action(1, 2)}  # take 2 from heap B
   chosen = np.asarray(out.action)
   assert np.isin(chosen, list(optimal)).sum() >= NUM_SEEDS - 1
-  # Its estimated win rate is high (the article: 88%); measured ~85% on average.
+  # Its estimated win rate is high (the chapter: 88%).
   q = np.asarray(out.search_graph.summary().qvalues)[:, env.action(1, 2)]
   assert np.mean((q + 1) / 2) > 0.75
 
 
 def test_nim_3_4_5_random_rollouts_mislead():
-  """The article: the right move looks worse (~42%) than a wrong one (~64%)."""
+  """The chapter: the right move looks worse (~42%) than a wrong one (~64%)."""
   out, env = nim_search((3, 4, 5), False)
   right = env.action(0, 2)  # take 2 from heap A
   assert optimal_actions((3, 4, 5), env) == {right}

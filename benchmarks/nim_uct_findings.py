@@ -1,6 +1,7 @@
-"""Seed 003 (UCT with random rollouts on Nim, checked against minimax), reproduced.
+"""UCT with random rollouts on Nim, checked against minimax: a chapter's findings, reproduced.
 
-The seed article runs UCT (c = 1.41, uniformly random rollouts, 400 iterations) on
+The chapter "Tìm kiếm cây Monte Carlo" (Monte Carlo tree search; its author is not
+named) runs UCT (c = 1.41, uniformly random rollouts, 400 iterations) on
 Nim 2-4 and Nim 3-4-5 and reports:
   * Nim 2-4: the optimal move (take 2 from heap B) wins with ~88% estimated win rate;
     from iteration 156 (12 seeds) / 186 (24 seeds) on, every seed stays on it.
@@ -10,8 +11,8 @@ Nim 2-4 and Nim 3-4-5 and reports:
     children's visits + the playouts that started there.
 
 This script measures the same with `mcgs_jax.uct_policy` and the rollout evaluator, in
-tree mode (`transpositions=False`, as the article) and graph mode. The RNG differs from
-the article's mulberry32, so compare the findings, not the digits.
+tree mode (`transpositions=False`, as the chapter) and graph mode. The RNG differs from
+the chapter's mulberry32, so compare the findings, not the digits.
 
 Each seed is one game of a batch of identical roots. One jitted search of
 `MAX_SIMULATIONS` per (heaps, mode) records, after every simulation, the root's most
@@ -20,7 +21,7 @@ visited action (a custom `loop_fn` around the simulation body, `lax.scan`): the 
 capacity), so this gives the "stop after S" choice for every S = 1..400 at once.
 
 Usage:
-  python benchmarks/seed003.py [--seeds 12,24] [--quick] [--write]
+  python -m benchmarks.nim_uct_findings [--seeds 12,24] [--quick] [--write]
 """
 
 import argparse
@@ -30,9 +31,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import results_section  # sibling module: scripts run from benchmarks/
 
 import mcgs_jax as mg
+from benchmarks import results_section
+from benchmarks.game_search import search_game
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -76,16 +78,14 @@ def run_nim(heaps, num_games, num_simulations, transpositions, seed=0):
       jax.random.split(key, num_games)
     )
     root_key, search_key = jax.random.split(key)
-    root = game.root(None, root_key, state)
-    out = mg.uct_policy(
-      None,
-      search_key,
-      root,
-      game.recurrent_fn,
+    out = search_game(
+      mg.uct_policy,
+      game,
+      state,
       num_simulations,
-      invalid_actions=game.invalid_actions(state),
+      search_key,
+      root_key=root_key,
       c=C,
-      hash_fn=game.hash_fn,
       transpositions=transpositions,
       capacity=num_simulations + 1,
       loop_fn=recording_loop(records),
@@ -230,11 +230,11 @@ def report(results, num_simulations):
     '"right move" is the minimax-optimal one (Nim 2-4: take 2 from heap B; '
     'Nim 3-4-5: take 2 from heap A). "Stable" = the most visited root action '
     "is optimal after every simulation count from S to "
-    f"{num_simulations} (the article's strict criterion)."
+    f"{num_simulations} (the chapter's strict criterion)."
   )
   lines.append("")
   lines.append(
-    "Tree bookkeeping (tree mode, all seeds, asserted with `tests.invariants.check_graph`):"
+    "Tree bookkeeping (tree mode, all seeds, asserted with `mcgs_jax.testing.check_graph`):"
   )
   lines.append("")
   for res in results:
@@ -246,7 +246,7 @@ def report(results, num_simulations):
         f"{c['root_edge_sum']} (= S); max |N(n) - 1 - sum_a N(n,a)| over non-terminal "
         f"nodes = {c['worst_deviation']}; {c['terminal_nodes']} terminal nodes received "
         f"{c['terminal_arrivals']} playout arrivals (their N = arrivals, the "
-        f'article\'s "playouts that started there").'
+        f'chapter\'s "playouts that started there").'
       )
   lines.append("")
   lines.append(
@@ -280,11 +280,11 @@ def main(argv=None):
     for heaps in ((2, 4), (3, 4, 5))
   ]
   table = report(results, num_simulations)
-  command = "python benchmarks/seed003.py " + " ".join(
+  command = "python -m benchmarks.nim_uct_findings " + " ".join(
     a for a in (f"--seeds {args.seeds}", "--quick" if args.quick else "") if a
   )
   section = (
-    f"## Seed 003: UCT + random rollouts on Nim (date "
+    f"## UCT + random rollouts on Nim, checked against minimax (date "
     f"{datetime.date.today().isoformat()}, 2-core CPU, jax {jax.__version__})\n\n"
     f"UCT c = {C}, uniformly random rollouts (`rollout_evaluator`, 1 rollout), "
     f"{num_simulations} simulations, capacity {num_simulations + 1}. "
