@@ -38,7 +38,7 @@ Run it alone on the machine. `--write` appends the section to `benchmarks/RESULT
 `--keep` copies the final networks to
 `benchmarks/checkpoints/race_<variant>_seed<k>.msgpack`.
 
-    python benchmarks/training_race.py --seeds 0,1,2 --variants mctx,default \
+    python -m benchmarks.training_race --seeds 0,1,2 --variants mctx,default \
         --budget 600 --out race --plot benchmarks/race_curves.png --write --keep
 """
 
@@ -57,11 +57,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
+from benchmarks import endgame_accuracy, results_section
 from mcgs_jax.apps import arena, files, train
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import endgame_accuracy  # noqa: E402  (sibling benchmark scripts)
-import results_section  # noqa: E402
 
 VARIANTS = {
   "mctx": ["--engine", "mctx"],
@@ -150,7 +147,7 @@ def run_variant(name: str, seed: int, budget: float, fractions, out: str) -> dic
   os.makedirs(folder, exist_ok=True)
   prefix = os.path.join(folder, file_name(name))
   argv = [*COMMON, "--seed", str(seed), *VARIANTS[name]]
-  command = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(argv)]
+  command = [sys.executable, "-m", "benchmarks.training_race", "--worker", json.dumps(argv)]
   command += ["--budget", str(budget), "--fractions", ",".join(map(str, fractions))]
   command += ["--out", prefix]
   print(f"[{time.strftime('%H:%M:%S')}] seed {seed} {name}: {' '.join(argv)}", flush=True)
@@ -430,7 +427,7 @@ def write_section(game, runs, curves, names, seeds, fractions, args) -> None:
     f"{args.games} games ({args.eval_simulations}-simulation muzero on a tree from "
     f"scratch on both sides, greedy, 3-ply random openings, seed {args.eval_seed}). "
     f"1-minute load average before each run: {load_text}. Regenerate: "
-    f"`python benchmarks/training_race.py --seeds {args.seeds} --variants "
+    f"`python -m benchmarks.training_race --seeds {args.seeds} --variants "
     f"{','.join(names)} --budget {args.budget:.0f} --games {args.games} --write`.",
     "",
     "| seed | variant | iterations | positions | self-play s | wall s | final Elo "
