@@ -1,6 +1,6 @@
 """A stochastic search whose state embedding is empty (mctx's bandits) but whose
 afterstate is not: the default key cannot tell states apart, so it runs as a tree,
-as a plain search does (`options.keyable`), instead of failing in `hash_pytree`."""
+as a plain search does (`options.tree_mode_when_unkeyable`), instead of failing in `hash_pytree`."""
 
 import jax
 import jax.numpy as jnp
