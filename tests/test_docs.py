@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from test_readme import python_blocks
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -50,9 +49,7 @@ def test_every_relative_link_and_anchor_resolves(path):
       continue
     file_part, _, anchor = target.partition("#")
     linked = (path.parent / file_part).resolve() if file_part else path
-    if not linked.exists():
-      broken.append(target)
-    elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+    if not linked.exists() or anchor and linked.suffix == ".md" and anchor not in anchors(linked):
       broken.append(target)
   assert not broken, f"{path.name}: links to nothing: {broken}"
 
