@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from mcgs_jax.apps.cli_args import EXTRA_OF_MODULE, PACKAGES_OF_EXTRA
+
 OPTIONAL = ("flax", "optax", "mctx", "tqdm", "matplotlib", "pgx")
 
 _BLOCK = """
@@ -79,4 +81,22 @@ def test_a_missing_extra_is_named_in_one_line(argv, extra, tmp_path):
   assert len(lines) == 1, result.stderr
   assert lines[0].startswith(f"mcgs-jax {argv[0]}")
   assert f"pip install 'mcgs-jax[{extra}]'" in lines[0]
+  # Every package of the extra is named, whichever of them the command imported first.
+  for package in PACKAGES_OF_EXTRA[extra]:
+    assert package in lines[0], (package, lines[0])
   assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_the_extras_named_in_messages_are_those_of_pyproject():
+  import pathlib
+  import re
+
+  import tomllib
+
+  pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
+  extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+  for extra, packages in PACKAGES_OF_EXTRA.items():
+    declared = tuple(re.split(r"[<>=\[ ]", requirement)[0] for requirement in extras[extra])
+    assert packages == declared, (extra, packages, declared)
+  for module, extra in EXTRA_OF_MODULE.items():
+    assert module in PACKAGES_OF_EXTRA[extra], (module, extra)

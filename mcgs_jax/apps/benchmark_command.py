@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.extend.backend
 
-from mcgs_jax.apps import files, partial
+from mcgs_jax.apps import cli_args, files, partial
 from mcgs_jax.apps.benchmark_tables import environment, markdown, scaling_table
 
 # `--help`'s description: the first line of `mcgs_jax.apps.benchmark`'s doc.
@@ -186,9 +186,7 @@ def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
     import mctx  # noqa: F401
     import pgx  # noqa: F401
   except ImportError as error:
-    parser.exit(
-      2, f"mcgs-jax bench: needs the bench extra (pip install 'mcgs-jax[bench]'): {error}\n"
-    )
+    parser.exit(2, f"mcgs-jax bench: {cli_args.needs_extra('mctx')}: {error}\n")
 
 
 def _write_tables(args, rows: list, scaling: dict) -> None:

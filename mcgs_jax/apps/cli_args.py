@@ -14,6 +14,14 @@ EXTRA_OF_MODULE = {
   "tqdm": "bench",
 }
 
+# The packages each extra of pyproject.toml installs (a test keeps the two the same).
+PACKAGES_OF_EXTRA = {
+  "games": ("pgx",),
+  "train": ("pgx", "flax", "optax"),
+  "viz": ("matplotlib",),
+  "bench": ("mctx", "pgx", "flax", "tqdm"),
+}
+
 
 class OneLineErrorParser(argparse.ArgumentParser):
   """An ArgumentParser whose errors are one line, `PROG: error: ...`, exit status 2."""
@@ -52,9 +60,12 @@ def progress_bar(**tqdm_arguments):
 
 
 def needs_extra(module: str) -> str:
-  """`needs the EXTRA extra (pip install 'mcgs-jax[EXTRA]')`, what installs `module`."""
+  """`needs the EXTRA extra (PACKAGES; pip install 'mcgs-jax[EXTRA]')`, what installs
+  `module`: every package of that extra is named, so the message reads the same whichever
+  of them was imported first."""
   extra = EXTRA_OF_MODULE[module]
-  return f"needs the {extra} extra (pip install 'mcgs-jax[{extra}]')"
+  packages = ", ".join(PACKAGES_OF_EXTRA[extra])
+  return f"needs the {extra} extra ({packages}; pip install 'mcgs-jax[{extra}]')"
 
 
 def missing_extra(module: str) -> str | None:

@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable
 
 import mcgs_jax as mg
+from mcgs_jax.apps.cli_args import needs_extra
 from mcgs_jax.games import adapter, evaluators
 from mcgs_jax.games.evaluators import random_legal_actions
 
@@ -90,7 +91,7 @@ def mctx_policy(name: str, recurrent_fn: Callable, **options) -> Callable:
   try:
     import mctx
   except ImportError:
-    message = "engine 'mctx' needs the bench extra (pip install 'mcgs-jax[bench]')"
+    message = f"engine 'mctx' {needs_extra('mctx')}"
     raise ValueError(message) from None
   policy = {"muzero": mctx.muzero_policy, "gumbel": mctx.gumbel_muzero_policy}[name]
 
