@@ -13,10 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mcgs_jax as mg
 from mcgs_jax._src import hashing
-from mcgs_jax._src.reuse import reachable_nodes, reroot
+from mcgs_jax._src.reuse import reachable_nodes, rebuild_hash_slots, reroot
 from mcgs_jax.testing import check_graph, commuting_game, make_self_play, node_formula, to_numpy
 
 ROOT, RECURRENT = commuting_game()
@@ -383,6 +385,80 @@ def test_reachable_nodes_follows_cycles_and_skips_inactive_games():
   children[1, 0] = [1, -1]
   reached = reachable_nodes(jnp.asarray(children), jnp.array([2, 0]), jnp.array([True, False]))
   np.testing.assert_array_equal(reached, [[True, True, True, True, False], [False] * 5])
+
+
+def _reached_by_search(children: np.ndarray, start: int) -> set[int]:
+  """The nodes reachable from `start` in one game's `children [N, A]`, by a
+  depth-first search."""
+  reached, stack = {start}, [start]
+  while stack:
+    for child in children[stack.pop()]:
+      if child >= 0 and child not in reached:
+        reached.add(int(child))
+        stack.append(int(child))
+  return reached
+
+
+_jitted_reachable_nodes = jax.jit(reachable_nodes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), edge_fraction=st.floats(0.05, 0.6))
+def test_reachable_nodes_is_what_a_graph_search_reaches(seed, edge_fraction):
+  # Random tables with edges to higher and lower indices alike (the sweeps in index
+  # order must repeat for the lower ones), cycles and self-loops included.
+  rng = np.random.default_rng(seed)
+  batch_size, capacity, num_actions = 4, 24, 3
+  children = rng.integers(0, capacity, (batch_size, capacity, num_actions)).astype(np.int32)
+  children[rng.random(children.shape) > edge_fraction] = -1
+  start = rng.integers(0, capacity, batch_size).astype(np.int32)
+  active = rng.random(batch_size) < 0.8
+  reached = np.asarray(_jitted_reachable_nodes(children, start, active))
+  for game in range(batch_size):
+    expected = _reached_by_search(children[game], start[game]) if active[game] else set()
+    assert set(np.flatnonzero(reached[game]).tolist()) == expected, game
+
+
+def _table_by_rounds(keys: np.ndarray, num_nodes: int, num_slots: int, window: int):
+  """One game's `(hash_slots, dropped)` by the rounds `rebuild_hash_slots` states:
+  every pending node claims the first free slot of its window, the smallest index
+  claiming a slot wins it, a node with no free slot is dropped."""
+  slots = -np.ones(num_slots, np.int64)
+  pending, dropped = list(range(num_nodes)), 0
+  while pending:
+    claimed = {}  # node -> the slot it claims this round
+    for node in pending:
+      window_slots = [(int(keys[node, 0]) + offset) % num_slots for offset in range(window)]
+      free = [slot for slot in window_slots if slots[slot] < 0]
+      if free:
+        claimed[node] = free[0]
+      else:
+        dropped += 1
+    for node in sorted(claimed, reverse=True):  # the smallest index writes last: it wins
+      slots[claimed[node]] = node
+    pending = [node for node, slot in claimed.items() if slots[slot] != node]
+  return slots, dropped
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 2, 4, 16]))
+def test_rebuilt_hash_table_is_the_one_the_rounds_state(seed, window):
+  # Few key values in a small table: windows collide and fill, nodes get dropped.
+  rng = np.random.default_rng(seed)
+  batch_size, capacity, num_slots = 3, 20, 16
+  keys = rng.integers(0, 2**32, (batch_size, capacity, 2), dtype=np.uint32)
+  keys[..., 0] = rng.choice(rng.integers(0, 2**32, 6, dtype=np.uint32), (batch_size, capacity))
+  num_nodes = rng.integers(0, capacity + 1, batch_size).astype(np.int32)
+  slots, dropped = _jitted_rebuild(keys, num_nodes, num_slots, window)
+  for game in range(batch_size):
+    expected_slots, expected_dropped = _table_by_rounds(
+      keys[game], int(num_nodes[game]), num_slots, window
+    )
+    np.testing.assert_array_equal(np.asarray(slots[game]), expected_slots)
+    assert int(dropped[game]) == expected_dropped
+
+
+_jitted_rebuild = jax.jit(rebuild_hash_slots, static_argnums=(2, 3))
 
 
 # --- Self-play with reuse on pgx games ---------------------------------------------

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import mcgs_jax as mg
 from mcgs_jax._src import proofs
+from mcgs_jax._src.select import select
 from mcgs_jax.games import evaluators, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -423,6 +424,64 @@ def test_nim_proofs_are_exact_and_decide_the_root(heaps):
   winning = [a for a, v in solvers.nim_action_values(heaps, env.max_heap).items() if v == 1]
   if winning:
     assert set(np.asarray(out.action).tolist()) <= set(winning)
+
+
+def _path_to(children: np.ndarray, target: int) -> list[tuple[int, int]]:
+  """`[(node, action), ...]` from the root to `target` in one game's `children [N,
+  A]`, by a breadth-first search."""
+  edges_to = {0: []}
+  frontier = [0]
+  while target not in edges_to:
+    next_frontier = []
+    for node in frontier:
+      for action, child in enumerate(children[node].tolist()):
+        if child >= 0 and child not in edges_to:
+          edges_to[child] = edges_to[node] + [(node, action)]
+          next_frontier.append(child)
+    frontier = next_frontier
+  return edges_to[target]
+
+
+def test_a_playout_stops_at_a_child_whose_proof_is_stale():
+  # A node whose children prove it, not yet marked proven (a shared node's other
+  # parents see a proof only when next on a path), counts as proven: the playout ends
+  # at the edge into it, and the node keeps the path mark it held.
+  _, out = nim_search((2, 4), 800, True)
+  graph = out.search_graph
+  proven = np.asarray(graph.node_proven) & ~np.asarray(graph.node_terminal)
+  proven[:, 0] = False
+  game, stale = (int(index[0]) for index in np.nonzero(proven))
+  children = np.asarray(graph.children_index[game])
+  edges = _path_to(children, stale)
+  next_action = np.zeros(graph.node_proven.shape, np.int32)
+  for node, action in edges:
+    next_action[game, node] = action
+  next_action[game, stale] = int(np.argmax(children[stale] >= 0))  # an expanded edge
+  graph = graph.replace(
+    node_proven=graph.node_proven.at[game, stale].set(False), extra_data=jnp.asarray(next_action)
+  )
+
+  def playout(solver):
+    return select(
+      jax.random.PRNGKey(1),
+      graph,
+      root_action_selection_fn=lambda key, graph, node: graph.extra_data[node],
+      interior_action_selection_fn=lambda key, graph, node, depth: graph.extra_data[node],
+      max_depth=40,
+      options=mg.GraphOptions(solver=solver),
+    )
+
+  after, path = playout(solver=True)
+  assert int(path.length[game]) == len(edges)
+  np.testing.assert_array_equal(path.nodes[game, : len(edges)], [node for node, _ in edges])
+  np.testing.assert_array_equal(path.actions[game, : len(edges)], [a for _, a in edges])
+  marks = np.asarray(after.path_marks[game])
+  stamp = int(graph.playouts_started[game])
+  assert marks[stale] == int(graph.path_marks[game, stale]) != stamp
+  assert all(marks[node] == stamp for node, _ in edges)
+  # Without the solver the playout goes on through the node.
+  _, path = playout(solver=False)
+  assert int(path.length[game]) > len(edges)
 
 
 @pytest.mark.slow

@@ -96,21 +96,35 @@ def reachable_nodes(children_index: jax.Array, start: jax.Array, active: jax.Arr
   Returns:
     `[B, N]` bool, True for `start` and every node reachable from it.
 
-  The reached set grows by one edge per step for all games at once (a scatter of the
-  children of every reached node) until no game changes, so the number of steps is
-  the longest shortest path from `start` plus one, at most `N`.
+  The set grows by sweeps over the nodes in index order: a reached node marks its
+  children, in all games at once. A search numbers a node when it first adds it, so
+  most edges lead to a higher index, and one sweep follows them all, however deep
+  the graph. An edge to a lower index (a transposition into an older part of the
+  graph) whose source was reached late needs another sweep; sweeps repeat until no
+  reached node has an unreached child. (Growing the set one edge per step over
+  the whole `[B, N, A]` table instead cost a step per level of the graph, most of
+  `reroot`'s time: benchmarks/RESULTS.md, "Where a move's time goes".)
   """
   batch_size, capacity, _ = children_index.shape
   reached = jnp.zeros((batch_size, capacity), jnp.bool_)
   reached = set_at(reached, jnp.where(active, start, capacity), True, mode="drop")
+  expanded = children_index >= 0
 
-  def grow(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+  def visit(node: jax.Array, reached: jax.Array) -> jax.Array:
+    children = jax.lax.dynamic_index_in_dim(children_index, node, axis=1, keepdims=False)
+    marked = jax.lax.dynamic_index_in_dim(reached, node, axis=1, keepdims=True) & (children >= 0)
+    return set_at(reached, jnp.where(marked, children, capacity), True, mode="drop")
+
+  def incomplete(reached: jax.Array) -> jax.Array:
+    children_reached = take(reached, jnp.maximum(children_index, 0))  # [B, N, A]
+    return jnp.any(reached[:, :, None] & expanded & ~children_reached)
+
+  def sweep(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
     reached, _ = carry
-    targets = jnp.where(reached[:, :, None] & (children_index >= 0), children_index, capacity)
-    grown = set_at(reached, targets, True, mode="drop")
-    return grown, jnp.any(grown != reached)
+    reached = jax.lax.fori_loop(0, capacity, visit, reached)
+    return reached, incomplete(reached)
 
-  reached, _ = jax.lax.while_loop(lambda carry: carry[1], grow, (reached, jnp.array(True)))
+  reached, _ = jax.lax.while_loop(lambda carry: carry[1], sweep, (reached, jnp.array(True)))
   return reached
 
 
@@ -133,50 +147,66 @@ def rebuild_hash_slots(
   the smallest node index claiming a slot gets it. A node whose window has no free
   slot is dropped. Each round places or drops at least one node of every game that
   has any left, so the loop ends; with a table at most half full it takes a few.
+
+  Slots are only ever filled, so a node's first free slot never moves back: each
+  node keeps the offset in its window where the last round found it, and a round
+  moves that offset on past the slots filled since, one slot per step, instead of
+  reading the whole window again (`[B, N]` reads per step, not `[B, N, W]`).
   """
   batch_size, capacity, _ = node_keys.shape
   window_size = min(probe_window, num_slots)
-  nodes = jnp.arange(capacity, dtype=jnp.int32)[None]
+  nodes = jnp.broadcast_to(jnp.arange(capacity, dtype=jnp.int32)[None], (batch_size, capacity))
   start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
-  windows = (start[:, :, None] + jnp.arange(window_size, dtype=jnp.int32)) & (
-    num_slots - 1
-  )  # [B, N, W]
-  pending = nodes < num_nodes[:, None]
+
+  def slot_at(offset: jax.Array) -> jax.Array:
+    """`[B, N]` slot at `offset` in every node's window."""
+    return (start + offset) & (num_slots - 1)
+
+  def first_free(
+    slots: jax.Array, pending: jax.Array, offset: jax.Array
+  ) -> tuple[jax.Array, jax.Array]:
+    """`offset` moved on to the first free slot of each pending node's window
+    (`window_size` where none is free), and that slot."""
+
+    def blocked(offset: jax.Array) -> jax.Array:
+      return pending & (offset < window_size) & (take(slots, slot_at(offset)) >= 0)
+
+    offset = jax.lax.while_loop(
+      lambda offset: jnp.any(blocked(offset)),
+      lambda offset: offset + blocked(offset).astype(jnp.int32),
+      offset,
+    )
+    return offset, slot_at(offset)
 
   def insert_round(
-    carry: tuple[jax.Array, jax.Array, jax.Array],
-  ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    slots, pending, dropped = carry
-    free = take(slots, windows) < 0  # [B, N, W]
-    has_free = jnp.any(free, axis=-1)
-    first_free = jnp.take_along_axis(windows, jnp.argmax(free, axis=-1)[:, :, None], axis=-1)[
-      :, :, 0
-    ]  # [B, N]
+    carry: tuple[jax.Array, jax.Array, jax.Array, jax.Array],
+  ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    slots, pending, offset, dropped = carry
+    offset, free_slot = first_free(slots, pending, offset)
+    has_free = offset < window_size
     claiming = pending & has_free
     claims = min_at(
       jnp.full((batch_size, num_slots), capacity, jnp.int32),
-      jnp.where(claiming, first_free, num_slots),
-      jnp.broadcast_to(nodes, pending.shape),
+      jnp.where(claiming, free_slot, num_slots),
+      nodes,
       mode="drop",
     )
-    won = claiming & (take(claims, first_free) == nodes)
-    slots = set_at(
-      slots,
-      jnp.where(won, first_free, num_slots),
-      jnp.broadcast_to(nodes, pending.shape),
-      mode="drop",
-    )
+    won = claiming & (take(claims, free_slot) == nodes)
+    slots = set_at(slots, jnp.where(won, free_slot, num_slots), nodes, mode="drop")
     dropped_now = pending & ~has_free
     return (
       slots,
       pending & ~won & ~dropped_now,
+      offset,
       dropped + jnp.sum(dropped_now, axis=1, dtype=jnp.int32),
     )
 
   slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
+  pending = nodes < num_nodes[:, None]
+  offset = jnp.zeros((batch_size, capacity), jnp.int32)
   dropped = jnp.zeros((batch_size,), jnp.int32)
-  slots, _, dropped = jax.lax.while_loop(
-    lambda carry: jnp.any(carry[1]), insert_round, (slots, pending, dropped)
+  slots, _, _, dropped = jax.lax.while_loop(
+    lambda carry: jnp.any(carry[1]), insert_round, (slots, pending, offset, dropped)
   )
   return slots, dropped
 

@@ -65,6 +65,9 @@ class _Descent:
   actions: chex.Array  # [B, D] int32, `Path.actions` so far.
   length: chex.Array  # [B] int32, `Path.length` so far.
   path_marks: chex.Array  # [B, N] int32, `graph.path_marks` with this path stamped.
+  # [B] int32, the mark `node` held before this playout stamped it (restored when the
+  # playout backs out of it: `_stale_proofs`).
+  entered_marks: chex.Array
 
 
 def _stop_rule_ends_playout(
@@ -133,6 +136,19 @@ def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
   return pairs[:, 0], pairs[:, 1]
 
 
+def _stale_proofs(graph: Graph, descent: _Descent) -> chex.Array:
+  """`[B]` bool: active playouts whose node, entered at the last step, is provable
+  from its children though not marked proven (its proof is stale: the children were
+  proven through other parents). Such a node counts as proven: the playout ends at
+  the edge into it, and backup records the proof.
+
+  The check is made here, one step after the edge was taken, rather than when it was
+  taken: the selection rule at this node reads the same rows of the node and its
+  children (`proofs.excluded_edges`), and XLA computes them once for both."""
+  provable, _ = jax.vmap(proofs.prove_node)(graph, descent.node)
+  return descent.active & provable
+
+
 def _take_edges(
   graph: Graph,
   descent: _Descent,
@@ -141,9 +157,12 @@ def _take_edges(
   stamp: chex.Array,
   max_depth: int,
   options: GraphOptions,
+  backing_out: chex.Array | None = None,
 ) -> _Descent:
   """`descent` one depth further: every game records `actions [B]` (made usable)
-  at this depth, and an active playout moves to the child unless it ends there."""
+  at this depth, and an active playout moves to the child unless it ends there.
+  `backing_out [B]` bool (with the solver): inactive playouts that end at the edge
+  into their current node (`_stale_proofs`), whose mark this step restores."""
   depth, node = descent.depth, descent.node
   actions = _usable_actions(graph, node, actions, depth)
   child = take(graph.children_index, (node, actions))
@@ -155,13 +174,23 @@ def _take_edges(
     & (depth + 1 < max_depth)
   )
   if options.solver:
-    # A child whose proof is only stale (its children settle it) counts as proven:
-    # the playout stops there and backup records the proof.
-    provable, _ = jax.vmap(proofs.prove_node)(graph, clamped_child)
-    proceed &= ~(take(graph.node_proven, clamped_child) | provable)
+    # A stale proof is checked at the next step (`_stale_proofs`).
+    proceed &= ~take(graph.node_proven, clamped_child)
+  # Read only by the cycle guard and the solver (XLA drops it when neither is on).
+  child_mark = take(descent.path_marks, clamped_child)
   if options.transpositions:
-    proceed &= take(descent.path_marks, clamped_child) != stamp
+    proceed &= child_mark != stamp
     proceed &= ~_stop_rule_ends_playout(graph, node, actions, clamped_child, descent.keys, options)
+  entered_marks = descent.entered_marks
+  if options.solver:
+    entered_marks = jnp.where(proceed, child_mark, entered_marks)
+  marked = drop_unless(proceed, clamped_child, graph.capacity)
+  mark = stamp
+  if backing_out is not None:
+    # A playout backing out of its node gives it back the mark it held: no game
+    # both backs out and proceeds, so one write per game still does both.
+    marked = jnp.where(backing_out, node, marked)
+    mark = jnp.where(backing_out, descent.entered_marks, stamp)
   # One write per game, rows in order: declaring it lets XLA update the marks in
   # place; without it the table was copied at every step, and a simulation cost
   # more as the capacity grew (benchmarks/RESULTS.md, "Speed against mctx
@@ -170,8 +199,8 @@ def _take_edges(
   # stay declared, since the in-place update depends on them.
   path_marks = set_at(
     descent.path_marks,
-    drop_unless(proceed, clamped_child, graph.capacity),
-    stamp,
+    marked,
+    mark,
     mode="drop",
     unique_indices=True,
     indices_are_sorted=True,
@@ -184,6 +213,7 @@ def _take_edges(
     actions=descent.actions.at[:, depth].set(actions),
     length=jnp.where(descent.active, depth + 1, descent.length),
     path_marks=path_marks,
+    entered_marks=entered_marks,
   )
 
 
@@ -238,6 +268,7 @@ def select(
     actions=jnp.zeros((batch_size, buffer_depth), jnp.int32),
     length=jnp.zeros((batch_size,), jnp.int32),
     path_marks=graph.path_marks.at[:, ROOT_INDEX].set(stamp),
+    entered_marks=jnp.zeros((batch_size,), jnp.int32),
   )
   descent = take_edges(descent, root_actions)
 
@@ -245,13 +276,27 @@ def select(
     return (descent.depth < buffer_depth) & jnp.any(descent.active)
 
   def interior_step(descent: _Descent) -> _Descent:
+    backing_out = None
+    if options.solver:
+      backing_out = _stale_proofs(graph, descent)
+      descent = descent.replace(active=descent.active & ~backing_out)
     keys, selection_keys = _split_keys(descent.keys)
     actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
       selection_keys, graph, descent.node, descent.depth
     )
-    return take_edges(descent.replace(keys=keys), actions)
+    return take_edges(descent.replace(keys=keys), actions, backing_out=backing_out)
 
   descent = jax.lax.while_loop(keep_going, interior_step, descent)
+  if options.solver and buffer_depth < max_depth:
+    # Paths as long as the buffer may still be active, their last node unchecked.
+    backing_out = _stale_proofs(graph, descent)
+    path_marks = set_at(
+      descent.path_marks,
+      drop_unless(backing_out, descent.node, graph.capacity),
+      descent.entered_marks,
+      mode="drop",
+    )
+    descent = descent.replace(path_marks=path_marks)
   parent, action = _last_edge(descent.nodes, descent.actions, descent.length)
   path = Path(
     nodes=descent.nodes,
