@@ -1,6 +1,7 @@
-"""`benchmarks/profile_ply.py` (the ply's parts beside mctx, also run by
-`benchmarks/gpu.sh` on a lent GPU) runs end to end on a tiny match and writes every
-part it names."""
+"""`benchmarks/profile_ply.py` (the ply's parts beside mctx) and
+`benchmarks/selfplay_time.py` (a self-play iteration beside mctx's), which
+`benchmarks/gpu.sh` runs on a lent GPU, run end to end on tiny batches and print what
+they name."""
 
 import json
 import subprocess
@@ -24,3 +25,16 @@ def test_profile_ply_writes_every_part(tmp_path):
   (result,) = json.loads(output.read_text())
   assert list(result["seconds"]) == PARTS and all(v > 0 for v in result["seconds"].values())
   assert result["games"] == 4 and result["nodes_after_reroot"] <= result["nodes_before_reroot"]
+
+
+@pytest.mark.slow
+def test_selfplay_time_prints_both_engines():
+  # `benchmarks/selfplay_time.py` (also run by `benchmarks/gpu.sh`) on a tiny batch.
+  command = benchmark_command(
+    "selfplay_time", "--games", "4", "--simulations", "4", "--repeats", "1"
+  )
+  done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
+  line = next(line for line in done.stdout.splitlines() if line.startswith("self-play"))
+  mcgs, mctx = (float(line.split(name)[1].split()[0]) for name in ("(default) ", "mctx "))
+  assert mcgs > 0 and mctx > 0
+  assert f"{mcgs / mctx:.2f}" in line.split("mcgs / mctx")[1]

@@ -3,6 +3,7 @@ cap randomization ("Accelerating Self-Play Learning in Go", Wu 2019), the
 MCTS-solver, and Gumbel MuZero continuing the kept graph."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +12,7 @@ import pytest
 from helpers import search_game
 
 import mcgs_jax as mg
+from mcgs_jax._src.forced_playouts import forced_root_action_selection
 from mcgs_jax.apps import registry, train
 from mcgs_jax.games import networks
 from mcgs_jax.testing import check_graph, commuting_game
@@ -196,12 +198,39 @@ def _forced_counts(graph, k):
 def test_forced_playouts_show_in_the_visit_counts(network_game):
   forced = _noised_search(network_game, 2.0).search_graph
   visits, needed = _forced_counts(forced, 2.0)
-  # Each child was chosen whenever it fell below its forced count, which grows with
-  # the total: at the end none is more than one playout short of it.
-  assert np.all(visits >= np.floor(needed) - 1), (visits, needed)
+  # Each visited child was chosen whenever it fell below its forced count, which
+  # grows with the total: at the end none is more than one playout short of it.
+  visited = visits > 0
+  assert np.all(visits[visited] >= np.floor(needed[visited]) - 1), (visits, needed)
+  forced_short = np.sum(visited & (visits < np.floor(needed)))
   plain = _noised_search(network_game, 0.0).search_graph
   visits, needed = _forced_counts(plain, 2.0)
-  assert np.any(visits < np.floor(needed) - 1), "PUCT alone already met every forced count"
+  plain_short = np.sum((visits > 0) & (visits < np.floor(needed)))
+  assert forced_short < plain_short, (forced_short, plain_short)
+
+
+def test_forced_playouts_skip_a_child_puct_has_not_tried():
+  # KataGo's rule: only a child with a visit is forced. Here the unvisited child 0
+  # (prior 0.6) and the once-visited child 1 (prior 0.1) are both below their forced
+  # counts; PUCT prefers child 0, the forced rule child 1.
+  root_fn, recurrent = commuting_game(num_actions=4, modulus=7, horizon=4)
+  graph = mg.muzero_policy(None, jax.random.PRNGKey(0), root_fn(2), recurrent, 8).search_graph
+  prior = jnp.log(jnp.array([0.6, 0.1, 0.15, 0.15]))
+  graph = graph.replace(
+    children_prior_logits=graph.children_prior_logits.at[:, 0].set(prior),
+    edge_visits=graph.edge_visits.at[:, 0].set(jnp.array([0, 1, 50, 49])),
+    node_visits=graph.node_visits.at[:, 0].set(101),
+  )
+  keys = jax.random.split(jax.random.PRNGKey(1), 2)
+  rule_options = dict(pb_c_init=1.25, pb_c_base=19652.0, solver=False)
+  qtransform = mg.qtransform_by_parent_and_siblings
+  forced_rule = functools.partial(
+    forced_root_action_selection, forced_playouts=2.0, qtransform=qtransform, **rule_options
+  )
+  puct_rule = functools.partial(mg.muzero_action_selection, qtransform=qtransform, **rule_options)
+  roots = jnp.zeros((2,), jnp.int32)
+  np.testing.assert_array_equal(jax.vmap(puct_rule, (0, 0, 0, None))(keys, graph, roots, 0), 0)
+  np.testing.assert_array_equal(jax.vmap(forced_rule)(keys, graph, roots), 1)
 
 
 def test_pruning_takes_the_forced_playouts_out_of_the_target(network_game):

@@ -2,9 +2,11 @@
 Self-Play Learning in Go", David J. Wu, 2019).
 
 With root noise, PUCT alone gives a child whose noised prior is small too few
-playouts to learn whether it is good. Forced playouts give each root child `c` at
-least `n_forced(c) = sqrt(k * P(c) * sum_b N(root, b))` playouts (`k`:
-`forced_playouts`, KataGo's 2; `P`: the root's prior, noise included). Those extra
+playouts to learn whether it is good. Forced playouts give each root child `c` that
+PUCT has visited at least once at least `n_forced(c) = sqrt(k * P(c) * sum_b N(root,
+b))` playouts (`k`: `forced_playouts`, KataGo's 2; `P`: the root's prior, noise
+included). As in KataGo's search, a child PUCT has not tried yet is not forced: the
+rule funnels playouts down children that get any at all. Those extra
 playouts would teach the network the noise, so before the visits become a policy
 target they are taken out again: from every child but the most visited one, up to
 `n_forced(c)` visits are subtracted as long as its PUCT score stays below the best
@@ -39,13 +41,14 @@ def forced_root_action_selection(
   solver: bool,
 ) -> chex.Array:
   """The root rule of `muzero_policy(..., forced_playouts=k)`: among the edges PUCT
-  may choose, one with fewer visits than `n_forced` if there is one (the best of
-  those by PUCT), else PUCT's choice."""
+  may choose, a visited one with fewer visits than `n_forced` if there is one (the
+  best of those by PUCT), else PUCT's choice."""
   value_score, policy_score = puct_terms(graph, node_index, pb_c_init, pb_c_base, qtransform)
   tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
   scores = value_score + policy_score + tie_break
   excluded = excluded_actions(graph, node_index, 0, solver)
-  under = graph.edge_visits[node_index] < forced_counts(graph, node_index, forced_playouts)
+  visits = graph.edge_visits[node_index]
+  under = (visits > 0) & (visits < forced_counts(graph, node_index, forced_playouts))
   forced_choice = masked_argmax(scores, excluded | ~under)
   return jnp.where(jnp.any(under & ~excluded), forced_choice, masked_argmax(scores, excluded))
 

@@ -74,7 +74,7 @@ def muzero_policy(
       `dirichlet_fraction` known to be 0 draws no noise (the same result, a program
       that compiles faster; `dirichlet_prior`).
     forced_playouts: KataGo's forced playouts (`k`, 2 in "Accelerating Self-Play
-      Learning in Go", Wu 2019): each root child `c` gets at least
+      Learning in Go", Wu 2019): each root child `c` with a visit gets at least
       `sqrt(k * P(c) * sum N(root, .))` playouts (`P` with the noise). A float >=
       0 known at trace time; 0 (default) is mctx's rule. `action_weights` stay the
       root's visits; `mcgs_jax.prune_forced_playouts` gives the training target

@@ -57,7 +57,7 @@ class Config:
       position is a value target. 1.0 (default): every move is a full search. The
       coin is drawn once per move for the whole batch (the games move together).
     forced_playouts: KataGo's forced playouts with policy target pruning (muzero
-      only; `k`, 2 in the paper; 0: off): the full searches give each root child
+      only; `k`, 2 in the paper; 0: off): the full searches give each visited root child
       `sqrt(k * P(c) * sum N)` playouts at least
       (`mcgs_jax.muzero_policy(..., forced_playouts=k)`), and the policy target is
       `mcgs_jax.prune_forced_playouts` of the visits it counts (`policy_target`).
