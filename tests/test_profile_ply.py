@@ -1,9 +1,10 @@
 """`benchmarks/profile_ply.py` (the ply's parts beside mctx) and
 `benchmarks/selfplay_time.py` (a self-play iteration beside mctx's), which
-`benchmarks/gpu.sh` runs on a lent GPU, run end to end on tiny batches and print what
-they name."""
+`benchmarks/gpu.sh` runs on a lent GPU, and `benchmarks/engine_ab.py` (two versions of
+the engine in one process) run end to end on tiny batches and print what they name."""
 
 import json
+import pathlib
 import subprocess
 
 import pytest
@@ -38,3 +39,19 @@ def test_selfplay_time_prints_both_engines():
   mcgs, mctx = (float(line.split(name)[1].split()[0]) for name in ("(default) ", "mctx "))
   assert mcgs > 0 and mctx > 0
   assert f"{mcgs / mctx:.2f}" in line.split("mcgs / mctx")[1]
+
+
+@pytest.mark.slow
+def test_engine_ab_finds_a_checkout_identical_to_itself():
+  # `benchmarks/engine_ab.py` with this checkout as the older version: both copies
+  # must give the same arrays, and every part is timed.
+  checkout = pathlib.Path(__file__).resolve().parents[1]
+  command = benchmark_command(
+    "engine_ab", "--before", str(checkout), "--games", "4", "--plies", "1", "--repeats", "1"
+  )
+  done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
+  lines = done.stdout.splitlines()
+  for part in ("reroot", "search", "no solver"):
+    assert f"{part}: identical outputs True" in lines, done.stdout
+  timed = [line.split()[-5] for line in lines if line.strip().endswith("of mctx's)")]
+  assert len(timed) == 7 and all(float(ms) > 0 for ms in timed), done.stdout

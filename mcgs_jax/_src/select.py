@@ -149,6 +149,65 @@ def _stale_proofs(graph: Graph, descent: _Descent) -> chex.Array:
   return descent.active & provable
 
 
+def _at_root(graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: int) -> _Descent:
+  """Every game's descent before its first edge: at the root, stamped, active
+  unless the root is terminal; `keys [B]` its per-game keys."""
+  batch_size = graph.batch_size
+  return _Descent(
+    depth=jnp.int32(0),
+    node=jnp.full((batch_size,), ROOT_INDEX, jnp.int32),
+    active=~graph.node_terminal[:, ROOT_INDEX],
+    keys=keys,
+    nodes=jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    actions=jnp.zeros((batch_size, buffer_depth), jnp.int32),
+    length=jnp.zeros((batch_size,), jnp.int32),
+    path_marks=graph.path_marks.at[:, ROOT_INDEX].set(stamp),
+    entered_marks=jnp.zeros((batch_size,), jnp.int32),
+  )
+
+
+def _back_out_of_stale_proofs(graph: Graph, descent: _Descent) -> _Descent:
+  """After the loop: playouts as long as the path buffer may still be active, their
+  last node unchecked (`_stale_proofs`); those that back out give it its mark back
+  (their path, which counts the edge into it, is already right)."""
+  backing_out = _stale_proofs(graph, descent)
+  path_marks = set_at(
+    descent.path_marks,
+    drop_unless(backing_out, descent.node, graph.capacity),
+    descent.entered_marks,
+    mode="drop",
+  )
+  return descent.replace(path_marks=path_marks)
+
+
+def _stamp(
+  descent: _Descent,
+  proceed: chex.Array,
+  child: chex.Array,
+  *,
+  stamp: chex.Array,
+  capacity: int,
+  backing_out: chex.Array | None,
+) -> chex.Array:
+  """`descent.path_marks` with `stamp` at the `child [B]` of every playout that
+  proceeds there, and the mark it held given back to the node of every playout
+  `backing_out` of it. No game does both, so one write per game does both."""
+  marked = drop_unless(proceed, child, capacity)
+  mark = stamp
+  if backing_out is not None:
+    marked = jnp.where(backing_out, descent.node, marked)
+    mark = jnp.where(backing_out, descent.entered_marks, stamp)
+  # One write per game, rows in order: declaring it lets XLA update the marks in
+  # place; without it the table was copied at every step, and a simulation cost
+  # more as the capacity grew (benchmarks/RESULTS.md, "Speed against mctx
+  # (`mcgs-jax bench`)", capacity alone). Written game by game, the
+  # other scatters of one row per game get the same flags from XLA itself; these
+  # stay declared, since the in-place update depends on them.
+  return set_at(
+    descent.path_marks, marked, mark, mode="drop", unique_indices=True, indices_are_sorted=True
+  )
+
+
 def _take_edges(
   graph: Graph,
   descent: _Descent,
@@ -184,26 +243,8 @@ def _take_edges(
   entered_marks = descent.entered_marks
   if options.solver:
     entered_marks = jnp.where(proceed, child_mark, entered_marks)
-  marked = drop_unless(proceed, clamped_child, graph.capacity)
-  mark = stamp
-  if backing_out is not None:
-    # A playout backing out of its node gives it back the mark it held: no game
-    # both backs out and proceeds, so one write per game still does both.
-    marked = jnp.where(backing_out, node, marked)
-    mark = jnp.where(backing_out, descent.entered_marks, stamp)
-  # One write per game, rows in order: declaring it lets XLA update the marks in
-  # place; without it the table was copied at every step, and a simulation cost
-  # more as the capacity grew (benchmarks/RESULTS.md, "Speed against mctx
-  # (`mcgs-jax bench`)", capacity alone). Written game by game, the
-  # other scatters of one row per game get the same flags from XLA itself; these
-  # stay declared, since the in-place update depends on them.
-  path_marks = set_at(
-    descent.path_marks,
-    marked,
-    mark,
-    mode="drop",
-    unique_indices=True,
-    indices_are_sorted=True,
+  path_marks = _stamp(
+    descent, proceed, clamped_child, stamp=stamp, capacity=graph.capacity, backing_out=backing_out
   )
   return descent.replace(
     depth=depth + 1,
@@ -259,18 +300,7 @@ def select(
   keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
-  descent = _Descent(
-    depth=jnp.int32(0),
-    node=root,
-    active=~graph.node_terminal[:, ROOT_INDEX],
-    keys=keys,
-    nodes=jnp.zeros((batch_size, buffer_depth), jnp.int32),
-    actions=jnp.zeros((batch_size, buffer_depth), jnp.int32),
-    length=jnp.zeros((batch_size,), jnp.int32),
-    path_marks=graph.path_marks.at[:, ROOT_INDEX].set(stamp),
-    entered_marks=jnp.zeros((batch_size,), jnp.int32),
-  )
-  descent = take_edges(descent, root_actions)
+  descent = take_edges(_at_root(graph, keys, stamp, buffer_depth), root_actions)
 
   def keep_going(descent: _Descent) -> chex.Array:
     return (descent.depth < buffer_depth) & jnp.any(descent.active)
@@ -288,15 +318,7 @@ def select(
 
   descent = jax.lax.while_loop(keep_going, interior_step, descent)
   if options.solver and buffer_depth < max_depth:
-    # Paths as long as the buffer may still be active, their last node unchecked.
-    backing_out = _stale_proofs(graph, descent)
-    path_marks = set_at(
-      descent.path_marks,
-      drop_unless(backing_out, descent.node, graph.capacity),
-      descent.entered_marks,
-      mode="drop",
-    )
-    descent = descent.replace(path_marks=path_marks)
+    descent = _back_out_of_stale_proofs(graph, descent)
   parent, action = _last_edge(descent.nodes, descent.actions, descent.length)
   path = Path(
     nodes=descent.nodes,
