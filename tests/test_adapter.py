@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import search_game
 
-from mcgs_jax._src.runner import mask_invalid_actions
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax.games import adapter, evaluators
 from mcgs_jax.games.nim import Nim
 

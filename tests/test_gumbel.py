@@ -13,7 +13,7 @@ from helpers import search_game
 
 from mcgs_jax import qtransform_completed_by_mix_value, search
 from mcgs_jax._src import gumbel
-from mcgs_jax._src.runner import mask_invalid_actions
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax.apps.benchmark import random_positions
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
