@@ -23,8 +23,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import results_section
-from benchmarks.game_search import search_game
-from mcgs_jax.games import evaluators, solvers
+from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 
 C = 1.41

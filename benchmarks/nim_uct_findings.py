@@ -34,8 +34,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import results_section
-from benchmarks.game_search import search_game
-from mcgs_jax.games import evaluators, solvers
+from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 from mcgs_jax.testing import check_graph

@@ -19,9 +19,8 @@ import mctx
 import numpy as np
 
 import mcgs_jax as mg
-from benchmarks.game_search import search_game
 from mcgs_jax.apps.benchmark import random_positions, time_policy
-from mcgs_jax.games import evaluators
+from mcgs_jax.games import evaluators, search_game
 from mcgs_jax.games.adapter import make_game
 
 

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 import mcgs_jax as mg
-from benchmarks.game_search import search_game
+from mcgs_jax.games import search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.testing import make_self_play
 

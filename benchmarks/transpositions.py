@@ -59,8 +59,7 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import results_section
-from benchmarks.game_search import search_game
-from mcgs_jax.games import evaluators, solvers
+from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
 from mcgs_jax.games.nim import Nim

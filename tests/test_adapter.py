@@ -5,10 +5,9 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
-from helpers import search_game
 
 from mcgs_jax._src.logits import mask_invalid_actions
-from mcgs_jax.games import adapter, evaluators
+from mcgs_jax.games import adapter, evaluators, search_game
 from mcgs_jax.games.nim import Nim
 
 FLOAT32_MIN = np.finfo(np.float32).min

@@ -40,10 +40,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import search_game
 
 import mcgs_jax as mg
-from mcgs_jax.games import evaluators, play2048
+from mcgs_jax.games import evaluators, play2048, search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 from mcgs_jax.testing import check_graph, commuting_game

@@ -13,12 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import search_game
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcgs_jax as mg
-from mcgs_jax.games import evaluators
+from mcgs_jax.games import evaluators, search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.dag import DagGame
 from mcgs_jax.testing import check_graph

@@ -9,12 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import search_game
 
 import mcgs_jax as mg
 from mcgs_jax._src.forced_playouts import forced_root_action_selection
 from mcgs_jax.apps import registry, train
-from mcgs_jax.games import networks
+from mcgs_jax.games import networks, search_game
 from mcgs_jax.testing import check_graph, commuting_game
 
 pytest.importorskip("flax")

@@ -14,14 +14,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import search_game
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mcgs_jax as mg
 from mcgs_jax._src import proofs
 from mcgs_jax._src.select import select
-from mcgs_jax.games import evaluators, solvers
+from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
 from mcgs_jax.games.solvers import ConnectFourPosition

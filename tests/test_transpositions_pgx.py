@@ -4,9 +4,9 @@ import functools
 
 import jax
 import numpy as np
-from helpers import search_game
 
 import mcgs_jax as mg
+from mcgs_jax.games import search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.testing import check_graph
 

@@ -6,7 +6,6 @@ import jax
 import matplotlib
 import numpy as np
 import pytest
-from helpers import search_game
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -14,7 +13,7 @@ from matplotlib.collections import PathCollection
 
 import mcgs_jax as mg
 from mcgs_jax.apps import viz
-from mcgs_jax.games import evaluators
+from mcgs_jax.games import evaluators, search_game
 from mcgs_jax.games.adapter import make_game
 
 pgx = pytest.importorskip("pgx")

@@ -12,6 +12,7 @@ from mcgs_jax._src.lazy import lazy_exports
 _EXPORTS = {
   "Game": "mcgs_jax.games.adapter",
   "make_game": "mcgs_jax.games.adapter",
+  "search_game": "mcgs_jax.games.adapter",
   "SUPPORTED_GAMES": "mcgs_jax.games.adapter",
   "transposition_key_fn": "mcgs_jax.games.keys",
   "Nim": "mcgs_jax.games.nim",

@@ -335,3 +335,41 @@ def _observation_spec(env) -> tuple | None:
   if observation is None:
     return None
   return tuple(observation.shape), observation.dtype
+
+
+def search_game(
+  policy: Callable,
+  game: Game,
+  state: Any,
+  num_simulations: int,
+  key: jax.Array,
+  *,
+  root_key: jax.Array | None = None,
+  params: Any = None,
+  also_invalid: jax.Array | None = None,
+  **options: Any,
+) -> Any:
+  """`policy` (`mcgs_jax.muzero_policy`, `gumbel_muzero_policy` or `uct_policy`) on
+  the batched states `state` `[B, ...]` of `game` (from `make_game`); returns the
+  policy's output.
+
+  The root is `game.root` evaluated with `root_key` (default: `key`, the search's
+  key); the invalid actions `[B, A]` are the game's, and also those of `also_invalid`
+  (bool `[B, A]`) when given; the game's state keys are the transposition keys
+  (`hash_fn`). `options` are the policy's other keywords. Call it inside the function
+  that `jax.jit` compiles, so that the whole search is one program.
+  """
+  root = game.root(params, key if root_key is None else root_key, state)
+  invalid_actions = game.invalid_actions(state)
+  if also_invalid is not None:
+    invalid_actions = invalid_actions | also_invalid
+  return policy(
+    params,
+    key,
+    root,
+    game.recurrent_fn,
+    num_simulations,
+    invalid_actions=invalid_actions,
+    hash_fn=game.hash_fn,
+    **options,
+  )
