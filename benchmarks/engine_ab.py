@@ -28,10 +28,7 @@ import jax.numpy as jnp
 
 import mcgs_jax as mg
 from benchmarks import profile_ply
-from mcgs_jax.apps import arena, arena_command, registry, train
-from mcgs_jax.games import make_game
-
-SIMULATIONS = profile_ply.SIMULATIONS
+from mcgs_jax.apps import registry
 
 
 def import_before(checkout: str, into: str):
@@ -66,26 +63,10 @@ def main() -> None:
     parts, _ = profile_ply._parts(args.games, args.plies, 0)
     params, key, root, invalid, rerooted = parts["search"][1]
     graph, played = parts["reroot"][1]
-    base = make_game("connect_four")
-    apply_fn, _, _ = train.load_network(arena_command.builtin_checkpoint("connect_four"), base.env)
-    agent = arena.Agent(
-      policy="muzero", evaluator="network", num_simulations=SIMULATIONS, apply_fn=apply_fn
-    )
-    game = arena._agent_game(base, agent)
+    game, agent, _ = profile_ply.default_agent()
 
     def policy(policies, solver):
-      bound = policies.playing_policy(
-        "muzero",
-        hash_fn=game.hash_fn,
-        transpositions=True,
-        solver=solver,
-        capacity=agent.search_capacity,
-      )
-      return jax.jit(
-        lambda p, k, r, i, g: bound(
-          p, k, r, game.recurrent_fn, SIMULATIONS, invalid_actions=i, graph=g
-        )
-      )
+      return profile_ply.agent_policy(policies, game, agent, solver=solver)
 
     old_root = before.RootFnOutput(
       prior_logits=root.prior_logits, value=root.value, embedding=root.embedding

@@ -54,9 +54,9 @@ def _random_openings(game, state, key):
   return state
 
 
-def _parts(games: int, plies: int, seed: int):
-  """`(parts, facts)`: `{name: (jitted fn, args)}` on the states and graphs after
-  `plies` plies, and what those graphs hold."""
+def default_agent():
+  """`(game, agent, params)`: the default arena agent (graph + reuse + solver,
+  `SIMULATIONS` simulations) on connect four with the shipped network."""
   base_game = make_game("connect_four")
   apply_fn, params, _ = train.load_network(
     arena_command.builtin_checkpoint("connect_four"), base_game.env
@@ -64,7 +64,27 @@ def _parts(games: int, plies: int, seed: int):
   agent = arena.Agent(
     policy="muzero", evaluator="network", num_simulations=SIMULATIONS, apply_fn=apply_fn
   )
-  game = arena._agent_game(base_game, agent)
+  return arena._agent_game(base_game, agent), agent, params
+
+
+def agent_policy(policies, game, agent, **options):
+  """The agent's search continuing a graph, jitted: `(params, key, root, invalid,
+  graph) -> PolicyOutput`. `policies` is a `registry` module (this package's, or an
+  older copy's), `options` replace the agent's."""
+  bound = policies.playing_policy(
+    "muzero",
+    hash_fn=game.hash_fn,
+    **{"transpositions": True, "solver": True, "capacity": agent.search_capacity, **options},
+  )
+  return jax.jit(
+    lambda p, k, r, i, g: bound(p, k, r, game.recurrent_fn, SIMULATIONS, invalid_actions=i, graph=g)
+  )
+
+
+def _parts(games: int, plies: int, seed: int):
+  """`(parts, facts)`: `{name: (jitted fn, args)}` on the states and graphs after
+  `plies` plies, and what those graphs hold."""
+  game, agent, params = default_agent()
   agent_search = arena._make_search(game, agent)
   search = jax.jit(agent_search)
   key = jax.random.PRNGKey(seed)
@@ -83,16 +103,7 @@ def _parts(games: int, plies: int, seed: int):
   rerooted = jax.jit(mg.reroot)(graph, played)
 
   def policy(**options):
-    bound = registry.playing_policy(
-      "muzero",
-      hash_fn=game.hash_fn,
-      **{"transpositions": True, "solver": True, "capacity": agent.search_capacity, **options},
-    )
-    return jax.jit(
-      lambda p, k, r, i, g: bound(
-        p, k, r, game.recurrent_fn, SIMULATIONS, invalid_actions=i, graph=g
-      )
-    )
+    return agent_policy(registry, game, agent, **options)
 
   def evaluations(p, k, r):
     def body(embedding, k):

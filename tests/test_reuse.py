@@ -440,6 +440,9 @@ def _table_by_rounds(keys: np.ndarray, num_nodes: int, num_slots: int, window: i
   return slots, dropped
 
 
+_jitted_rebuild = jax.jit(rebuild_hash_slots, static_argnums=(2, 3))
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 2, 4, 16]))
 def test_rebuilt_hash_table_is_the_one_the_rounds_state(seed, window):
@@ -456,9 +459,6 @@ def test_rebuilt_hash_table_is_the_one_the_rounds_state(seed, window):
     )
     np.testing.assert_array_equal(np.asarray(slots[game]), expected_slots)
     assert int(dropped[game]) == expected_dropped
-
-
-_jitted_rebuild = jax.jit(rebuild_hash_slots, static_argnums=(2, 3))
 
 
 # --- Self-play with reuse on pgx games ---------------------------------------------

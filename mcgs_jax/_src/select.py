@@ -166,16 +166,17 @@ def _at_root(graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: in
   )
 
 
-def _back_out_of_stale_proofs(graph: Graph, descent: _Descent) -> _Descent:
+def _back_out_of_stale_proofs(graph: Graph, descent: _Descent, stamp: chex.Array) -> _Descent:
   """After the loop: playouts as long as the path buffer may still be active, their
   last node unchecked (`_stale_proofs`); those that back out give it its mark back
   (their path, which counts the edge into it, is already right)."""
-  backing_out = _stale_proofs(graph, descent)
-  path_marks = set_at(
-    descent.path_marks,
-    drop_unless(backing_out, descent.node, graph.capacity),
-    descent.entered_marks,
-    mode="drop",
+  path_marks = _stamp(
+    descent,
+    jnp.zeros_like(descent.active),
+    descent.node,
+    stamp=stamp,
+    capacity=graph.capacity,
+    backing_out=_stale_proofs(graph, descent),
   )
   return descent.replace(path_marks=path_marks)
 
@@ -318,7 +319,7 @@ def select(
 
   descent = jax.lax.while_loop(keep_going, interior_step, descent)
   if options.solver and buffer_depth < max_depth:
-    descent = _back_out_of_stale_proofs(graph, descent)
+    descent = _back_out_of_stale_proofs(graph, descent, stamp)
   parent, action = _last_edge(descent.nodes, descent.actions, descent.length)
   path = Path(
     nodes=descent.nodes,
