@@ -15,12 +15,11 @@ import datetime
 import json
 
 import jax
-import mctx
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax.apps.benchmark import random_positions, time_policy
-from mcgs_jax.games import evaluators, search_game
+from mcgs_jax.apps.benchmark_timing import make_policy, random_positions, time_policy
+from mcgs_jax.games import evaluators, networks, search_game
 from mcgs_jax.games.adapter import make_game
 
 
@@ -36,7 +35,7 @@ def main(argv=None):
 
   network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(0), 3)
   probe = make_game("connect_four")
-  apply_fn, params = evaluators.init_network(probe.env, network_key, hidden=(64, 64))
+  apply_fn, params = networks.init_network(probe.env, network_key, hidden=(64, 64))
   game = make_game("connect_four", evaluators.network_evaluator(apply_fn))
 
   def ours(num_simulations, num_parallel):
@@ -53,28 +52,12 @@ def main(argv=None):
 
     return jax.jit(policy)
 
-  def theirs(num_simulations):
-    def policy(params, key, state):
-      root = game.root(params, key, state)
-      return mctx.muzero_policy(
-        params,
-        key,
-        mctx.RootFnOutput(
-          prior_logits=root.prior_logits, value=root.value, embedding=root.embedding
-        ),
-        game.recurrent_fn,
-        num_simulations,
-        invalid_actions=game.invalid_actions(state),
-      )
-
-    return jax.jit(policy)
-
   rows = []
   for batch_size in ints(args.batch_sizes):
     state = random_positions(game, positions_key, batch_size, max_opening_moves=8)
     for num_simulations in ints(args.simulations):
       _, mctx_seconds = time_policy(
-        theirs(num_simulations), params, search_key, state, args.repeats
+        make_policy(game, "mctx", num_simulations), params, search_key, state, args.repeats
       )
       rows.append(
         dict(

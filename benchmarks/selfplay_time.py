@@ -8,7 +8,14 @@ default self-play (graph kept between moves, capacity `4 S + 1`, no solver) and
 (`mcgs_jax.apps.train.make_self_play`, one jitted `lax.scan` over the moves) after a
 compiling one; runs interleaved, median of `--repeats`.
 
+`--parts` adds ablations of the default to the same interleaved rounds, each printed
+against mctx: `no-reuse` (a graph from scratch every move), `tree+reuse` (no
+transpositions), `tree` (both off: this library's search where mctx's runs) and
+`solver` (the default plus the MCTS-solver). `--network untrained` times a freshly
+initialised network (the training race's first iterations) instead of the shipped one.
+
     python -m benchmarks.selfplay_time [--games 256] [--simulations 32] [--repeats 3]
+      [--parts] [--network shipped|untrained]
 """
 
 import argparse
@@ -22,21 +29,37 @@ import time
 import jax
 
 from mcgs_jax.apps import arena_command, train
-from mcgs_jax.games import evaluators, make_game
+from mcgs_jax.games import evaluators, make_game, networks
+
+# Ablations of the default self-play `Config` (`--parts`).
+PARTS = {
+  "no-reuse": dict(reuse=False),
+  "tree+reuse": dict(transpositions=False),
+  "tree": dict(transpositions=False, reuse=False),
+  "solver": dict(solver=True),
+}
 
 
-def iteration_seconds(games: int, simulations: int, repeats: int) -> dict[str, float]:
-  """Median seconds of one self-play iteration per engine (`"mcgs"`, `"mctx"`)."""
+def iteration_seconds(
+  games: int, simulations: int, repeats: int, *, parts: bool = False, network: str = "shipped"
+) -> dict[str, float]:
+  """Median seconds of one self-play iteration per engine (`"mcgs"`, `"mctx"`, and
+  with `parts` each of `PARTS`)."""
   base = make_game("connect_four")
-  apply_fn, params, _ = train.load_network(
-    arena_command.builtin_checkpoint("connect_four"), base.env
-  )
+  if network == "shipped":
+    apply_fn, params, _ = train.load_network(
+      arena_command.builtin_checkpoint("connect_four"), base.env
+    )
+  else:
+    apply_fn, params = networks.init_network(base.env, jax.random.PRNGKey(1), hidden=(256, 256))
   game = dataclasses.replace(base, evaluator=evaluators.network_evaluator(apply_fn))
   config = train.Config(num_games=games, num_simulations=simulations, progress=False)
   configs = {
     "mcgs": config,
     "mctx": dataclasses.replace(config, engine="mctx", transpositions=False, reuse=False),
   }
+  if parts:
+    configs.update({name: dataclasses.replace(config, **flags) for name, flags in PARTS.items()})
   plays = {name: train.make_self_play(game, c) for name, c in configs.items()}
   key = jax.random.PRNGKey(0)
   for play in plays.values():
@@ -55,14 +78,23 @@ def main() -> None:
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--simulations", type=int, default=32)
   parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--parts", action="store_true", help="also time the ablations")
+  parser.add_argument("--network", choices=("shipped", "untrained"), default="shipped")
   args = parser.parse_args()
   load = os.getloadavg()[0]
-  seconds = iteration_seconds(args.games, args.simulations, args.repeats)
+  seconds = iteration_seconds(
+    args.games, args.simulations, args.repeats, parts=args.parts, network=args.network
+  )
   print(
     f"{datetime.date.today()}, {os.cpu_count()} cores {platform.machine()}, jax "
     f"{jax.__version__}, load average before {load:.2f}; B={args.games}, S={args.simulations}, "
-    f"median of {args.repeats}"
+    f"{args.network} network, median of {args.repeats}"
   )
+  for name in PARTS if args.parts else ():
+    print(
+      f"part {name}: {seconds[name]:.2f} s, / mctx {seconds[name] / seconds['mctx']:.2f}, "
+      f"/ default {seconds[name] / seconds['mcgs']:.2f}"
+    )
   print(
     f"self-play iteration: mcgs (default) {seconds['mcgs']:.2f} s, mctx {seconds['mctx']:.2f} s, "
     f"mcgs / mctx {seconds['mcgs'] / seconds['mctx']:.2f}"

@@ -293,7 +293,7 @@ def test_a_fold_is_the_mean_of_the_evaluations():
     length=jnp.ones(2, jnp.int32),
     leaf=jnp.full(2, -1, jnp.int32),
     leaf_is_new=jnp.zeros(2, bool),
-    expands=jnp.zeros(2, bool),
+    last_edge_unexpanded=jnp.zeros(2, bool),
     leaf_folded=jnp.zeros(2, bool),
   )
   output = mg.RecurrentFnOutput(

@@ -219,7 +219,7 @@ def link(
   """
   parent, action = last_edge(path)
   child = take(graph.children_index, (parent, action))
-  collided = path.expands & (child >= 0)
+  collided = path.last_edge_unexpanded & (child >= 0)
   non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
   path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
   needs_node = (path.length > 0) & (child < 0)

@@ -36,7 +36,7 @@ class Path:
     when the node the last edge needed did not fit in the graph (that edge is then
     not counted). `select` leaves the root where `length == 0`, else -1.
   leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
-  expands: `[B]` bool, the last edge had no child when it was selected (the
+  last_edge_unexpanded: `[B]` bool, the last edge had no child when it was selected (the
     playout asks for a new node; `link` drops it when another path of the same step
     has linked that edge since).
   leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
@@ -48,7 +48,7 @@ class Path:
   length: chex.Array
   leaf: chex.Array
   leaf_is_new: chex.Array
-  expands: chex.Array
+  last_edge_unexpanded: chex.Array
   leaf_folded: chex.Array
 
 
@@ -327,7 +327,7 @@ def select(
     length=descent.length,
     leaf=jnp.where(descent.length == 0, ROOT_INDEX, -1).astype(jnp.int32),
     leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
-    expands=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
+    last_edge_unexpanded=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
     leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
   )
   graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
