@@ -10,9 +10,11 @@ compiling one; runs interleaved, median of `--repeats`.
 
 `--parts` adds ablations of the default to the same interleaved rounds, each printed
 against mctx: `no-reuse` (a graph from scratch every move), `tree+reuse` (no
-transpositions), `tree` (both off: this library's search where mctx's runs) and
-`solver` (the default plus the MCTS-solver). `--network untrained` times a freshly
-initialised network (the training race's first iterations) instead of the shipped one.
+transpositions), `tree` (both off: this library's search where mctx's runs),
+`solver` (the default plus the MCTS-solver) and `capacity-8S+1` (twice the default
+capacity). Each line also gives the share of playouts dropped on a full graph.
+`--network untrained` times a freshly initialised network (the training race's first
+iterations) instead of the shipped one.
 
     python -m benchmarks.selfplay_time [--games 256] [--simulations 32] [--repeats 3]
       [--parts] [--network shipped|untrained]
@@ -27,24 +29,33 @@ import statistics
 import time
 
 import jax
+import numpy as np
 
 from mcgs_jax.apps import arena_command, train
 from mcgs_jax.games import evaluators, make_game, networks
 
-# Ablations of the default self-play `Config` (`--parts`).
-PARTS = {
-  "no-reuse": dict(reuse=False),
-  "tree+reuse": dict(transpositions=False),
-  "tree": dict(transpositions=False, reuse=False),
-  "solver": dict(solver=True),
-}
+# Ablations of the default self-play `Config` (`--parts`); `capacity-8S+1` doubles the
+# default capacity with reuse (`4 S + 1`).
+PART_NAMES = ("no-reuse", "tree+reuse", "tree", "solver", "capacity-8S+1")
+
+
+def part_flags(name: str, simulations: int) -> dict:
+  """The `Config` fields that part `name` changes."""
+  return {
+    "no-reuse": dict(reuse=False),
+    "tree+reuse": dict(transpositions=False),
+    "tree": dict(transpositions=False, reuse=False),
+    "solver": dict(solver=True),
+    "capacity-8S+1": dict(capacity=8 * simulations + 1),
+  }[name]
 
 
 def iteration_seconds(
   games: int, simulations: int, repeats: int, *, parts: bool = False, network: str = "shipped"
-) -> dict[str, float]:
-  """Median seconds of one self-play iteration per engine (`"mcgs"`, `"mctx"`, and
-  with `parts` each of `PARTS`)."""
+) -> tuple[dict[str, float], dict[str, float]]:
+  """Per engine (`"mcgs"`, `"mctx"`, and with `parts` each of `PART_NAMES`): the
+  median seconds of one self-play iteration, and the share of its playouts that
+  found the graph full (`capacity_overflows`; dropped, their evaluation unused)."""
   base = make_game("connect_four")
   if network == "shipped":
     apply_fn, params, _ = train.load_network(
@@ -59,18 +70,23 @@ def iteration_seconds(
     "mctx": dataclasses.replace(config, engine="mctx", transpositions=False, reuse=False),
   }
   if parts:
-    configs.update({name: dataclasses.replace(config, **flags) for name, flags in PARTS.items()})
+    configs.update(
+      {name: dataclasses.replace(config, **part_flags(name, simulations)) for name in PART_NAMES}
+    )
   plays = {name: train.make_self_play(game, c) for name, c in configs.items()}
   key = jax.random.PRNGKey(0)
   for play in plays.values():
     jax.block_until_ready(play(params, key))  # compile
   times: dict[str, list[float]] = {name: [] for name in plays}
+  dropped: dict[str, float] = {}
   for repeat in range(repeats):
     for name, play in plays.items():
       started = time.perf_counter()
-      jax.block_until_ready(play(params, jax.random.fold_in(key, repeat + 1)))
+      trajectory = jax.block_until_ready(play(params, jax.random.fold_in(key, repeat + 1)))
       times[name].append(time.perf_counter() - started)
-  return {name: statistics.median(values) for name, values in times.items()}
+      searches = np.asarray(trajectory["valid"]).sum() * simulations
+      dropped[name] = float(np.asarray(trajectory["capacity_overflows"]).sum() / searches)
+  return {name: statistics.median(values) for name, values in times.items()}, dropped
 
 
 def main() -> None:
@@ -82,7 +98,7 @@ def main() -> None:
   parser.add_argument("--network", choices=("shipped", "untrained"), default="shipped")
   args = parser.parse_args()
   load = os.getloadavg()[0]
-  seconds = iteration_seconds(
+  seconds, dropped = iteration_seconds(
     args.games, args.simulations, args.repeats, parts=args.parts, network=args.network
   )
   print(
@@ -90,11 +106,13 @@ def main() -> None:
     f"{jax.__version__}, load average before {load:.2f}; B={args.games}, S={args.simulations}, "
     f"{args.network} network, median of {args.repeats}"
   )
-  for name in PARTS if args.parts else ():
+  for name in PART_NAMES if args.parts else ():
     print(
       f"part {name}: {seconds[name]:.2f} s, / mctx {seconds[name] / seconds['mctx']:.2f}, "
-      f"/ default {seconds[name] / seconds['mcgs']:.2f}"
+      f"/ default {seconds[name] / seconds['mcgs']:.2f}, playouts dropped on a full graph "
+      f"{100 * dropped[name]:.1f}%"
     )
+  print(f"default: playouts dropped on a full graph {100 * dropped['mcgs']:.1f}%")
   print(
     f"self-play iteration: mcgs (default) {seconds['mcgs']:.2f} s, mctx {seconds['mctx']:.2f} s, "
     f"mcgs / mctx {seconds['mcgs'] / seconds['mctx']:.2f}"

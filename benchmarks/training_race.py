@@ -8,12 +8,14 @@ move; only the search differs):
   * `mctx`: `--engine mctx`, DeepMind's `mctx.muzero_policy`: a tree searched from
     scratch at every move (what an mctx user trains with);
   * `default`: `mcgs-jax train`'s defaults (a graph kept between moves, the policy
-    target of each search's own visits);
+    target of each search's own visits, forced playouts with k = 2);
   * `tree+reuse`, `graph+reuse` (`--policy-target all`) and `graph+reuse+new` (the
-    defaults, spelt out): the variants of the first race;
-  * on the defaults, `playout-cap`, `forced-playouts` and `solver` (KataGo's self-play
-    accelerations and the MCTS-solver), and `gumbel+reuse`, `gumbel` and
-    `mctx-gumbel` (Gumbel MuZero with and without reuse, and mctx's).
+    defaults before forced playouts): the variants of the first race, without forced
+    playouts;
+  * `playout-cap` and `solver` on `graph+reuse+new`, `forced-playouts` (the defaults,
+    spelt out): KataGo's self-play accelerations and the MCTS-solver; and
+    `gumbel+reuse`, `gumbel` and `mctx-gumbel` (Gumbel MuZero with and without reuse,
+    and mctx's).
 
 For every seed in `--seeds`, each variant trains in its own process, one after the
 other, for `--budget` seconds of wall time (`Config.max_seconds`: compilation
@@ -32,7 +34,9 @@ past each fraction in `--fractions` of the budget, and at the end. Then:
   * `--plot FILE`: the curves as a PNG;
   * solved positions: `--positions` connect-four positions with 10-14 empty cells
     (seed `--positions-seed`), solved exactly; the share where each final network's
-    greedy policy and a search with it play an optimal move.
+    greedy policy and a search with it play an optimal move;
+  * `--head-to-head A,B`: per seed, A's final network against B's (the curves' match
+    settings on match seed `--eval-seed` + 1), and the games of all seeds pooled.
 
 Run it alone on the machine. `--write` appends the section to `benchmarks/RESULTS.md`;
 `--keep` copies the final networks to
@@ -58,18 +62,20 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import endgame_accuracy, results_section
-from mcgs_jax.apps import arena, files, train
+from mcgs_jax.apps import arena, arena_results, files, train
 
+NO_FORCED = ["--forced-playouts", "0"]
 VARIANTS = {
   "mctx": ["--engine", "mctx"],
-  "default": [],  # mcgs-jax train's defaults
-  "tree+reuse": ["--tree", "--policy-target", "all"],
-  "graph+reuse": ["--policy-target", "all"],
-  "graph+reuse+new": ["--policy-target", "new"],  # the defaults, spelt out
-  # KataGo's self-play accelerations and the solver, each on the defaults:
-  "playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8"],
-  "forced-playouts": ["--forced-playouts", "2"],
-  "solver": ["--solver"],
+  "default": [],  # mcgs-jax train's defaults (forced playouts since 2026-12-03)
+  "tree+reuse": ["--tree", "--policy-target", "all", *NO_FORCED],
+  "graph+reuse": ["--policy-target", "all", *NO_FORCED],
+  "graph+reuse+new": ["--policy-target", "new", *NO_FORCED],  # the defaults before
+  # KataGo's self-play accelerations and the solver, each on the defaults of their
+  # races (before forced playouts were the default):
+  "playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8", *NO_FORCED],
+  "forced-playouts": ["--forced-playouts", "2"],  # the defaults since, spelt out
+  "solver": ["--solver", *NO_FORCED],
   # Gumbel MuZero: this library's with reuse, without, and mctx's.
   "gumbel+reuse": ["--policy", "gumbel"],
   "gumbel": ["--policy", "gumbel", "--no-reuse"],
@@ -271,8 +277,50 @@ def learning_curves(game, runs: dict, args) -> dict:
   return curves
 
 
+def head_to_head(game, runs: dict, seeds: list[int], pair: list[str], args) -> list[str]:
+  """RESULTS lines: the final network of `pair[0]` against that of `pair[1]`, per seed
+  with both runs and pooled over them (`args.games` games each, the curves' match
+  settings on the next match seed, `args.eval_seed + 1`)."""
+  first, second = pair
+  settings = argparse.Namespace(**{**vars(args), "eval_seed": args.eval_seed + 1})
+  lines = [
+    "",
+    f"Head to head: {first}'s final network against {second}'s, the same seed "
+    f"({args.games} games each, match seed {settings.eval_seed}, otherwise as the curves):",
+    "",
+    f"| seed | {first}'s W-D-L | score | Elo of {first} over {second} [95%] |",
+    "|---|---|---|---|",
+  ]
+  points = []
+  for seed in seeds:
+    if (seed, first) not in runs or (seed, second) not in runs:
+      continue
+    result = play_reference(
+      game,
+      runs[seed, first]["snapshots"][-1]["file"],
+      run_reference_of(runs, seed, second),
+      settings,
+    )
+    wins, draws, losses = result["wins"], result["draws"], result["losses"]
+    points += [1.0] * wins + [0.5] * draws + [0.0] * losses
+    low, high = result["elo_ci95"]
+    lines.append(
+      f"| {seed} | {wins}-{draws}-{losses} | {(wins + draws / 2) / (wins + draws + losses):.3f} "
+      f"| {result['elo']:+.0f} [{low:+.0f}, {high:+.0f}] |"
+    )
+    print(lines[-1], flush=True)
+  if points:
+    score, elo, (low, high), _ = arena_results.elo_interval(np.array(points))
+    lines.append(f"| pooled | - | {score:.3f} | {elo:+.0f} [{low:+.0f}, {high:+.0f}] |")
+  return lines
+
+
+def run_reference_of(runs: dict, seed: int, name: str) -> str:
+  return runs[seed, name]["snapshots"][-1]["file"]
+
+
 def run_reference(runs: dict, seed: int) -> str:
-  return runs[seed, REFERENCE]["snapshots"][-1]["file"]
+  return run_reference_of(runs, seed, REFERENCE)
 
 
 def time_to_reference(points: list[dict]) -> float | None:
@@ -358,6 +406,11 @@ def main(argv=None):
   parser.add_argument(
     "--train-only", action="store_true", help="train the runs, play no match (evaluate later)"
   )
+  parser.add_argument(
+    "--head-to-head",
+    metavar="A,B",
+    help="also play variant A's final network against variant B's, per seed",
+  )
   parser.add_argument("--worker", help=argparse.SUPPRESS)  # the training process
   args = parser.parse_args(argv)
   fractions = [float(f) for f in args.fractions.split(",") if f]
@@ -371,6 +424,9 @@ def main(argv=None):
   if unknown:
     parser.error(f"--variants: unknown {unknown}; expected some of {tuple(VARIANTS)}")
   names = [REFERENCE] + [name for name in names if name != REFERENCE]
+  pair = args.head_to_head.split(",") if args.head_to_head else []
+  if pair and (len(pair) != 2 or not set(pair) <= set(names)):
+    parser.error(f"--head-to-head: two of --variants {names}, got {args.head_to_head!r}")
   seeds = [int(seed) for seed in args.seeds.split(",") if seed]
   os.makedirs(args.out, exist_ok=True)
   runs = {}
@@ -392,7 +448,8 @@ def main(argv=None):
     return
   game = arena._game_from_spec("connect_four")
   curves = learning_curves(game, runs, args)
-  write_section(game, runs, curves, names, seeds, fractions, args)
+  extra = head_to_head(game, runs, seeds, pair, args) if pair else []
+  write_section(game, runs, curves, names, seeds, fractions, args, extra)
   if args.plot:
     plot_curves(
       curves,
@@ -410,7 +467,7 @@ def main(argv=None):
       files.write_atomically(f"{stem}_history.json", json.dumps(history, indent=1))
 
 
-def write_section(game, runs, curves, names, seeds, fractions, args) -> None:
+def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -> None:
   """The RESULTS section: runs, curves, finals per seed, solved positions."""
   load_text = ", ".join(f"{run.get('load_before', float('nan')):.1f}" for run in runs.values())
   lines = [
@@ -504,7 +561,7 @@ def write_section(game, runs, curves, names, seeds, fractions, args) -> None:
   ]
   for label, (greedy, searched) in shares.items():
     lines.append(f"| {label} | {100 * greedy:.1f}% | {100 * searched:.1f}% |")
-  results_section.emit(lines, write=args.write)
+  results_section.emit(lines + list(extra), write=args.write)
 
 
 if __name__ == "__main__":

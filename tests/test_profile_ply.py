@@ -45,6 +45,24 @@ def test_selfplay_time_prints_both_engines():
 
 
 @pytest.mark.slow
+def test_selfplay_time_parts_print_each_ablation_and_its_dropped_playouts():
+  # `--parts`: one line per ablation, timed against mctx and the default, with the
+  # share of playouts that found the graph full (a share of the playouts: 0-100%).
+  command = benchmark_command(
+    "selfplay_time", "--games", "2", "--simulations", "2", "--repeats", "1", "--parts"
+  )
+  done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
+  parts = [line for line in done.stdout.splitlines() if line.startswith("part ")]
+  names = [line.split()[1].rstrip(":") for line in parts]
+  assert names == ["no-reuse", "tree+reuse", "tree", "solver", "capacity-8S+1"], done.stdout
+  for line in parts:
+    share = float(line.split("full graph ")[1].rstrip("%"))
+    assert 0.0 <= share <= 100.0 and float(line.split()[2]) > 0, line
+  # A tree without reuse keeps no graph between moves, so nothing fills it.
+  assert float(parts[2].split("full graph ")[1].rstrip("%")) == 0.0
+
+
+@pytest.mark.slow
 def test_engine_ab_finds_a_checkout_identical_to_itself():
   # `benchmarks/engine_ab.py` with this checkout as the older version: both copies
   # must give the same arrays, and every part is timed.

@@ -212,13 +212,23 @@ def self_play(**settings):
 
 @pytest.fixture(scope="module")
 def reused():
-  return self_play(policy_target="all")
+  # Without forced playouts (the default since 2026-12-03), whose pruning changes the
+  # target these tests count.
+  return self_play(policy_target="all", forced_playouts=0.0)
 
 
 def test_training_defaults_keep_the_graph():
   config = train.Config()
   assert config.reuse and config.transpositions and config.engine == "mcgs"
   assert config.policy_target == "new"
+  # Forced playouts by default where they apply (muzero on this engine), else none.
+  assert config.self_play_forced_playouts == 2.0
+  assert train.Config(policy="gumbel").self_play_forced_playouts == 0.0
+  mctx_config = train.Config(engine="mctx", reuse=False, transpositions=False)
+  assert mctx_config.self_play_forced_playouts == 0.0
+  assert train.Config(forced_playouts=0.0).self_play_forced_playouts == 0.0
+  with pytest.raises(ValueError, match="forced_playouts must be 0 with engine 'mctx'"):
+    train.Config(engine="mctx", reuse=False, transpositions=False, forced_playouts=2.0)
   assert config.search_capacity == 4 * config.num_simulations + 1
   assert train.Config(reuse=False).search_capacity == config.num_simulations + 1
 
@@ -227,7 +237,7 @@ def test_mctx_self_play_equals_our_tree_self_play():
   """`engine="mctx"` and this library's tree without reuse play the same games (the
   same sampled moves, noise included) with the same policy targets."""
   _, with_mctx = self_play(engine="mctx", reuse=False, transpositions=False)
-  _, tree = self_play(reuse=False, transpositions=False)
+  _, tree = self_play(reuse=False, transpositions=False, forced_playouts=0.0)
   np.testing.assert_array_equal(with_mctx["observation"], tree["observation"])
   np.testing.assert_allclose(with_mctx["policy"], tree["policy"], atol=1e-6)
   assert not with_mctx["carried_visits"].any() and not tree["carried_visits"].any()
@@ -249,7 +259,8 @@ def test_reused_self_play_carries_visits_and_counts_every_root_visit(reused):
 
 
 def test_new_visits_policy_target():
-  config, trajectory = self_play()  # the default target: this search's visits
+  # The default target: this search's visits (unpruned: no forced playouts).
+  config, trajectory = self_play(forced_playouts=0.0)
   valid = trajectory["valid"]
   assert trajectory["carried_visits"][1:][valid[1:]].mean() > 1
   counts = trajectory["policy"][valid] * config.num_simulations

@@ -63,7 +63,8 @@ def prune_forced_playouts(
   qtransform: types.QTransform | None = None,
 ) -> jax.Array:
   """The root's policy target with the forced playouts taken out, `[B, A]`
-  (rows sum to 1 over the children left, or to 0 for a root without visits).
+  (rows sum to 1 over the children left, or to 0 for a root without visits). Where
+  pruning would leave none of `visits`, the row is `visits` unpruned, normalised.
 
   Args:
     graph: a searched `Graph` of `B` games (`PolicyOutput.search_graph` of
@@ -103,7 +104,12 @@ def prune_forced_playouts(
     return counts - pruned  # the visits taken out of each child
 
   removed = jax.vmap(one)(graph)
-  kept = jnp.maximum(visits.astype(jnp.float32) - removed, 0.0)
+  visits = visits.astype(jnp.float32)
+  kept = jnp.maximum(visits - removed, 0.0)
+  # With `visits` a part of the root's (a reused search's own), the most visited child
+  # may hold none of them, and pruning can take out all the others: the target is
+  # then `visits` unpruned rather than empty.
+  kept = jnp.where(jnp.sum(kept, axis=-1, keepdims=True) > 0, kept, visits)
   total = jnp.sum(kept, axis=-1, keepdims=True)
   # A root without visits (a finished game) gets zeros, not 0 / 0.
   return jnp.where(total > 0, kept / jnp.maximum(total, 1.0), 0.0)

@@ -42,8 +42,8 @@ def _search_policy(game: Game, config: Config, *, fast: bool = False):
   search_policy = POLICIES[config.policy]
   if config.solver:
     extra["solver"] = True
-  if config.forced_playouts > 0 and not fast:  # a fast search has no noise to force
-    extra["forced_playouts"] = float(config.forced_playouts)
+  if config.self_play_forced_playouts > 0 and not fast:  # a fast search has no noise to force
+    extra["forced_playouts"] = config.self_play_forced_playouts
 
   def search(params, key, root, invalid, graph):
     return search_policy(
@@ -196,11 +196,13 @@ def _self_play_move(
           # A search always adds visits to a live root; the guard keeps a
           # finished game's row finite (it is masked out below).
           target = jnp.where(total > 0, new_visits / jnp.maximum(total, 1), target)
-      if config.forced_playouts > 0:
+      if config.self_play_forced_playouts > 0:
         counted = searched.edge_visits[:, 0]
         if graph is not None and config.policy_target == "new":
           counted = counted - graph.edge_visits[:, 0]
-        target = mg.prune_forced_playouts(searched, counted, forced_playouts=config.forced_playouts)
+        target = mg.prune_forced_playouts(
+          searched, counted, forced_playouts=config.self_play_forced_playouts
+        )
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
     next_state = data_parallel.shard_games(game.step(state, action), mesh)

@@ -63,7 +63,8 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     "--forced-playouts",
     "forced_playouts",
     _float,
-    "KataGo's forced playouts k with policy target pruning (muzero; 0: off)",
+    "KataGo's forced playouts k with policy target pruning (muzero; 0: off; default 2 "
+    "with muzero on this library's engine, else 0)",
   ),
   ("--iterations", "iterations", _int, "self-play / training iterations"),
   ("--train-steps", "train_steps", _int, "training steps per iteration"),
@@ -135,6 +136,7 @@ def build_parser():
     "checkpoint_at": "none",
     "devices": "every device of every process",
     "fast_simulations": "simulations // 4",
+    "forced_playouts": "2 with muzero on this library's engine, else 0",
   }
 
   def shown(field: str) -> str:

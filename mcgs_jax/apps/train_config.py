@@ -61,6 +61,9 @@ class Config:
       `sqrt(k * P(c) * sum N)` playouts at least
       (`mcgs_jax.muzero_policy(..., forced_playouts=k)`), and the policy target is
       `mcgs_jax.prune_forced_playouts` of the visits it counts (`policy_target`).
+      None (default): 2 with policy `"muzero"` on engine `"mcgs"`, the best variant of
+      the training race (`benchmarks/RESULTS.md`, "Forced playouts by default"), else
+      0 (`self_play_forced_playouts`).
     fast_simulations: simulations of a fast search (default `num_simulations // 4`,
       at least 1); used only with `full_search_probability < 1`.
     temperature: self-play move temperature of the muzero policy.
@@ -106,7 +109,7 @@ class Config:
   solver: bool = False
   full_search_probability: float = 1.0
   fast_simulations: int | None = None
-  forced_playouts: float = 0.0
+  forced_playouts: float | None = None
   temperature: float = 1.0
   hidden: Sequence[int] = (128, 128)
   learning_rate: float = 1e-3
@@ -135,6 +138,13 @@ class Config:
     if self.capacity is not None:
       return int(self.capacity)
     return 4 * self.num_simulations + 1 if self.reuse else self.num_simulations + 1
+
+  @property
+  def self_play_forced_playouts(self) -> float:
+    """`forced_playouts`, or its default: 2 for muzero on this library's engine, else 0."""
+    if self.forced_playouts is not None:
+      return float(self.forced_playouts)
+    return 2.0 if self.policy == "muzero" and self.engine == "mcgs" else 0.0
 
   @property
   def playout_cap(self) -> bool:
@@ -205,12 +215,18 @@ def check_config(config: "Config") -> None:
   if config.capacity is not None:
     integer("capacity", 2)
   real("temperature", 0.0, strict=False)
-  real("forced_playouts", 0.0, strict=False)
-  need(
-    config.forced_playouts == 0 or config.policy == "muzero",
-    "forced_playouts",
-    "0 with policy 'gumbel' (forced playouts are a PUCT root rule)",
-  )
+  if config.forced_playouts is not None:
+    real("forced_playouts", 0.0, strict=False)
+    need(
+      config.forced_playouts == 0 or config.policy == "muzero",
+      "forced_playouts",
+      "0 with policy 'gumbel' (forced playouts are a PUCT root rule)",
+    )
+    need(
+      config.forced_playouts == 0 or config.engine == "mcgs",
+      "forced_playouts",
+      "0 with engine 'mctx' (mctx's search has no forced playouts)",
+    )
   real("full_search_probability", 0.0, strict=True)
   need(config.full_search_probability <= 1.0, "full_search_probability", "in (0, 1]")
   if config.fast_simulations is not None:

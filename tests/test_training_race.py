@@ -1,0 +1,70 @@
+"""`benchmarks/training_race.py --evaluate-only` on two committed race networks:
+learning-curve points, the solved-position shares and `--head-to-head`, on a few
+games with few simulations."""
+
+import json
+import re
+import subprocess
+
+import pytest
+from helpers import REPO, benchmark_command
+
+pytest.importorskip("flax")
+CHECKPOINTS = REPO / "benchmarks" / "checkpoints"
+GAMES = 4
+
+
+def fake_run(folder, name, network):
+  """A finished run of variant `name` whose only saved network is `network`."""
+  history = [dict(iteration=1, positions=10, selfplay_s=1.0, elapsed_s=2.0)]
+  snapshot = dict(file=str(network), elapsed_s=2.0, iteration=1)
+  payload = dict(config={}, history=history, snapshots=[snapshot], load_before=0.0)
+  (folder / f"{name}_history.json").write_text(json.dumps(payload))
+
+
+def evaluate(tmp_path, *extra):
+  seed_folder = tmp_path / "seed0"
+  seed_folder.mkdir(exist_ok=True)
+  fake_run(seed_folder, "mctx", CHECKPOINTS / "race_mctx_seed0.msgpack")
+  fake_run(seed_folder, "default", CHECKPOINTS / "race_default_seed0.msgpack")
+  command = benchmark_command(
+    "training_race",
+    "--evaluate-only",
+    "--out",
+    str(tmp_path),
+    "--seeds",
+    "0",
+    "--variants",
+    "mctx,default",
+    "--games",
+    str(GAMES),
+    "--eval-simulations",
+    "2",
+    "--positions",
+    "2",
+    *extra,
+  )
+  return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_head_to_head_plays_every_game_and_pools_them(tmp_path):
+  done = evaluate(tmp_path, "--head-to-head", "default,mctx")
+  assert done.returncode == 0, done.stderr
+  lines = done.stdout.splitlines()
+  start = next(i for i, line in enumerate(lines) if line.startswith("Head to head: default"))
+  row = next(line for line in lines[start:] if line.startswith("| 0 |"))
+  wins, draws, losses = map(int, re.search(r"\| (\d+)-(\d+)-(\d+) \|", row).groups())
+  assert wins + draws + losses == GAMES
+  score = float(row.split("|")[3])
+  assert score == pytest.approx((wins + draws / 2) / GAMES, abs=5e-4)
+  pooled = next(line for line in lines[start:] if line.startswith("| pooled |"))
+  assert float(pooled.split("|")[3]) == pytest.approx(score, abs=5e-4)
+  # The curve point of the default network against the reference was played too.
+  assert any(line.startswith("| 0 | default | 1 | 10 |") for line in lines)
+
+
+def test_head_to_head_names_two_of_the_variants(tmp_path):
+  done = evaluate(tmp_path, "--head-to-head", "default,gumbel")
+  assert done.returncode == 2
+  assert "--head-to-head: two of --variants" in done.stderr
