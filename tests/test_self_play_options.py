@@ -271,3 +271,23 @@ def test_self_play_with_forced_playouts_trains_on_pruned_targets(network_game):
   policy = trajectory["policy"][valid]
   np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
   assert np.all(policy[~trajectory["legal"][valid]] == 0)
+
+
+def test_pruning_that_would_leave_no_visit_keeps_them_unpruned():
+  # With reuse the target counts only the search's own visits. Where all of them went
+  # to a child that pruning empties (here: one visit to a child that is not the most
+  # visited), the target is those visits unpruned, not a row of zeros.
+  root_fn, recurrent = commuting_game(num_actions=4, modulus=7, horizon=4)
+  graph = mg.muzero_policy(None, jax.random.PRNGKey(0), root_fn(2), recurrent, 8).search_graph
+  graph = graph.replace(
+    edge_visits=graph.edge_visits.at[:, 0].set(jnp.array([1, 1, 50, 49])),
+    node_visits=graph.node_visits.at[:, 0].set(102),
+  )
+  own_visits = jnp.array([[1, 0, 0, 0], [0, 0, 3, 0]])
+  target = np.asarray(mg.prune_forced_playouts(graph, own_visits, forced_playouts=2.0))
+  # Game 0: child 0 (one visit, not the most visited) is pruned to nothing.
+  np.testing.assert_array_equal(target[0], [1.0, 0.0, 0.0, 0.0])
+  # Game 1: the most visited child keeps its visits; nothing to fall back on.
+  np.testing.assert_array_equal(target[1], [0.0, 0.0, 1.0, 0.0])
+  untouched = np.asarray(mg.prune_forced_playouts(graph, forced_playouts=2.0))
+  assert untouched[0, 0] == 0.0  # the same child pruned from the whole visit count
