@@ -34,26 +34,24 @@ import numpy as np
 from mcgs_jax.apps import arena_command, train
 from mcgs_jax.games import evaluators, make_game, networks
 
-# Ablations of the default self-play `Config` (`--parts`); `capacity-8S+1` doubles the
-# default capacity with reuse (`4 S + 1`).
-PART_NAMES = ("no-reuse", "tree+reuse", "tree", "solver", "capacity-8S+1")
 
-
-def part_flags(name: str, simulations: int) -> dict:
-  """The `Config` fields that part `name` changes."""
+def part_flags(simulations: int) -> dict[str, dict]:
+  """The ablations of the default self-play `Config` (`--parts`), in the order they
+  are printed: name -> the fields it changes. `capacity-8S+1` doubles the default
+  capacity with reuse (`4 S + 1`)."""
   return {
     "no-reuse": dict(reuse=False),
     "tree+reuse": dict(transpositions=False),
     "tree": dict(transpositions=False, reuse=False),
     "solver": dict(solver=True),
     "capacity-8S+1": dict(capacity=8 * simulations + 1),
-  }[name]
+  }
 
 
 def iteration_seconds(
   games: int, simulations: int, repeats: int, *, parts: bool = False, network: str = "shipped"
 ) -> tuple[dict[str, float], dict[str, float]]:
-  """Per engine (`"mcgs"`, `"mctx"`, and with `parts` each of `PART_NAMES`): the
+  """Per engine (`"mcgs"`, `"mctx"`, and with `parts` each of `part_flags`): the
   median seconds of one self-play iteration, and the share of its playouts that
   found the graph full (`capacity_overflows`; dropped, their evaluation unused)."""
   base = make_game("connect_four")
@@ -71,7 +69,10 @@ def iteration_seconds(
   }
   if parts:
     configs.update(
-      {name: dataclasses.replace(config, **part_flags(name, simulations)) for name in PART_NAMES}
+      {
+        name: dataclasses.replace(config, **flags)
+        for name, flags in part_flags(simulations).items()
+      }
     )
   plays = {name: train.make_self_play(game, c) for name, c in configs.items()}
   key = jax.random.PRNGKey(0)
@@ -106,7 +107,7 @@ def main() -> None:
     f"{jax.__version__}, load average before {load:.2f}; B={args.games}, S={args.simulations}, "
     f"{args.network} network, median of {args.repeats}"
   )
-  for name in PART_NAMES if args.parts else ():
+  for name in part_flags(args.simulations) if args.parts else ():
     print(
       f"part {name}: {seconds[name]:.2f} s, / mctx {seconds[name] / seconds['mctx']:.2f}, "
       f"/ default {seconds[name] / seconds['mcgs']:.2f}, playouts dropped on a full graph "

@@ -297,8 +297,8 @@ def head_to_head(game, runs: dict, seeds: list[int], pair: list[str], args) -> l
       continue
     result = play_reference(
       game,
-      runs[seed, first]["snapshots"][-1]["file"],
-      run_reference_of(runs, seed, second),
+      final_network(runs[seed, first]),
+      final_network(runs[seed, second]),
       settings,
     )
     wins, draws, losses = result["wins"], result["draws"], result["losses"]
@@ -315,12 +315,13 @@ def head_to_head(game, runs: dict, seeds: list[int], pair: list[str], args) -> l
   return lines
 
 
-def run_reference_of(runs: dict, seed: int, name: str) -> str:
-  return runs[seed, name]["snapshots"][-1]["file"]
+def final_network(run: dict) -> str:
+  """The file of the network `run` saved last."""
+  return run["snapshots"][-1]["file"]
 
 
 def run_reference(runs: dict, seed: int) -> str:
-  return run_reference_of(runs, seed, REFERENCE)
+  return final_network(runs[seed, REFERENCE])
 
 
 def time_to_reference(points: list[dict]) -> float | None:
@@ -461,7 +462,7 @@ def main(argv=None):
     kept = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
     for (seed, name), run in runs.items():
       stem = os.path.join(kept, f"race_{file_name(name)}_seed{seed}")
-      with open(run["snapshots"][-1]["file"], "rb") as handle:
+      with open(final_network(run), "rb") as handle:
         files.write_atomically(f"{stem}.msgpack", handle.read())
       history = dict(config=run["config"], history=run["history"])
       files.write_atomically(f"{stem}_history.json", json.dumps(history, indent=1))
@@ -548,7 +549,7 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
   positions = endgame_accuracy.random_positions(args.positions, seed=args.positions_seed)
   finals = {}
   for (seed, name), run in runs.items():
-    apply_fn, params, _ = train.load_network(run["snapshots"][-1]["file"], game.env)
+    apply_fn, params, _ = train.load_network(final_network(run), game.env)
     finals[f"{name}, seed {seed}"] = (apply_fn, params)
   shares = solved_accuracy(game, finals, positions, args.eval_simulations, args.eval_seed)
   lines += [
