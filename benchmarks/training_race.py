@@ -13,7 +13,8 @@ move; only the search differs):
     defaults before forced playouts): the variants of the first race, without forced
     playouts;
   * `playout-cap` and `solver` on `graph+reuse+new`, `forced-playouts` (the defaults,
-    spelt out): KataGo's self-play accelerations and the MCTS-solver; and
+    spelt out), `default+playout-cap` (the defaults with playout cap randomization):
+    KataGo's self-play accelerations and the MCTS-solver; and
     `gumbel+reuse`, `gumbel` and `mctx-gumbel` (Gumbel MuZero with and without reuse,
     and mctx's).
 
@@ -75,6 +76,8 @@ VARIANTS = {
   # races (before forced playouts were the default):
   "playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8", *NO_FORCED],
   "forced-playouts": ["--forced-playouts", "2"],  # the defaults since, spelt out
+  # KataGo's two accelerations together (forced playouts in the full searches only):
+  "default+playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8"],
   "solver": ["--solver", *NO_FORCED],
   # Gumbel MuZero: this library's with reuse, without, and mctx's.
   "gumbel+reuse": ["--policy", "gumbel"],
