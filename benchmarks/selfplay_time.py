@@ -11,13 +11,15 @@ compiling one; runs interleaved, median of `--repeats`.
 `--parts` adds ablations of the default to the same interleaved rounds, each printed
 against mctx: `no-reuse` (a graph from scratch every move), `tree+reuse` (no
 transpositions), `tree` (both off: this library's search where mctx's runs),
-`solver` (the default plus the MCTS-solver) and `capacity-8S+1` (twice the default
-capacity). Each line also gives the share of playouts dropped on a full graph.
+`solver` (the default plus the MCTS-solver), `capacity-8S+1` (twice the default
+capacity) and `make-room` (`Config.make_room`: `reroot` keeps the `3 S + 1` most
+visited nodes; `--parts make-room,solver` times only those). Each line also gives
+the share of playouts dropped on a full graph.
 `--network untrained` times a freshly initialised network (the training race's first
 iterations) instead of the shipped one.
 
     python -m benchmarks.selfplay_time [--games 256] [--simulations 32] [--repeats 3]
-      [--parts] [--network shipped|untrained]
+      [--parts [NAMES]] [--network shipped|untrained]
 """
 
 import argparse
@@ -27,6 +29,7 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Sequence
 
 import jax
 import numpy as np
@@ -38,20 +41,27 @@ from mcgs_jax.games import evaluators, make_game, networks
 def part_flags(simulations: int) -> dict[str, dict]:
   """The ablations of the default self-play `Config` (`--parts`), in the order they
   are printed: name -> the fields it changes. `capacity-8S+1` doubles the default
-  capacity with reuse (`4 S + 1`)."""
+  capacity with reuse (`4 S + 1`); `make-room` keeps it and reroots to its `3 S + 1`
+  most visited nodes, so that no playout finds the graph full."""
   return {
     "no-reuse": dict(reuse=False),
     "tree+reuse": dict(transpositions=False),
     "tree": dict(transpositions=False, reuse=False),
     "solver": dict(solver=True),
     "capacity-8S+1": dict(capacity=8 * simulations + 1),
+    "make-room": dict(make_room=True),
   }
 
 
 def iteration_seconds(
-  games: int, simulations: int, repeats: int, *, parts: bool = False, network: str = "shipped"
+  games: int,
+  simulations: int,
+  repeats: int,
+  *,
+  parts: Sequence[str] = (),
+  network: str = "shipped",
 ) -> tuple[dict[str, float], dict[str, float]]:
-  """Per engine (`"mcgs"`, `"mctx"`, and with `parts` each of `part_flags`): the
+  """Per engine (`"mcgs"`, `"mctx"`, and each of `parts`, names of `part_flags`): the
   median seconds of one self-play iteration, and the share of its playouts that
   found the graph full (`capacity_overflows`; dropped, their evaluation unused)."""
   base = make_game("connect_four")
@@ -72,6 +82,7 @@ def iteration_seconds(
       {
         name: dataclasses.replace(config, **flags)
         for name, flags in part_flags(simulations).items()
+        if name in parts
       }
     )
   plays = {name: train.make_self_play(game, c) for name, c in configs.items()}
@@ -95,19 +106,32 @@ def main() -> None:
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--simulations", type=int, default=32)
   parser.add_argument("--repeats", type=int, default=3)
-  parser.add_argument("--parts", action="store_true", help="also time the ablations")
+  parser.add_argument(
+    "--parts",
+    nargs="?",
+    const="all",
+    help="also time the ablations: all, or a comma-separated list of their names",
+  )
   parser.add_argument("--network", choices=("shipped", "untrained"), default="shipped")
   args = parser.parse_args()
+  names = list(part_flags(args.simulations)) if args.parts == "all" else []
+  if args.parts and args.parts != "all":
+    names = [name for name in args.parts.split(",") if name]
+    unknown = sorted(set(names) - set(part_flags(args.simulations)))
+    if unknown:
+      parser.error(
+        f"--parts: unknown {unknown}; expected all or some of {tuple(part_flags(args.simulations))}"
+      )
   load = os.getloadavg()[0]
   seconds, dropped = iteration_seconds(
-    args.games, args.simulations, args.repeats, parts=args.parts, network=args.network
+    args.games, args.simulations, args.repeats, parts=names, network=args.network
   )
   print(
     f"{datetime.date.today()}, {os.cpu_count()} cores {platform.machine()}, jax "
     f"{jax.__version__}, load average before {load:.2f}; B={args.games}, S={args.simulations}, "
     f"{args.network} network, median of {args.repeats}"
   )
-  for name in part_flags(args.simulations) if args.parts else ():
+  for name in names:
     print(
       f"part {name}: {seconds[name]:.2f} s, / mctx {seconds[name] / seconds['mctx']:.2f}, "
       f"/ default {seconds[name] / seconds['mcgs']:.2f}, playouts dropped on a full graph "

@@ -54,12 +54,15 @@ def test_selfplay_time_parts_print_each_ablation_and_its_dropped_playouts():
   done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
   parts = [line for line in done.stdout.splitlines() if line.startswith("part ")]
   names = [line.split()[1].rstrip(":") for line in parts]
-  assert names == ["no-reuse", "tree+reuse", "tree", "solver", "capacity-8S+1"], done.stdout
+  expected = ["no-reuse", "tree+reuse", "tree", "solver", "capacity-8S+1", "make-room"]
+  assert names == expected, done.stdout
   for line in parts:
     share = float(line.split("full graph ")[1].rstrip("%"))
     assert 0.0 <= share <= 100.0 and float(line.split()[2]) > 0, line
-  # A tree without reuse keeps no graph between moves, so nothing fills it.
+  # A tree without reuse keeps no graph between moves, so nothing fills it; with room
+  # made at every reroot, nothing does either.
   assert float(parts[2].split("full graph ")[1].rstrip("%")) == 0.0
+  assert float(parts[5].split("full graph ")[1].rstrip("%")) == 0.0
 
 
 @pytest.mark.slow

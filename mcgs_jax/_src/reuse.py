@@ -36,6 +36,10 @@ Conventions of `reroot`:
     their rows. `root_invalid_actions` is reset to all False (the next search
     replaces it, and the root's prior logits, with the new root's). `extra_data` is
     kept as it is.
+  * With `max_nodes`, a game whose kept nodes outnumber it keeps only its most
+    visited ones (`drop_least_visited`), so that a search continuing it has
+    room for its new nodes: with `capacity - num_simulations`, no playout finds
+    the graph full.
   * A game gets an *empty* graph (`num_nodes == 0`, visits 0, children -1, slots -1,
     counters 0) when its graph was empty, its root is terminal, the chosen edge was
     never expanded, its child is terminal (the game is over), or `action` is out of
@@ -50,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import hashing
+from mcgs_jax._src.backup import recompute_node_and_edges
 from mcgs_jax._src.batched import min_at, set_at, take
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
@@ -126,6 +131,146 @@ def reachable_nodes(children_index: jax.Array, start: jax.Array, active: jax.Arr
 
   reached, _ = jax.lax.while_loop(lambda carry: carry[1], sweep, (reached, jnp.array(True)))
   return reached
+
+
+def _check_max_nodes(max_nodes: Any) -> int | None:
+  """`max_nodes` as an int, or None; ValueError unless it is None or an int >= 1."""
+  if max_nodes is None:
+    return None
+  if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)):
+    raise ValueError(f"max_nodes must be None or an int >= 1, got {max_nodes!r}")
+  if max_nodes < 1:
+    raise ValueError(f"max_nodes must be None or an int >= 1, got {max_nodes}")
+  return int(max_nodes)
+
+
+def drop_least_visited(
+  graph: Graph, reached: jax.Array, new_root: jax.Array, active: jax.Array, max_nodes: int
+) -> tuple[Graph, jax.Array]:
+  """Keeps at most `max_nodes` of the `reached` nodes of every game: the new root
+  and those with the most visits.
+
+  Args:
+    graph: the graph before renumbering (old node indices).
+    reached: `[B, N]` bool, the nodes reachable from `new_root` (`reachable_nodes`).
+    new_root: `[B]` int32, the node that becomes the root.
+    active: `[B]` bool, the games `reached` was computed for.
+    max_nodes: the most nodes a game may keep (at least 1).
+
+  Returns:
+    `(graph, kept)`: `kept` `[B, N]` bool, the nodes to keep, and the graph with
+    every edge from a kept node to a dropped one made unexpanded (child -1, visits,
+    reward, discount and edge value cleared).
+
+  Where a game reached more than `max_nodes` nodes, let `t` be the `max_nodes`-th
+  largest visit count among them: edges into nodes with at most `t` visits are cut
+  (never an edge into the new root), and the kept nodes are those still reachable
+  from the new root, at most `max_nodes` of them (the root and nodes with more
+  than `t` visits). A cut edge whose child stays reachable another way stays.
+
+  A kept node that loses an edge loses that edge's visits: `N(n) = k(n) + sum_a
+  N(n, a)` over the edges left, and `Q(n)` is recomputed over them (a proven node
+  keeps its proven value). In graph mode that is all (edge visits and child visits
+  are separate counts, and the parents' edge values are the values they last
+  used, as after any change below them). In tree mode (no hash table) the visits
+  a node lost are also taken from the edge into it and every edge above it, and
+  every node above is recomputed from its children's new values, bottom up, so
+  that the tree's counts and values stay exact.
+  """
+  batch_size, capacity, _ = graph.children_index.shape
+  children = graph.children_index
+  clamped_children = jnp.maximum(children, 0)
+  visits = jnp.where(reached, graph.node_visits, -1)
+  threshold = jnp.sort(visits, axis=1)[:, capacity - max_nodes]
+  over = jnp.sum(reached, axis=1) > max_nodes
+  threshold = jnp.where(over, threshold, -1)  # -1: no node has fewer visits
+  cut = (
+    (children >= 0)
+    & (take(graph.node_visits, clamped_children) <= threshold[:, None, None])
+    & (children != new_root[:, None, None])
+  )
+  kept = reachable_nodes(jnp.where(cut, UNEXPANDED, children), new_root, active)
+  # Edges of kept nodes into dropped ones (the other rows are freed anyway).
+  removed = kept[:, :, None] & (children >= 0) & ~take(kept, clamped_children)  # [B, N, A]
+  lost_visits = jnp.sum(jnp.where(removed, graph.edge_visits, 0), axis=2)  # [B, N]
+
+  def clear(name: str) -> jax.Array:
+    table = getattr(graph, name)
+    return jnp.where(removed, jnp.asarray(ROW_FIELDS[name], table.dtype), table)
+
+  names = ("children_index", "edge_visits", "edge_rewards", "edge_discounts", "edge_values")
+  graph = graph.replace(**{name: clear(name) for name in names})
+  if graph.hash_slots.shape[1]:
+    return _recompute_graph_nodes(graph, lost_visits > 0), kept
+  return _recompute_tree_nodes(graph, lost_visits), kept
+
+
+def _recompute_graph_nodes(graph: Graph, changed: jax.Array) -> Graph:
+  """`graph` with `N(n)` and `Q(n)` of the `changed [B, N]` nodes recomputed over
+  their edges' visits and stored `edge_values` (a proven node keeps its value)."""
+  visits = graph.node_evaluations + jnp.sum(graph.edge_visits, axis=2, dtype=jnp.int32)
+  # Unvisited edges weigh 0, whatever their stored value.
+  weighted = jnp.where(graph.edge_visits > 0, graph.edge_visits * graph.edge_values, 0.0)
+  own = graph.node_evaluations.astype(graph.raw_values.dtype) * graph.raw_values
+  # max(., 1): a row with no evaluation (unused) would divide 0 by 0.
+  value = (own + jnp.sum(weighted, axis=2)) / jnp.maximum(visits, 1)
+  value = jnp.where(graph.node_proven, graph.proven_values, value)
+  return graph.replace(
+    node_visits=jnp.where(changed, visits, graph.node_visits),
+    node_values=jnp.where(changed, value.astype(graph.node_values.dtype), graph.node_values),
+  )
+
+
+def _recompute_tree_nodes(graph: Graph, lost_visits: jax.Array) -> Graph:
+  """`graph` (a tree) with the visits each node lost (`lost_visits [B, N]`, on its
+  own removed edges) taken from every edge above it, and every node that lost
+  any recomputed from its children (`backup.recompute_node_and_edges`), children
+  first: in a tree a child's index is larger than its parent's."""
+  capacity = graph.capacity
+
+  def recompute(step: jax.Array, carry: tuple[Graph, jax.Array]) -> tuple[Graph, jax.Array]:
+    graph, lost = carry
+    node = jnp.full((graph.batch_size,), capacity - 1 - step, jnp.int32)
+    children = take(graph.children_index, node)  # [B, A]
+    lost_below = jnp.where(children >= 0, take(lost, jnp.maximum(children, 0)), 0)
+    edge_visits = take(graph.edge_visits, node) - lost_below
+    lost_here = take(lost, node) + jnp.sum(lost_below, axis=1)
+    graph = graph.replace(edge_visits=set_at(graph.edge_visits, node, edge_visits))
+    visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, node)
+    changed = lost_here > 0
+    value = jnp.where(take(graph.node_proven, node), take(graph.proven_values, node), value)
+    target = jnp.where(changed, node, capacity)
+    graph = graph.replace(
+      node_visits=set_at(graph.node_visits, target, visits, mode="drop"),
+      node_values=set_at(graph.node_values, target, value, mode="drop"),
+      edge_values=set_at(graph.edge_values, target, edge_values, mode="drop"),
+    )
+    return graph, set_at(lost, node, lost_here)
+
+  graph, _ = jax.lax.fori_loop(0, capacity, recompute, (graph, lost_visits))
+  return graph
+
+
+def _rebuilt_hash_slots(
+  graph: Graph, node_keys: jax.Array, num_kept: jax.Array, probe_window: int
+) -> tuple[jax.Array, jax.Array]:
+  """`rebuild_hash_slots` of the kept nodes, or in tree mode (no table) the empty
+  table and no drop."""
+  if graph.hash_slots.shape[1]:
+    return rebuild_hash_slots(node_keys, num_kept, graph.hash_slots.shape[1], probe_window)
+  return graph.hash_slots, jnp.zeros((graph.batch_size,), jnp.int32)
+
+
+def _kept_nodes(
+  graph: Graph, new_root: jax.Array, active: jax.Array, max_nodes: int | None
+) -> tuple[Graph, jax.Array]:
+  """`(graph, kept [B, N])`: the nodes reachable from `new_root` in the `active`
+  games, at most `max_nodes` of them (`drop_least_visited`, whose edits the graph
+  carries)."""
+  kept = reachable_nodes(graph.children_index, new_root, active)
+  if max_nodes is None or max_nodes >= graph.capacity:
+    return graph, kept
+  return drop_least_visited(graph, kept, new_root, active, max_nodes)
 
 
 def rebuild_hash_slots(
@@ -235,7 +380,11 @@ def _renumbering(kept: jax.Array, new_root: jax.Array) -> tuple[jax.Array, jax.A
 
 
 def reroot(
-  graph: Graph, action: jax.Array, *, probe_window: int = hashing.DEFAULT_PROBE_WINDOW
+  graph: Graph,
+  action: jax.Array,
+  *,
+  probe_window: int = hashing.DEFAULT_PROBE_WINDOW,
+  max_nodes: int | None = None,
 ) -> Graph:
   """The graph below the move played, with that move's child as the new root.
 
@@ -248,18 +397,23 @@ def reroot(
     probe_window: the `probe_window` of the searches that built and will continue
       the graph (default: the search's default). The rebuilt table puts every key in
       that window, so the next search finds it.
+    max_nodes: keep at most this many nodes per game, the most visited
+      (`drop_least_visited`; None: all). With `capacity - num_simulations` (twice
+      that with chance nodes) no playout of the next search finds the graph full;
+      a game with no more nodes is rerooted as with None, bit for bit.
 
   Returns:
     A `Graph` with the same shapes, to pass as `graph=` to the next search.
 
   Raises:
-    ValueError: when `action` is not an integer `[B]` array, or when its values are
-      known at trace time (not a tracer) and one is outside `[0, A)`. Under `jit`
-      the values are not checked: a game whose action is out of range gets an empty
-      graph, as a game whose move ended it.
+    ValueError: for `max_nodes` not None or an int >= 1, `action` not an integer
+      `[B]` array, or its values known at trace time (not a tracer) and one outside
+      `[0, A)`. Under `jit` the values are not checked: a game whose action is out
+      of range gets an empty graph, as a game whose move ended it.
   """
+  max_nodes = _check_max_nodes(max_nodes)
   action = _check_action(graph, action)
-  batch_size, capacity, num_actions = (graph.batch_size, graph.capacity, graph.num_actions)
+  capacity, num_actions = graph.capacity, graph.num_actions
   in_range = (action >= 0) & (action < num_actions)
   child = take(graph.children_index[:, ROOT_INDEX], jnp.clip(action, 0, num_actions - 1))
   clamped_child = jnp.maximum(child, 0)
@@ -270,7 +424,7 @@ def reroot(
     & ~graph.node_terminal[:, ROOT_INDEX]
     & ~take(graph.node_terminal, clamped_child)
   )
-  kept = reachable_nodes(graph.children_index, clamped_child, keep_game)  # [B, N]
+  graph, kept = _kept_nodes(graph, clamped_child, keep_game, max_nodes)  # kept: [B, N]
   new_index, source, num_kept = _renumbering(kept, clamped_child)
   in_use = jnp.arange(capacity, dtype=jnp.int32)[None] < num_kept[:, None]  # new rows
 
@@ -286,13 +440,7 @@ def reroot(
   )
   node_keys = move(graph.node_keys, 0)
 
-  if graph.hash_slots.shape[1]:
-    hash_slots, dropped = rebuild_hash_slots(
-      node_keys, num_kept, graph.hash_slots.shape[1], probe_window
-    )
-  else:
-    hash_slots = graph.hash_slots
-    dropped = jnp.zeros((batch_size,), jnp.int32)
+  hash_slots, dropped = _rebuilt_hash_slots(graph, node_keys, num_kept, probe_window)
 
   def counter(values: jax.Array) -> jax.Array:
     return jnp.where(keep_game, values, 0).astype(values.dtype)

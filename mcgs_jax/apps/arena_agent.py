@@ -55,6 +55,9 @@ class Agent:
     capacity: nodes per game of the graph; default `num_simulations + 1`, or
       `4 * num_simulations + 1` with `reuse` (what does not fit is counted in the
       graph's `capacity_overflows`, never corrupts it; `mcgs` only).
+    make_room: with `reuse`, keep only the `capacity - num_simulations` most
+      visited nodes when rerooting (`mcgs_jax.reroot(..., max_nodes=...)`), so that
+      no playout of the next search finds the graph full. Default False.
     name: a label for reports; `describe()` is used when empty.
   """
 
@@ -69,6 +72,7 @@ class Agent:
   apply_fn: Callable | None = None
   reuse: bool | None = None
   capacity: int | None = None
+  make_room: bool = False
   name: str = ""
 
   def __post_init__(self):
@@ -83,6 +87,8 @@ class Agent:
         raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}")
     if self.capacity is not None and int(self.capacity) < 2:
       raise ValueError(f"capacity must be at least 2, got {self.capacity}")
+    if not isinstance(self.make_room, bool):
+      raise ValueError(f"make_room must be True or False, got {self.make_room!r}")
     mctx_engine = self.engine == "mctx"
     if mctx_engine:
       self._check_mctx()
@@ -93,6 +99,13 @@ class Agent:
       object.__setattr__(self, "reuse", not mctx_engine)
     if self.solver is None:
       object.__setattr__(self, "solver", not mctx_engine)
+    if self.make_room and not self.reuse:
+      raise ValueError("make_room=True needs reuse (there is no kept graph to make room in)")
+    if self.make_room and self.search_capacity <= self.num_simulations:
+      raise ValueError(
+        f"make_room=True needs capacity ({self.search_capacity}) above num_simulations "
+        f"({self.num_simulations}): no node would be kept"
+      )
     self.graph_options()  # the search's own checks of the graph settings
     if self.num_simulations % self.num_parallel:
       raise ValueError(
@@ -114,6 +127,7 @@ class Agent:
         ("solver=True", self.solver),
         ("num_parallel > 1", self.num_parallel > 1),
         ("capacity", self.capacity is not None),
+        ("make_room=True", self.make_room),
       )
       if value
     ]
@@ -155,6 +169,8 @@ class Agent:
       text += " solver"
     if self.reuse:
       text += " reuse"
+    if self.make_room:
+      text += " room"
     if self.num_parallel > 1:
       text += f" K={self.num_parallel}"
     return text
@@ -226,7 +242,8 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     root = game.root(params, root_key, state)
     earlier_hits = 0
     if graph is not None:
-      graph = mg.reroot(graph, played)
+      room = agent.search_capacity - agent.num_simulations
+      graph = mg.reroot(graph, played, max_nodes=room if agent.make_room else None)
       # A kept graph counts hits over its whole life; an emptied one starts at 0.
       earlier_hits = graph.transposition_hits
     out = policy(

@@ -236,6 +236,12 @@ def _add_agent_arguments(group, side: str, mode: str) -> None:
     help=f"{upper} searches every move from scratch",
   )
   group.add_argument(
+    f"--{side}-make-room",
+    action="store_true",
+    help=f"{upper} reroots its kept graph to the capacity - simulations most visited "
+    "nodes, so that no playout finds it full (default: every reachable node is kept)",
+  )
+  group.add_argument(
     f"--{side}-parallel",
     type=_positive_int,
     default=1,
@@ -287,6 +293,7 @@ def _check_engine(args, side: str) -> None:
     ("mode graph", get("mode") == "graph"),
     ("reuse", get("reuse")),
     ("solver", get("solver")),
+    ("make-room", get("make_room")),
     (f"parallel {get('parallel')}", get("parallel") > 1),
   ):
     if used:
@@ -348,6 +355,7 @@ def _agent(args, side: str, apply_fn=None):
     name = f"{get('policy')}/network {label}/{simulations} {search}"
     name += " solver" if solver else ""
     name += " reuse" if reuse and not mctx_engine else ""
+    name += " room" if get("make_room") else ""
     if get("parallel") > 1:
       name += f" K={get('parallel')}"
   return Agent(
@@ -358,6 +366,7 @@ def _agent(args, side: str, apply_fn=None):
     transpositions=None if mctx_engine else transpositions,
     solver=get("solver") if not mctx_engine else None,
     reuse=get("reuse") if not mctx_engine else None,
+    make_room=bool(get("make_room")),
     num_parallel=get("parallel"),
     num_rollouts=get("rollouts"),
     apply_fn=apply_fn,

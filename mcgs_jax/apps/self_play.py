@@ -99,7 +99,9 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
 
   With `config.reuse` each game keeps its graph from move to move: the search of
   move `t` continues the graph of move `t - 1` rerooted by the move played (fresh
-  Dirichlet noise on the root's prior every move; a game over gets an empty graph).
+  Dirichlet noise on the root's prior every move; a game over gets an empty graph;
+  with `config.make_room` only its `capacity - num_simulations` most visited nodes
+  are kept).
 
   The returned dict holds, for move `t` of game `b`:
     * `observation` `[T, B, ...]`: the position before the move, from the mover's
@@ -206,7 +208,10 @@ def _self_play_move(
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
     next_state = data_parallel.shard_games(game.step(state, action), mesh)
-    next_graph = mg.reroot(searched, action) if keep_graph else None
+    next_graph = None
+    if keep_graph:
+      room = config.search_capacity - config.num_simulations
+      next_graph = mg.reroot(searched, action, max_nodes=room if config.make_room else None)
     next_graph = data_parallel.shard_games(next_graph, mesh)
     record = dict(
       observation=state.observation,

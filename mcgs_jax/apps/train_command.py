@@ -93,7 +93,9 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ),
 )
 _FLAG_OF_FIELD = {field: flag for flag, field, _, _ in _CONFIG_FLAGS}
-_FLAG_OF_FIELD.update(transpositions="--tree", reuse="--no-reuse", solver="--solver")
+_FLAG_OF_FIELD.update(
+  transpositions="--tree", reuse="--no-reuse", solver="--solver", make_room="--make-room"
+)
 
 
 def _config_error(error: ValueError) -> str:
@@ -189,6 +191,14 @@ def build_parser():
     default=None,
     help="self-play searches prove exact values (the MCTS-solver; a proven root plays "
     "its best proven move)",
+  )
+  parser.add_argument(
+    "--make-room",
+    action="store_true",
+    default=None,
+    help="with reuse, keep only the capacity - simulations most visited nodes of each "
+    "graph from move to move, so that no playout finds it full (default: keep every "
+    "reachable node)",
   )
   parser.add_argument(
     "--save-params",

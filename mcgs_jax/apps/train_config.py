@@ -39,6 +39,11 @@ class Config:
     capacity: nodes per game of the self-play graph (default `num_simulations +
       1`, or `4 * num_simulations + 1` with `reuse`); playouts that find it full
       are counted per iteration (`capacity_overflows`).
+    make_room: with `reuse`, `reroot` keeps at most `capacity - num_simulations`
+      nodes of each game's graph, the most visited (`mcgs_jax.reroot(...,
+      max_nodes=...)`), so that every playout of the next search finds a free row
+      (none is lost to `capacity_overflows`). False (default): every reachable
+      node is kept.
     policy_target: with `reuse`, what the muzero policy target counts at a reused
       root: `"new"` (only this search's `num_simulations` root visits; the default,
       stronger than `"all"` at equal wall time: `benchmarks/RESULTS.md`, "With the
@@ -105,6 +110,7 @@ class Config:
   transpositions: bool = True
   reuse: bool = True
   capacity: int | None = None
+  make_room: bool = False
   policy_target: str = "new"
   solver: bool = False
   full_search_probability: float = 1.0
@@ -214,6 +220,15 @@ def check_config(config: "Config") -> None:
     need(not config.solver, "solver", "False with engine 'mctx' (mctx has no solver)")
   if config.capacity is not None:
     integer("capacity", 2)
+  need(isinstance(config.make_room, (bool, np.bool_)), "make_room", "True or False")
+  if config.make_room:
+    need(config.reuse, "make_room", "False without reuse (there is no graph to reroot)")
+    need(
+      config.search_capacity > config.num_simulations,
+      "make_room",
+      f"False with capacity {config.search_capacity} <= num_simulations "
+      f"({config.num_simulations}): no node would be kept",
+    )
   real("temperature", 0.0, strict=False)
   if config.forced_playouts is not None:
     real("forced_playouts", 0.0, strict=False)
