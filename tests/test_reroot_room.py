@@ -200,20 +200,6 @@ def test_self_play_with_room_drops_no_playout(network_game):
   assert overflows[False] > 0, "the graph never filled: the test checks nothing"
 
 
-@pytest.mark.parametrize(
-  "settings, message",
-  [
-    (dict(make_room=True, reuse=False), "make_room must be False without reuse"),
-    (dict(make_room=True, capacity=8), "make_room must be False with capacity 8"),
-    (dict(make_room=1), "make_room must be True or False"),
-  ],
-)
-def test_bad_make_room_is_refused_by_name(settings, message):
-  with pytest.raises(ValueError) as error:
-    train.Config(num_simulations=8, **settings)
-  assert str(error.value).startswith(message), str(error.value)
-
-
 def test_train_command_names_the_make_room_flag(capsys):
   assert train.main(["--make-room", "--no-reuse"]) == 2
   line = capsys.readouterr().err.strip()

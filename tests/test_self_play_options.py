@@ -156,6 +156,9 @@ def test_gumbel_self_play_with_reuse_keeps_the_graph_invariants(network_game):
       dict(engine="mctx", transpositions=False, reuse=False, solver=True),
       "solver must be False with engine 'mctx'",
     ),
+    (dict(make_room=True, reuse=False), "make_room must be False without reuse"),
+    (dict(make_room=True, capacity=8), "make_room must be False with capacity 8"),
+    (dict(make_room=1), "make_room must be True or False"),
   ],
 )
 def test_bad_self_play_options_are_refused_by_name(settings, message):

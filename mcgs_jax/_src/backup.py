@@ -21,21 +21,30 @@ def recompute_node_and_edges(
   update): `N(n) = k(n) + sum_a N(n, a)`, `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a))
   / N(n)`, with `k(n)` its own evaluations (1 unless `fold_evaluations`), and the
   live edge values `Q(n, a)` it used (what backup stores in `edge_values`)."""
-  edge_visits = graph.edge_visits[node_index]
-  evaluations = graph.node_evaluations[node_index]
-  visits = evaluations + jnp.sum(edge_visits)
   qvalues = graph.qvalues(node_index)
+  visits, value = node_update(
+    graph.node_evaluations[node_index],
+    graph.raw_values[node_index],
+    graph.edge_visits[node_index],
+    qvalues,
+  )
+  return visits, value.astype(graph.node_values.dtype), qvalues.astype(graph.edge_values.dtype)
+
+
+def node_update(
+  evaluations: chex.Array, raw_values: chex.Array, edge_visits: chex.Array, qvalues: chex.Array
+) -> tuple[chex.Array, chex.Array]:
+  """`(N(n) int32, Q(n))` of the idempotent update, over the last axis of `edge_visits`
+  and `qvalues` (`[..., A]`; `evaluations` `k(n)` and `raw_values` `U(n)` are `[...]`):
+  `N(n) = k(n) + sum_a N(n, a)`, `Q(n) = (k(n) U(n) + sum_a N(n, a) Q(n, a)) / N(n)`."""
+  visits = evaluations + jnp.sum(edge_visits, axis=-1)
   # Unvisited edges weigh 0; where() keeps a NaN in an unexpanded slot out of the sum.
   weighted = jnp.where(edge_visits > 0, edge_visits * qvalues, 0.0)
-  own = evaluations.astype(graph.raw_values.dtype) * graph.raw_values[node_index]
+  own = evaluations.astype(raw_values.dtype) * raw_values
   # max(., 1): an unused row (k = 0, read for a game off the path and then dropped)
   # would divide 0 by 0.
-  value = (own + jnp.sum(weighted)) / jnp.maximum(visits, 1)
-  return (
-    visits.astype(jnp.int32),
-    value.astype(graph.node_values.dtype),
-    qvalues.astype(graph.edge_values.dtype),
-  )
+  value = (own + jnp.sum(weighted, axis=-1)) / jnp.maximum(visits, 1)
+  return visits.astype(jnp.int32), value
 
 
 def _record_leaf_proof(graph: Graph, path: Path) -> Graph:

@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import hashing
-from mcgs_jax._src.backup import recompute_node_and_edges
+from mcgs_jax._src.backup import node_update, recompute_node_and_edges
 from mcgs_jax._src.batched import min_at, set_at, take
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
@@ -177,7 +177,7 @@ def drop_least_visited(
   every node above is recomputed from its children's new values, bottom up, so
   that the tree's counts and values stay exact.
   """
-  batch_size, capacity, _ = graph.children_index.shape
+  capacity = graph.capacity
   children = graph.children_index
   clamped_children = jnp.maximum(children, 0)
   visits = jnp.where(reached, graph.node_visits, -1)
@@ -208,12 +208,9 @@ def drop_least_visited(
 def _recompute_graph_nodes(graph: Graph, changed: jax.Array) -> Graph:
   """`graph` with `N(n)` and `Q(n)` of the `changed [B, N]` nodes recomputed over
   their edges' visits and stored `edge_values` (a proven node keeps its value)."""
-  visits = graph.node_evaluations + jnp.sum(graph.edge_visits, axis=2, dtype=jnp.int32)
-  # Unvisited edges weigh 0, whatever their stored value.
-  weighted = jnp.where(graph.edge_visits > 0, graph.edge_visits * graph.edge_values, 0.0)
-  own = graph.node_evaluations.astype(graph.raw_values.dtype) * graph.raw_values
-  # max(., 1): a row with no evaluation (unused) would divide 0 by 0.
-  value = (own + jnp.sum(weighted, axis=2)) / jnp.maximum(visits, 1)
+  visits, value = node_update(
+    graph.node_evaluations, graph.raw_values, graph.edge_visits, graph.edge_values
+  )
   value = jnp.where(graph.node_proven, graph.proven_values, value)
   return graph.replace(
     node_visits=jnp.where(changed, visits, graph.node_visits),
