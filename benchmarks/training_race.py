@@ -78,6 +78,9 @@ VARIANTS = {
   "forced-playouts": ["--forced-playouts", "2"],  # the defaults since, spelt out
   # KataGo's two accelerations together (forced playouts in the full searches only):
   "default+playout-cap": ["--full-search-probability", "0.25", "--fast-simulations", "8"],
+  # The defaults with `reroot` keeping the capacity - S most visited nodes (no playout
+  # finds the graph full).
+  "default+make-room": ["--make-room"],
   "solver": ["--solver", *NO_FORCED],
   # Gumbel MuZero: this library's with reuse, without, and mctx's.
   "gumbel+reuse": ["--policy", "gumbel"],

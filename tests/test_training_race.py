@@ -68,3 +68,25 @@ def test_head_to_head_names_two_of_the_variants(tmp_path):
   done = evaluate(tmp_path, "--head-to-head", "default,gumbel")
   assert done.returncode == 2
   assert "--head-to-head: two of --variants" in done.stderr
+
+
+def test_every_variant_is_a_valid_train_config():
+  """Each variant's flags parse with `mcgs-jax train`'s parser and make a `Config`, so
+  that no race run dies on a typo after the others have trained."""
+  import sys
+
+  from mcgs_jax.apps import train
+
+  sys.path.append(str(REPO))  # after the installed packages, as `benchmark_command`
+  try:
+    from benchmarks import training_race
+  finally:
+    sys.path.remove(str(REPO))
+  parser = train.build_parser()
+  configs = {}
+  for name, flags in training_race.VARIANTS.items():
+    args = parser.parse_args([*training_race.COMMON, "--seed", "0", *flags])
+    configs[name] = train.config_from_args(args)
+  assert configs["default+make-room"].make_room and not configs["default"].make_room
+  assert configs["mctx"].engine == "mctx" and configs["default"].engine != "mctx"
+  assert len({repr(config) for config in configs.values()}) == len(configs)
