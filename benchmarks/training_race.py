@@ -81,6 +81,9 @@ VARIANTS = {
   # The defaults with `reroot` keeping the capacity - S most visited nodes (no playout
   # finds the graph full).
   "default+make-room": ["--make-room"],
+  # The defaults again: a run in the same session as a variant trained later, since
+  # one session's machine is not another's.
+  "default-rerun": [],
   "solver": ["--solver", *NO_FORCED],
   # Gumbel MuZero: this library's with reuse, without, and mctx's.
   "gumbel+reuse": ["--policy", "gumbel"],
