@@ -89,4 +89,6 @@ def test_every_variant_is_a_valid_train_config():
     configs[name] = train.config_from_args(args)
   assert configs["default+make-room"].make_room and not configs["default"].make_room
   assert configs["mctx"].engine == "mctx" and configs["default"].engine != "mctx"
+  # Every variant trains something of its own, but for the rerun of the defaults.
+  assert configs.pop("default-rerun") == configs["default"]
   assert len({repr(config) for config in configs.values()}) == len(configs)
