@@ -15,13 +15,13 @@ takes the example's own `forward_fn`, `recurrent_fn`, `SelfplayOutput` and
   * `tree`: `mcgs_jax` with `transpositions=False` added to its
     `gumbel_muzero_policy` (this library's tree mode, which reproduces mctx).
 
-The example's `Config` and the network of its `network.py` (`AZNet`, needs
-dm-haiku) are used with the sizes given here; the defaults are scaled down for a
-CPU (the example's own: go_9x9, 1024 games, 32 simulations, 256 steps, 128 channels,
-6 blocks). The runs are interleaved, median of `--repeats`, after a compiling one.
-Every engine plays from the same keys; the script prints how far each engine's
-`action_weights` lie from mctx's (the tree mode's are expected within rounding while
-the games agree).
+The example's config fields (a namespace here, not its pydantic `Config`) and the
+network of its `network.py` (`AZNet`, needs dm-haiku) take the sizes given here; the
+defaults are scaled down for a CPU (the example's own: go_9x9, 1024 games, 32
+simulations, 256 steps, 128 channels, 6 blocks). The runs are interleaved, median
+of `--repeats`, after a compiling one. Every engine plays from the same keys; the
+script prints how far each engine's `action_weights` lie from mctx's (the tree
+mode's are expected within rounding while the games agree).
 
     python -m benchmarks.pgx_example --example PGX/examples/alphazero
       [--env-id go_9x9] [--games 128] [--simulations 32] [--steps 16]
@@ -36,7 +36,6 @@ import importlib.util
 import os
 import platform
 import statistics
-import sys
 import time
 import types
 from collections.abc import Callable
@@ -56,14 +55,13 @@ def example_source(train_py: str) -> str:
   Raises `ValueError` naming any that is missing (another version of the example)."""
   with open(train_py) as file:
     text = file.read()
+  lines = text.splitlines()
   found = {}
   for node in ast.parse(text).body:
     if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in EXAMPLE_NAMES:
-      found[node.name] = ast.get_source_segment(text, node, padded=True)
       # Decorators (`@jax.pmap`) are not part of the node's own segment.
-      lines = text.splitlines()
       decorators = [lines[d.lineno - 1] for d in node.decorator_list]
-      found[node.name] = "\n".join(decorators + [found[node.name]])
+      found[node.name] = "\n".join([*decorators, ast.get_source_segment(text, node, padded=True)])
   missing = [name for name in EXAMPLE_NAMES if name not in found]
   if missing:
     raise ValueError(f"{train_py} defines no {', '.join(missing)}: not pgx's AlphaZero example")
@@ -93,8 +91,7 @@ def load_network(example: str) -> Any:
   spec = importlib.util.spec_from_file_location(
     "pgx_example_network", os.path.join(example, "network.py")
   )
-  if spec is None or spec.loader is None:
-    raise ValueError(f"--example: no network.py in {example}")
+  assert spec is not None and spec.loader is not None  # a .py path always has a loader
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
@@ -148,8 +145,9 @@ def main() -> None:
   for name in ("games", "simulations", "steps", "channels", "blocks", "repeats"):
     if getattr(args, name) < 1:
       parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-  if not os.path.isfile(os.path.join(args.example, "train.py")):
-    parser.error(f"--example: {args.example} holds no train.py (give pgx's examples/alphazero)")
+  for name in ("train.py", "network.py"):
+    if not os.path.isfile(os.path.join(args.example, name)):
+      parser.error(f"--example: {args.example} holds no {name} (give pgx's examples/alphazero)")
   config = types.SimpleNamespace(
     env_id=args.env_id,
     num_channels=args.channels,
@@ -192,4 +190,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  main()
