@@ -86,16 +86,70 @@ def winning_edges(graph: Graph, proven: chex.Array, exact: chex.Array) -> chex.A
   return proven & _at_bound(exact, graph.value_bounds[1], 1.0) & in_bounds(graph, proven, exact)
 
 
-def prove_node(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
-  """`(proven, value)` of one game's non-terminal node from its edges."""
+@chex.dataclass(frozen=True)
+class _NodeProof:
+  """What the proofs read of one game's node (`A` actions)."""
+
+  legal: chex.Array  # [A] bool, `legal_edges`.
+  proven: chex.Array  # [A] bool, legal edges into a proven child.
+  exact: chex.Array  # [A] float, their exact values (meaningful where proven).
+  best: chex.Array  # [] float, the best exact value of a proven edge; -inf if none.
+  any_legal: chex.Array  # [] bool
+  any_unproven: chex.Array  # [] bool, a legal edge is not proven.
+  in_bounds: chex.Array  # [] bool, `in_bounds`.
+  any_winning: chex.Array  # [] bool, a proven edge is worth the highest bound.
+
+
+def _max_then_ors(
+  first: tuple[chex.Array, ...], second: tuple[chex.Array, ...]
+) -> tuple[chex.Array, ...]:
+  """The combining step of `_node_proof`'s reduction: the maximum of the first
+  operands, the or of the others."""
+  ors = tuple(a | b for a, b in zip(first[1:], second[1:], strict=True))
+  return (jax.lax.max(first[0], second[0]),) + ors
+
+
+def _node_proof(graph: Graph, node_index: chex.Array) -> _NodeProof:
+  """`_NodeProof` of one game's non-terminal node."""
   legal = legal_edges(graph, node_index)
   proven, exact = proven_edges(graph, node_index)
   proven &= legal
-  wins = jnp.any(winning_edges(graph, proven, exact))
-  settled = jnp.any(legal) & jnp.all(proven | ~legal)
-  value = jnp.max(jnp.where(proven, exact, -jnp.inf))
-  is_proven = wins | settled
-  return is_proven, jnp.where(is_proven, value, 0.0).astype(graph.proven_values.dtype)
+  lowest, highest = graph.value_bounds[0], graph.value_bounds[1]
+  # As `in_bounds`: a NaN exact value counts as out of bounds.
+  inside = (exact >= lowest) & (exact <= highest)
+  # One reduction over the actions for the five: on the CPU each reduction that XLA
+  # does not merge is a loop of its own, run at every depth of selection and backup.
+  # Maximum and or are exact in any order, so the values are those of `jnp.max` and
+  # `jnp.any`.
+  best, any_legal, any_unproven, any_outside, any_winning = jax.lax.reduce(
+    (
+      jnp.where(proven, exact, -jnp.inf),
+      legal,
+      legal & ~proven,
+      proven & ~inside,
+      proven & _at_bound(exact, highest, 1.0),
+    ),
+    (jnp.array(-jnp.inf, exact.dtype),) + (jnp.array(False),) * 4,
+    _max_then_ors,
+    (0,),
+  )
+  return _NodeProof(
+    legal=legal,
+    proven=proven,
+    exact=exact,
+    best=best,
+    any_legal=any_legal,
+    any_unproven=any_unproven,
+    in_bounds=~any_outside,
+    any_winning=any_winning & ~any_outside,
+  )
+
+
+def prove_node(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
+  """`(proven, value)` of one game's non-terminal node from its edges."""
+  proof = _node_proof(graph, node_index)
+  is_proven = proof.any_winning | (proof.any_legal & ~proof.any_unproven)
+  return is_proven, jnp.where(is_proven, proof.best, 0.0).astype(graph.proven_values.dtype)
 
 
 def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
@@ -104,13 +158,10 @@ def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   and those beaten by another proven edge, unless that would exclude every legal
   edge. The first rule holds only while every proven edge is within the bounds
   (`in_bounds`); the second always does (an exact value beats it)."""
-  legal = legal_edges(graph, node_index)
-  proven, exact = proven_edges(graph, node_index)
-  proven &= legal
-  best_proven = jnp.max(jnp.where(proven, exact, -jnp.inf))
-  losing = _at_bound(exact, graph.value_bounds[0], -1.0) & in_bounds(graph, proven, exact)
-  excluded = proven & (losing | (exact < best_proven))
-  return excluded & jnp.any(legal & ~excluded)
+  proof = _node_proof(graph, node_index)
+  losing = _at_bound(proof.exact, graph.value_bounds[0], -1.0) & proof.in_bounds
+  excluded = proof.proven & (losing | (proof.exact < proof.best))
+  return excluded & jnp.any(proof.legal & ~excluded)
 
 
 def best_proven_action(graph: Graph) -> tuple[chex.Array, chex.Array]:
