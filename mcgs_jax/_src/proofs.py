@@ -73,10 +73,12 @@ def in_bounds(graph: Graph, proven: chex.Array, exact: chex.Array) -> chex.Array
   """Scalar bool: every proven legal edge (`proven`, `[A]`) has an exact value within
   `graph.value_bounds` (one game's `[2]`). False means the bounds are wrong for this
   game (e.g. rewards along the way): the node then takes no shortcut."""
-  lowest, highest = graph.value_bounds[0], graph.value_bounds[1]
-  # Written so that a NaN exact value counts as out of bounds.
-  inside = (exact >= lowest) & (exact <= highest)
-  return ~jnp.any(proven & ~inside)
+  return ~jnp.any(proven & ~_inside_bounds(graph, exact))
+
+
+def _inside_bounds(graph: Graph, exact: chex.Array) -> chex.Array:
+  """`[A]` bool: `exact` lies within `graph.value_bounds`; a NaN does not."""
+  return (exact >= graph.value_bounds[0]) & (exact <= graph.value_bounds[1])
 
 
 def winning_edges(graph: Graph, proven: chex.Array, exact: chex.Array) -> chex.Array:
@@ -94,10 +96,9 @@ class _NodeProof:
   proven: chex.Array  # [A] bool, legal edges into a proven child.
   exact: chex.Array  # [A] float, their exact values (meaningful where proven).
   best: chex.Array  # [] float, the best exact value of a proven edge; -inf if none.
-  any_legal: chex.Array  # [] bool
-  any_unproven: chex.Array  # [] bool, a legal edge is not proven.
+  settled: chex.Array  # [] bool, it has legal edges and every one is proven.
   in_bounds: chex.Array  # [] bool, `in_bounds`.
-  any_winning: chex.Array  # [] bool, a proven edge is worth the highest bound.
+  wins: chex.Array  # [] bool, a `winning_edges` edge proves it at once.
 
 
 def _max_then_ors(
@@ -114,9 +115,6 @@ def _node_proof(graph: Graph, node_index: chex.Array) -> _NodeProof:
   legal = legal_edges(graph, node_index)
   proven, exact = proven_edges(graph, node_index)
   proven &= legal
-  lowest, highest = graph.value_bounds[0], graph.value_bounds[1]
-  # As `in_bounds`: a NaN exact value counts as out of bounds.
-  inside = (exact >= lowest) & (exact <= highest)
   # One reduction over the actions for the five: on the CPU each reduction that XLA
   # does not merge is a loop of its own, run at every depth of selection and backup.
   # Maximum and or are exact in any order, so the values are those of `jnp.max` and
@@ -126,8 +124,8 @@ def _node_proof(graph: Graph, node_index: chex.Array) -> _NodeProof:
       jnp.where(proven, exact, -jnp.inf),
       legal,
       legal & ~proven,
-      proven & ~inside,
-      proven & _at_bound(exact, highest, 1.0),
+      proven & ~_inside_bounds(graph, exact),
+      proven & _at_bound(exact, graph.value_bounds[1], 1.0),
     ),
     (jnp.array(-jnp.inf, exact.dtype),) + (jnp.array(False),) * 4,
     _max_then_ors,
@@ -138,17 +136,16 @@ def _node_proof(graph: Graph, node_index: chex.Array) -> _NodeProof:
     proven=proven,
     exact=exact,
     best=best,
-    any_legal=any_legal,
-    any_unproven=any_unproven,
+    settled=any_legal & ~any_unproven,
     in_bounds=~any_outside,
-    any_winning=any_winning & ~any_outside,
+    wins=any_winning & ~any_outside,
   )
 
 
 def prove_node(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`(proven, value)` of one game's non-terminal node from its edges."""
   proof = _node_proof(graph, node_index)
-  is_proven = proof.any_winning | (proof.any_legal & ~proof.any_unproven)
+  is_proven = proof.wins | proof.settled
   return is_proven, jnp.where(is_proven, proof.best, 0.0).astype(graph.proven_values.dtype)
 
 
