@@ -17,14 +17,15 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import random_bits, types
+from mcgs_jax._src import random_bits, rows, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.selection import TIE_BREAK_SCALE, excluded_actions, masked_argmax, puct_terms
+from mcgs_jax._src.selection import excluded_actions, puct_terms
+from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax
 
 
 def forced_counts(graph: Graph, node_index: chex.Array, forced_playouts: float) -> jax.Array:
   """`[A]` float: `n_forced` of each edge of one game's node."""
-  prior = jax.nn.softmax(graph.children_prior_logits[node_index])
+  prior = rows.softmax(graph.children_prior_logits[node_index])
   total = jnp.sum(graph.edge_visits[node_index])
   return jnp.sqrt(forced_playouts * prior * total)
 

@@ -30,6 +30,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from mcgs_jax._src import rows
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 
 # Relative tolerance within which an exact value counts as equal to a bound: exact
@@ -52,7 +53,7 @@ def _at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
 
 def legal_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[A]` bool: actions with a positive prior (and valid at the root)."""
-  legal = jax.nn.softmax(graph.children_prior_logits[node_index]) > 0
+  legal = rows.softmax(graph.children_prior_logits[node_index]) > 0
   return legal & ~(graph.root_invalid_actions & (node_index == ROOT_INDEX))
 
 

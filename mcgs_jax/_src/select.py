@@ -16,7 +16,7 @@ from mcgs_jax._src import proofs, random_bits, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
-from mcgs_jax._src.selection import masked_argmax
+from mcgs_jax._src.tie_break import masked_argmax
 
 # `fold_in` constant that derives the stop_leak coin from a game's selection key at
 # one depth, so the coin is independent of the key the selection rule receives.

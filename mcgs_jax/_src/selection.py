@@ -14,23 +14,11 @@ import functools
 from typing import Any
 
 import chex
-import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, qtransforms, random_bits, types
+from mcgs_jax._src import proofs, qtransforms, random_bits, rows, types
 from mcgs_jax._src.graph import Graph
-
-# Scale of the random tie-break added to every score (as mctx, so that equal scores
-# are broken the same way for the same key).
-TIE_BREAK_SCALE = 1e-7
-
-
-def masked_argmax(scores: chex.Array, invalid_actions: chex.Array | None) -> chex.Array:
-  """The valid action with the highest score (action 0 when none is valid)."""
-  if invalid_actions is not None:
-    # -inf only reaches argmax, never a softmax, so it cannot produce NaN.
-    scores = jnp.where(invalid_actions, -jnp.inf, scores)
-  return jnp.argmax(scores, axis=-1).astype(jnp.int32)
+from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax, tie_broken_argmax
 
 
 def excluded_actions(
@@ -64,12 +52,19 @@ def muzero_action_selection(
   evaluations, is 1 unless `fold_evaluations`), as in mctx, so in tree mode this is
   mctx's rule exactly.
   At depth 0 the root's invalid actions are never chosen; with `solver`, neither are
-  proven edges that another edge beats.
+  proven edges that another edge beats. Ties are broken as mctx breaks them, by
+  `1e-7 * uniform(rng_key, [A])` added to every score (`tie_break`: drawn only where
+  it can change the choice); at a terminal node, where no playout continues, the
+  first of the best actions is chosen.
   """
   value_score, policy_score = puct_terms(graph, node_index, pb_c_init, pb_c_base, qtransform)
-  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
-  return masked_argmax(
-    value_score + policy_score + tie_break, excluded_actions(graph, node_index, depth, solver)
+  # No playout continues from a terminal node (the batched selection still asks
+  # there for the games whose playout has ended): its choice needs no tie-break.
+  return tie_broken_argmax(
+    rng_key,
+    value_score + policy_score,
+    excluded_actions(graph, node_index, depth, solver),
+    ~graph.node_terminal[node_index],
   )
 
 
@@ -85,7 +80,7 @@ def puct_terms(
   edge_visits = graph.edge_visits[node_index]
   node_visits = graph.node_visits[node_index]
   exploration = pb_c_init + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
-  prior = jax.nn.softmax(graph.children_prior_logits[node_index])
+  prior = rows.softmax(graph.children_prior_logits[node_index])
   policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
   return qtransform(graph, node_index), policy_score
 
@@ -142,7 +137,7 @@ def uct_action_selection(
   # Unvisited edges outrank every visited one (scores of visited edges stay below 1e6).
   scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
   tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
-  illegal = jax.nn.softmax(graph.children_prior_logits[node_index]) == 0
+  illegal = rows.softmax(graph.children_prior_logits[node_index]) == 0
   return masked_argmax(
     scores + tie_break * jnp.maximum(scores, 1.0),
     illegal | excluded_actions(graph, node_index, depth, solver),
@@ -181,7 +176,7 @@ def gumbel_muzero_interior_action_selection(
   """
   del rng_key
   visits = graph.edge_visits[node_index]
-  improved = jax.nn.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
+  improved = rows.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
   lag = improved - visits / (1 + jnp.sum(visits))
   if solver:
     return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
@@ -193,6 +188,6 @@ def chance_selection(graph: Graph, node_index: chex.Array, depth: chex.Array) ->
   columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
   outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
   are skipped."""
-  probs = jax.nn.softmax(graph.children_prior_logits[node_index])
+  probs = rows.softmax(graph.children_prior_logits[node_index])
   scores = probs / (graph.edge_visits[node_index] + 1)
   return masked_argmax(scores, excluded_actions(graph, node_index, depth, False))
