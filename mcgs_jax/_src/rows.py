@@ -8,7 +8,8 @@ reduction of `[B, A]`. XLA's CPU backend hands such a reduction to a library ker
 which, from about 4,096 elements (`B * A`), splits it across threads: on a 2-core
 machine a `[1024, 7]` sum then took about 20 microseconds instead of 2, and it adds
 in another order, so the same game's numbers depend on how many games share its
-batch (`benchmarks/RESULTS.md`, "Short reductions in one order").
+batch (`benchmarks/RESULTS.md`, "Short reductions in one order, and the tie-break
+drawn only where it matters").
 
 Here a row of at most `SHORT_ROW` actions is reduced by a chain of elementwise
 operations, first action to last: the order XLA itself uses for such rows in small

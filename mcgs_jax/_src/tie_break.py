@@ -18,7 +18,7 @@ runs the rules, it draws the floats of the whole batch only when some game needs
 (one `lax.cond` on the batch) and otherwise returns the plain argmax: the same action
 in every game, and in the search about a fifth less time at 1,024 games
 (`benchmarks/RESULTS.md`, "Short reductions in one order, and the tie-break drawn
-only when it matters"). A game can say that its choice is not used (`drawn=False`,
+only where it matters"). A game can say that its choice is not used (`drawn=False`,
 e.g. at a terminal node, where no playout continues, though the batched selection
 still runs the rule there): it then takes the plain argmax and never makes the batch
 draw.
