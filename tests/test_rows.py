@@ -53,6 +53,17 @@ def test_short_rows_match_jnp_on_one_row(name, data, num_actions):
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("num_actions", [1, 2, 3, 7])
+@pytest.mark.parametrize("zero", [0.0, -0.0])
+def test_rows_of_signed_zeros_match_jnp(name, num_actions, zero):
+  """A row of zeros of one sign: `jnp.sum` keeps -0.0 for one action and gives +0.0
+  for more, and `rows` must do the same."""
+  ours, reference = FUNCTIONS[name]
+  row = np.full((1, num_actions), zero, np.float32)
+  np.testing.assert_array_equal(_bits(jax.jit(ours)(row)), _bits(jax.jit(reference)(row)))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
 @pytest.mark.parametrize("num_actions", [7, 16])
 def test_a_row_gives_the_same_numbers_in_any_batch(name, num_actions):
   """1,024 rows reduced at once (the size where XLA's own reductions change order)

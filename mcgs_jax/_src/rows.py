@@ -50,6 +50,9 @@ def row_sum(values: chex.Array) -> chex.Array:
   """`jnp.sum(values, axis=-1)`, in one order at every batch size."""
   if values.shape[-1] > SHORT_ROW or values.shape[-1] == 0:
     return jnp.sum(values, axis=-1)
+  if values.shape[-1] == 1:
+    # XLA sums a single element to the element itself, -0.0 included.
+    return values[..., 0]
   total = _chain(values, jnp.add, 0)
   # XLA drops the `0 +` that starts the chain, so a row of -0.0 would sum to -0.0;
   # `jnp.sum` starts from +0.0, and a zero sum is +0.0 (round to nearest). Told apart
