@@ -71,7 +71,8 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = DEFAULT_OPTIONS)
   stores in `edge_values`. A playout that ended at a terminal node adds one to that
   node's visits; one whose evaluation was folded into its leaf (`path.leaf_folded`)
   recomputes the leaf first. With `options.solver`, each node on the path is also
-  re-proven (`proofs.prove_node`); a proven node's `Q` is its proven value.
+  re-proven (`proofs.prove_node`, from the legal edges selection recorded in
+  `path.legal`); a proven node's `Q` is its proven value.
   """
   capacity = graph.capacity
   clamped_leaf = jnp.maximum(path.leaf, 0)
@@ -109,7 +110,8 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = DEFAULT_OPTIONS)
     visits, value, edge_values = jax.vmap(recompute_node_and_edges)(graph, node)
     target = drop_unless(on_path, node, capacity)
     if solver:
-      proven, proven_value = jax.vmap(proofs.prove_node)(graph, node)
+      legal = None if path.legal is None else path.legal[:, depth]
+      proven, proven_value = jax.vmap(proofs.prove_node)(graph, node, legal)
       value = jnp.where(proven, proven_value, value)
       graph = graph.replace(
         node_proven=set_at(graph.node_proven, target, proven, mode="drop"),

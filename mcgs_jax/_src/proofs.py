@@ -111,9 +111,13 @@ def _max_then_ors(
   return (jax.lax.max(first[0], second[0]),) + ors
 
 
-def _node_proof(graph: Graph, node_index: chex.Array) -> _NodeProof:
-  """`_NodeProof` of one game's non-terminal node."""
-  legal = legal_edges(graph, node_index)
+def _node_proof(
+  graph: Graph, node_index: chex.Array, legal: chex.Array | None = None
+) -> _NodeProof:
+  """`_NodeProof` of one game's non-terminal node; `legal` `[A]` its `legal_edges`
+  where the caller has them."""
+  if legal is None:
+    legal = legal_edges(graph, node_index)
   proven, exact = proven_edges(graph, node_index)
   proven &= legal
   # One reduction over the actions for the five: on the CPU each reduction that XLA
@@ -143,9 +147,12 @@ def _node_proof(graph: Graph, node_index: chex.Array) -> _NodeProof:
   )
 
 
-def prove_node(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
-  """`(proven, value)` of one game's non-terminal node from its edges."""
-  proof = _node_proof(graph, node_index)
+def prove_node(
+  graph: Graph, node_index: chex.Array, legal: chex.Array | None = None
+) -> tuple[chex.Array, chex.Array]:
+  """`(proven, value)` of one game's non-terminal node from its edges (`legal` `[A]`:
+  its `legal_edges`, computed here when None)."""
+  proof = _node_proof(graph, node_index, legal)
   is_proven = proof.wins | proof.settled
   return is_proven, jnp.where(is_proven, proof.best, 0.0).astype(graph.proven_values.dtype)
 

@@ -7,6 +7,7 @@ condition, so XLA never selects over the graph arrays per game.
 """
 
 import functools
+from typing import cast
 
 import chex
 import jax
@@ -41,6 +42,10 @@ class Path:
     has linked that edge since).
   leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
     more sample of its value (`fold_evaluations`); backup recomputes the leaf.
+  legal: `[B, D, A]` bool or None: with the solver, the legal edges
+    (`proofs.legal_edges`) of the node at depth d, valid for `d < length`, as
+    selection found them (a node's prior never changes once it is in the graph), so
+    that backup's proofs need not read the prior again. None: backup computes them.
   """
 
   nodes: chex.Array
@@ -50,6 +55,7 @@ class Path:
   leaf_is_new: chex.Array
   last_edge_unexpanded: chex.Array
   leaf_folded: chex.Array
+  legal: chex.Array | None = None
 
 
 @chex.dataclass(frozen=True)
@@ -68,6 +74,7 @@ class _Descent:
   # [B] int32, the mark `node` held before this playout stamped it (restored when the
   # playout backs out of it: `_stale_proofs`).
   entered_marks: chex.Array
+  legal: chex.Array | None  # [B, D, A] bool, `Path.legal` so far; None without the solver.
 
 
 def _stop_rule_ends_playout(
@@ -136,7 +143,7 @@ def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
   return pairs[:, 0], pairs[:, 1]
 
 
-def _stale_proofs(graph: Graph, descent: _Descent) -> chex.Array:
+def _stale_proofs(graph: Graph, descent: _Descent, legal: chex.Array | None = None) -> chex.Array:
   """`[B]` bool: active playouts whose node, entered at the last step, is provable
   from its children though not marked proven (its proof is stale: the children were
   proven through other parents). Such a node counts as proven: the playout ends at
@@ -144,15 +151,24 @@ def _stale_proofs(graph: Graph, descent: _Descent) -> chex.Array:
 
   The check is made here, one step after the edge was taken, rather than when it was
   taken: the selection rule at this node reads the same rows of the node and its
-  children (`proofs.excluded_edges`), and XLA computes them once for both."""
-  provable, _ = jax.vmap(proofs.prove_node)(graph, descent.node)
+  children (`proofs.excluded_edges`), and XLA computes them once for both. `legal`
+  `[B, A]`: the node's legal edges, if already computed."""
+  provable, _ = jax.vmap(proofs.prove_node)(graph, descent.node, legal)
   return descent.active & provable
 
 
-def _at_root(graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: int) -> _Descent:
+def _at_root(
+  graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: int, solver: bool
+) -> _Descent:
   """Every game's descent before its first edge: at the root, stamped, active
   unless the root is terminal; `keys [B]` its per-game keys."""
   batch_size = graph.batch_size
+  legal = None
+  if solver:
+    root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
+    root_legal = jax.vmap(proofs.legal_edges)(graph, root)
+    legal = jnp.zeros((batch_size, buffer_depth, graph.num_actions), jnp.bool_)
+    legal = legal.at[:, 0].set(root_legal)
   return _Descent(
     depth=jnp.int32(0),
     node=jnp.full((batch_size,), ROOT_INDEX, jnp.int32),
@@ -163,6 +179,7 @@ def _at_root(graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: in
     length=jnp.zeros((batch_size,), jnp.int32),
     path_marks=graph.path_marks.at[:, ROOT_INDEX].set(stamp),
     entered_marks=jnp.zeros((batch_size,), jnp.int32),
+    legal=legal,
   )
 
 
@@ -303,7 +320,7 @@ def select(
   keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
-  descent = take_edges(_at_root(graph, keys, stamp, buffer_depth), root_actions)
+  descent = take_edges(_at_root(graph, keys, stamp, buffer_depth, options.solver), root_actions)
 
   def keep_going(descent: _Descent) -> chex.Array:
     return (descent.depth < buffer_depth) & jnp.any(descent.active)
@@ -311,8 +328,12 @@ def select(
   def interior_step(descent: _Descent) -> _Descent:
     backing_out = None
     if options.solver:
-      backing_out = _stale_proofs(graph, descent)
-      descent = descent.replace(active=descent.active & ~backing_out)
+      legal = jax.vmap(proofs.legal_edges)(graph, descent.node)
+      backing_out = _stale_proofs(graph, descent, legal)
+      descent = descent.replace(
+        active=descent.active & ~backing_out,
+        legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal),
+      )
     keys, selection_keys = _split_keys(descent.keys)
     actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
       selection_keys, graph, descent.node, descent.depth
@@ -331,6 +352,7 @@ def select(
     leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
     last_edge_unexpanded=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
     leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
+    legal=descent.legal,
   )
   graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
   return graph, path

@@ -1,0 +1,88 @@
+"""With the solver, selection records the legal edges of every node on its path
+(`Path.legal`) so that backup's proofs need not read the prior again: the recorded
+edges are those `proofs.legal_edges` gives, at the root and below, and backup with
+them leaves the graph bit for bit as backup that computes them itself."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mcgs_jax as mg
+from mcgs_jax._src import proofs, selection
+from mcgs_jax._src import search as search_steps
+from mcgs_jax.testing import commuting_game
+
+BATCH = 6
+NUM_ACTIONS = 3
+MAX_DEPTH = 10
+OPTIONS = mg.GraphOptions(solver=True, capacity=160)
+ROOT, ALL_LEGAL = commuting_game(num_actions=NUM_ACTIONS)
+RULES = selection.make_muzero_selection(
+  pb_c_init=1.25, pb_c_base=19652.0, qtransform=mg.qtransform_by_parent_and_siblings
+)
+
+
+def recurrent_fn(params, rng_key, action, embedding):
+  """The commuting game with its last action illegal where the total is even, so that
+  nodes differ in their legal edges."""
+  output, embedding = ALL_LEGAL(params, rng_key, action, embedding)
+  illegal = (embedding["total"] % 2 == 0)[:, None] & (jnp.arange(NUM_ACTIONS) == NUM_ACTIONS - 1)
+  return output.replace(prior_logits=jnp.where(illegal, -jnp.inf, output.prior_logits)), embedding
+
+
+def legal_edges_of(graph, nodes):
+  """`[B, D, A]`: `proofs.legal_edges` of every game's nodes `[B, D]`."""
+  return jax.vmap(lambda g, game_nodes: jax.vmap(lambda n: proofs.legal_edges(g, n))(game_nodes))(
+    graph, nodes
+  )
+
+
+@jax.jit
+def one_simulation(key, graph):
+  """`(graph after backup with the recorded edges, the same without, path, expected
+  legal edges of the path's nodes)`."""
+  select_key, expand_key = jax.random.split(key)
+  graph, path = search_steps.select(
+    select_key,
+    graph,
+    root_action_selection_fn=RULES[0],
+    interior_action_selection_fn=RULES[1],
+    max_depth=MAX_DEPTH,
+    options=OPTIONS,
+  )
+  graph, linked = search_steps.expand(
+    None, expand_key, graph, path, recurrent_fn=recurrent_fn, options=OPTIONS
+  )
+  recorded = search_steps.backup(graph, linked, options=OPTIONS)
+  recomputed = search_steps.backup(graph, linked.replace(legal=None), options=OPTIONS)
+  return recorded, recomputed, path, legal_edges_of(graph, path.nodes)
+
+
+def test_recorded_legal_edges_are_the_proofs_and_prove_the_same():
+  root_invalid = jnp.zeros((BATCH, NUM_ACTIONS), bool).at[::2, 0].set(True)
+  graph = mg.muzero_policy(
+    None,
+    jax.random.PRNGKey(0),
+    ROOT(BATCH),
+    recurrent_fn,
+    8,
+    invalid_actions=root_invalid,
+    max_depth=MAX_DEPTH,
+    dirichlet_fraction=0.0,
+    options=OPTIONS,
+  ).search_graph
+  proven_before = int(jnp.sum(graph.node_proven & ~graph.node_terminal))
+  illegal_seen = 0
+  for key in jax.random.split(jax.random.PRNGKey(1), 40):
+    recorded, recomputed, path, expected = one_simulation(key, graph)
+    for a, b in zip(jax.tree_util.tree_leaves(recorded), jax.tree_util.tree_leaves(recomputed)):
+      np.testing.assert_array_equal(a, b)
+    on_path = np.arange(path.nodes.shape[1]) < np.asarray(path.length)[:, None]
+    np.testing.assert_array_equal(np.asarray(path.legal)[on_path], np.asarray(expected)[on_path])
+    # The root's row leaves out the root's invalid actions.
+    started = np.asarray(path.length) > 0
+    assert not np.any(np.asarray(path.legal)[:, 0][started] & np.asarray(root_invalid)[started])
+    illegal_seen += int(np.sum(~np.asarray(expected)[on_path]))
+    graph = recorded
+  assert illegal_seen > 0, "every node on the paths had every edge legal"
+  assert int(jnp.sum(graph.node_proven & ~graph.node_terminal)) > proven_before, "nothing proven"
