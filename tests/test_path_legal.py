@@ -6,10 +6,12 @@ them leaves the graph bit for bit as backup that computes them itself."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mcgs_jax as mg
 from mcgs_jax._src import proofs, selection
 from mcgs_jax._src import search as search_steps
+from mcgs_jax._src import select as select_lib
 from mcgs_jax.testing import commuting_game
 
 BATCH = 6
@@ -86,3 +88,25 @@ def test_recorded_legal_edges_are_the_proofs_and_prove_the_same():
     graph = recorded
   assert illegal_seen > 0, "every node on the paths had every edge legal"
   assert int(jnp.sum(graph.node_proven & ~graph.node_terminal)) > proven_before, "nothing proven"
+
+
+@pytest.mark.parametrize("max_depth", [5461, 5462])
+def test_legal_edges_are_recorded_only_up_to_the_cap(max_depth):
+  """`D * A` entries per game at most (`MAX_RECORDED_LEGAL`, 16,384: 5,461 depths of
+  3 actions fit, 5,462 do not); past it the path carries none and backup reads the
+  prior itself."""
+  options = mg.GraphOptions(solver=True, capacity=5462)
+  graph = mg.muzero_policy(
+    None, jax.random.PRNGKey(0), ROOT(2), recurrent_fn, 4, dirichlet_fraction=0.0, options=options
+  ).search_graph
+  _, path = search_steps.select(
+    jax.random.PRNGKey(1),
+    graph,
+    root_action_selection_fn=RULES[0],
+    interior_action_selection_fn=RULES[1],
+    max_depth=max_depth,
+    options=options,
+  )
+  fits = max_depth * NUM_ACTIONS <= select_lib.MAX_RECORDED_LEGAL
+  assert fits == (max_depth == 5461)
+  assert (path.legal is not None) == fits

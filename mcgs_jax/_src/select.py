@@ -23,6 +23,12 @@ from mcgs_jax._src.tie_break import masked_argmax
 # one depth, so the coin is independent of the key the selection rule receives.
 _LEAK_STREAM = 0x6C65616B
 
+# Most entries `D * A` of one game's `Path.legal`. The buffer is cleared at every
+# simulation and holds `D * A` bytes per game; past this size (chess: A = 4672) backup
+# reads the prior again instead (benchmarks/RESULTS.md, "The legal edges recorded by
+# selection for backup's proofs").
+MAX_RECORDED_LEGAL = 1 << 14
+
 
 @chex.dataclass(frozen=True)
 class Path:
@@ -45,7 +51,8 @@ class Path:
   legal: `[B, D, A]` bool or None: with the solver, the legal edges
     (`proofs.legal_edges`) of the node at depth d, valid for `d < length`, as
     selection found them (a node's prior never changes once it is in the graph), so
-    that backup's proofs need not read the prior again. None: backup computes them.
+    that backup's proofs need not read the prior again. None without the solver or
+    when `D * A > MAX_RECORDED_LEGAL`: backup computes them.
   """
 
   nodes: chex.Array
@@ -74,7 +81,7 @@ class _Descent:
   # [B] int32, the mark `node` held before this playout stamped it (restored when the
   # playout backs out of it: `_stale_proofs`).
   entered_marks: chex.Array
-  legal: chex.Array | None  # [B, D, A] bool, `Path.legal` so far; None without the solver.
+  legal: chex.Array | None  # [B, D, A] bool, `Path.legal` so far, or None.
 
 
 def _stop_rule_ends_playout(
@@ -158,13 +165,13 @@ def _stale_proofs(graph: Graph, descent: _Descent, legal: chex.Array | None = No
 
 
 def _at_root(
-  graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: int, solver: bool
+  graph: Graph, keys: chex.Array, stamp: chex.Array, buffer_depth: int, record_legal: bool
 ) -> _Descent:
   """Every game's descent before its first edge: at the root, stamped, active
   unless the root is terminal; `keys [B]` its per-game keys."""
   batch_size = graph.batch_size
   legal = None
-  if solver:
+  if record_legal:
     root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
     root_legal = jax.vmap(proofs.legal_edges)(graph, root)
     legal = jnp.zeros((batch_size, buffer_depth, graph.num_actions), jnp.bool_)
@@ -320,7 +327,8 @@ def select(
   keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
-  descent = take_edges(_at_root(graph, keys, stamp, buffer_depth, options.solver), root_actions)
+  record_legal = options.solver and buffer_depth * graph.num_actions <= MAX_RECORDED_LEGAL
+  descent = take_edges(_at_root(graph, keys, stamp, buffer_depth, record_legal), root_actions)
 
   def keep_going(descent: _Descent) -> chex.Array:
     return (descent.depth < buffer_depth) & jnp.any(descent.active)
@@ -330,10 +338,11 @@ def select(
     if options.solver:
       legal = jax.vmap(proofs.legal_edges)(graph, descent.node)
       backing_out = _stale_proofs(graph, descent, legal)
-      descent = descent.replace(
-        active=descent.active & ~backing_out,
-        legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal),
-      )
+      descent = descent.replace(active=descent.active & ~backing_out)
+      if record_legal:
+        descent = descent.replace(
+          legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal)
+        )
     keys, selection_keys = _split_keys(descent.keys)
     actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
       selection_keys, graph, descent.node, descent.depth
