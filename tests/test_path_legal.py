@@ -112,32 +112,29 @@ def test_legal_edges_are_recorded_only_up_to_the_cap(max_depth):
   assert (path.legal is not None) == fits
 
 
-@pytest.mark.parametrize("policy", ["muzero, 2 parallel playouts", "gumbel"])
-def test_searches_with_and_without_recorded_legal_edges_are_the_same(policy, monkeypatch):
+PARALLEL = mg.GraphOptions(solver=True, capacity=160, num_parallel=2)
+
+
+@pytest.mark.parametrize(
+  ("policy", "options"),
+  [(mg.muzero_policy, PARALLEL), (mg.gumbel_muzero_policy, OPTIONS)],
+  ids=["muzero, 2 parallel playouts", "gumbel"],
+)
+def test_searches_with_and_without_recorded_legal_edges_are_the_same(policy, options, monkeypatch):
   """A whole search with the solver, recording the legal edges or not (the cap set to
   0), ends in the same graph bit for bit: with parallel playouts, whose other paths
   are backed up between a path's selection and its backup, and with Gumbel's own
   interior rule."""
 
   def search():
-    if policy == "gumbel":
-      return mg.gumbel_muzero_policy(
-        None,
-        jax.random.PRNGKey(3),
-        ROOT(BATCH),
-        recurrent_fn,
-        24,
-        max_depth=MAX_DEPTH,
-        options=OPTIONS,
-      ).search_graph
-    return mg.muzero_policy(
+    return policy(
       None,
       jax.random.PRNGKey(3),
       ROOT(BATCH),
       recurrent_fn,
       24,
       max_depth=MAX_DEPTH,
-      options=mg.GraphOptions(solver=True, capacity=160, num_parallel=2),
+      options=options,
     ).search_graph
 
   recorded = search()
