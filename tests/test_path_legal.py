@@ -3,6 +3,7 @@
 edges are those `proofs.legal_edges` gives, at the root and below, and backup with
 them leaves the graph bit for bit as backup that computes them itself."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,8 +78,7 @@ def test_recorded_legal_edges_are_the_proofs_and_prove_the_same():
   illegal_seen = 0
   for key in jax.random.split(jax.random.PRNGKey(1), 40):
     recorded, recomputed, path, expected = one_simulation(key, graph)
-    for a, b in zip(jax.tree_util.tree_leaves(recorded), jax.tree_util.tree_leaves(recomputed)):
-      np.testing.assert_array_equal(a, b)
+    chex.assert_trees_all_equal(recorded, recomputed)
     on_path = np.arange(path.nodes.shape[1]) < np.asarray(path.length)[:, None]
     np.testing.assert_array_equal(np.asarray(path.legal)[on_path], np.asarray(expected)[on_path])
     # The root's row leaves out the root's invalid actions.
@@ -141,5 +141,4 @@ def test_searches_with_and_without_recorded_legal_edges_are_the_same(policy, opt
   monkeypatch.setattr(select_lib, "MAX_RECORDED_LEGAL", 0)
   recomputed = search()
   assert int(jnp.sum(recorded.node_proven & ~recorded.node_terminal)) > 0, "nothing proven"
-  for a, b in zip(jax.tree_util.tree_leaves(recorded), jax.tree_util.tree_leaves(recomputed)):
-    np.testing.assert_array_equal(a, b)
+  chex.assert_trees_all_equal(recorded, recomputed)
