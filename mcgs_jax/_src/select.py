@@ -117,7 +117,8 @@ def _stop_rule_ends_playout(
   # k(child) = 1 without folding: then this is N(child) itself.
   edge = (node, action)
   child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
-  caught_up = child_visits > take(graph.edge_visits, edge)
+  # From the row the selection rule read (one gather fewer per step, as `child`).
+  caught_up = child_visits > take(take(graph.edge_visits, node), action)
   if options.stop_rule == "catch_up":
     if options.stop_leak == 0:
       return caught_up
