@@ -1,7 +1,8 @@
 """`benchmarks/profile_ply.py` (the ply's parts beside mctx) and
 `benchmarks/selfplay_time.py` (a self-play iteration beside mctx's), which
-`benchmarks/gpu.sh` runs on a lent GPU, and `benchmarks/engine_ab.py` (two versions of
-the engine in one process) run end to end on tiny batches and print what they name."""
+`benchmarks/gpu.sh` runs on a lent GPU, `benchmarks/engine_ab.py` (two versions of
+the engine in one process) and `benchmarks/throughput_parts.py` (the raw search's parts)
+run end to end on tiny batches and print what they name."""
 
 import json
 import pathlib
@@ -79,3 +80,32 @@ def test_engine_ab_finds_a_checkout_identical_to_itself():
     assert f"{part}: identical outputs True" in lines, done.stdout
   timed = [line.split()[-5] for line in lines if line.strip().endswith("of mctx's)")]
   assert len(timed) == 7 and all(float(ms) > 0 for ms in timed), done.stdout
+
+
+@pytest.mark.slow
+def test_throughput_parts_times_every_part(tmp_path):
+  # `benchmarks/throughput_parts.py` (the raw search's parts beside mctx) on a tiny batch.
+  output = tmp_path / "parts.json"
+  command = benchmark_command(
+    "throughput_parts",
+    "--games",
+    "4",
+    "--simulations",
+    "4",
+    "--repeats",
+    "1",
+    "--json",
+    str(output),
+  )
+  done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
+  result = json.loads(output.read_text())
+  names = ["mctx", "tree", "graph", "selection", "backup", "evaluations"]
+  assert list(result["seconds"]) == names and all(v > 0 for v in result["seconds"].values())
+  printed = {
+    line.split("|")[1].strip(): float(line.split("|")[3])
+    for line in done.stdout.splitlines()
+    if line.startswith("| ") and not line.startswith("| part")
+  }
+  seconds = result["seconds"]
+  assert printed == pytest.approx({n: seconds[n] / seconds["mctx"] for n in names}, abs=0.006)
+  assert 1 <= result["final_graph_path_longest"] <= 4 and 1 <= result["mean_nodes"] <= 5
