@@ -8,7 +8,9 @@ data read per step does not depend on `N`. Run it as it is, then pinned to one c
   python -m benchmarks.cpu_gather              # every core
   python -m benchmarks.cpu_gather --one-core   # os.sched_setaffinity to one core
 
-On a 2-core machine (2026-12-01, benchmarks/RESULTS.md) the step took 5 us for N <= 257
+`--stacked` also times the same 12 tables stacked into one `[B, N, 12, 7]` table, read
+once per step (`--batch-size` sets B). On a 2-core machine (2026-12-01,
+benchmarks/RESULTS.md) the step took 5 us for N <= 257
 and 38-40 us for N >= 513 with both cores, and 4.5-5.5 us at every N on one core. The
 compiled program says why (`--hlo`): from N = 513 on (a table of 0.9 MB), XLA's CPU
 compiler splits every one of these gathers into two parallel tasks
@@ -33,6 +35,12 @@ def main(argv=None):
     "--one-core", action="store_true", help="pin the process to one core before JAX starts (Linux)"
   )
   parser.add_argument("--steps", type=int, default=2000)
+  parser.add_argument("--batch-size", type=int, default=64, help="B (default 64)")
+  parser.add_argument(
+    "--stacked",
+    action="store_true",
+    help="also time the same tables stacked into one [B, N, 12, 7] table, read once per step",
+  )
   parser.add_argument(
     "--hlo", action="store_true", help="also print how many gathers the compiler split into tasks"
   )
@@ -42,35 +50,44 @@ def main(argv=None):
   import jax
   import jax.numpy as jnp
 
-  batch_size, used_rows, num_tables = 64, 65, 12
+  batch_size, used_rows, num_tables = args.batch_size, 65, 12
   print(f"cores: {len(os.sched_getaffinity(0))}, B={batch_size}, {num_tables} tables [B, N, 7]")
+
+  def read_rows(tables, rows):
+    if isinstance(tables, list):
+      return sum(table[jnp.arange(batch_size), rows].sum(-1) for table in tables)
+    return tables[jnp.arange(batch_size), rows].sum((-2, -1))  # one read of [B, 12, 7]
+
+  @jax.jit
+  def steps(tables, rows):
+    def step(unused_index, carry):
+      rows, total = carry
+      gathered = read_rows(tables, rows)
+      # The next rows depend on what was read, so no step can be skipped or hoisted.
+      rows = (rows * 7 + 3 + (gathered > 1e9).astype(jnp.int32)) % used_rows
+      return rows, total + gathered
+
+    return jax.lax.fori_loop(0, args.steps, step, (rows, jnp.zeros(batch_size)))
+
   for capacity in (int(c) for c in args.capacities.split(",")):
-    tables = [jnp.full((batch_size, capacity, 7), float(i)) for i in range(num_tables)]
-
-    @jax.jit
-    def steps(tables, rows):
-      def step(unused_index, carry):
-        rows, total = carry
-        gathered = sum(table[jnp.arange(batch_size), rows].sum(-1) for table in tables)
-        # The next rows depend on what was read, so no step can be skipped or hoisted.
-        rows = (rows * 7 + 3 + (gathered > 1e9).astype(jnp.int32)) % used_rows
-        return rows, total + gathered
-
-      return jax.lax.fori_loop(0, args.steps, step, (rows, jnp.zeros(batch_size)))
-
+    separate = [jnp.full((batch_size, capacity, 7), float(i)) for i in range(num_tables)]
+    layouts = {"separate": separate}
+    if args.stacked:
+      layouts["stacked"] = jnp.stack(separate, axis=2)
     rows = jnp.arange(batch_size) % used_rows
-    if args.hlo:
-      program = steps.lower(tables, rows).compile().as_text()
-      split = sum(
-        "gather" in line and "outer_dimension_partitions" in line for line in program.splitlines()
-      )
-      print(f"N={capacity:5d}: {split} gather operations split into parallel tasks")
-    jax.block_until_ready(steps(tables, rows))
-    start = time.perf_counter()
-    for _ in range(5):
+    for layout, tables in layouts.items():
+      if args.hlo:
+        program = steps.lower(tables, rows).compile().as_text()
+        split = sum(
+          "gather" in line and "outer_dimension_partitions" in line for line in program.splitlines()
+        )
+        print(f"N={capacity:5d} {layout}: {split} gather operations split into parallel tasks")
       jax.block_until_ready(steps(tables, rows))
-    micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
-    print(f"N={capacity:5d}: {micros:6.2f} us per step")
+      start = time.perf_counter()
+      for _ in range(5):
+        jax.block_until_ready(steps(tables, rows))
+      micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
+      print(f"N={capacity:5d} {layout}: {micros:6.2f} us per step")
 
 
 if __name__ == "__main__":
