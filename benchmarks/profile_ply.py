@@ -142,9 +142,9 @@ def _parts(games: int, plies: int, seed: int):
   return parts, facts
 
 
-def profile(games: int, plies: int, repeats: int, seed: int) -> dict:
-  """Median seconds of every part (see the module docstring), runs interleaved."""
-  parts, facts = _parts(games, plies, seed)
+def median_seconds(parts: dict, repeats: int) -> dict[str, float]:
+  """`{name: median seconds}` of `parts` (`{name: (fn, args)}`): each run once to
+  compile, then `repeats` rounds that run every part once, in order."""
   for fn, args in parts.values():
     jax.block_until_ready(fn(*args))  # compile
   times: dict[str, list[float]] = {name: [] for name in parts}
@@ -153,7 +153,13 @@ def profile(games: int, plies: int, repeats: int, seed: int) -> dict:
       started = time.perf_counter()
       jax.block_until_ready(fn(*args))
       times[name].append(time.perf_counter() - started)
-  seconds = {name: statistics.median(values) for name, values in times.items()}
+  return {name: statistics.median(values) for name, values in times.items()}
+
+
+def profile(games: int, plies: int, repeats: int, seed: int) -> dict:
+  """Median seconds of every part (see the module docstring), runs interleaved."""
+  parts, facts = _parts(games, plies, seed)
+  seconds = median_seconds(parts, repeats)
   return {"games": games, "plies": plies, "seconds": seconds, **facts}
 
 

@@ -26,12 +26,11 @@ import argparse
 import functools
 import json
 import os
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
 
+from benchmarks.profile_ply import median_seconds
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src import qtransforms, selection
 from mcgs_jax._src.backup import backup
@@ -103,15 +102,7 @@ def _parts(games: int, simulations: int, seed: int) -> tuple[dict, dict]:
 def profile(games: int, simulations: int, repeats: int, seed: int = 0) -> dict:
   """Median seconds of every part (module docstring), runs interleaved."""
   parts, facts = _parts(games, simulations, seed)
-  for fn, args in parts.values():
-    jax.block_until_ready(fn(*args))  # compile
-  times: dict[str, list[float]] = {name: [] for name in parts}
-  for _ in range(repeats):
-    for name, (fn, args) in parts.items():
-      started = time.perf_counter()
-      jax.block_until_ready(fn(*args))
-      times[name].append(time.perf_counter() - started)
-  seconds = {name: statistics.median(values) for name, values in times.items()}
+  seconds = median_seconds(parts, repeats)
   return {"games": games, "simulations": simulations, "seconds": seconds, **facts}
 
 
