@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import select_and_expand
 
 import mcgs_jax as mg
 from mcgs_jax._src import proofs, selection
@@ -44,17 +45,8 @@ def legal_edges_of(graph, nodes):
 def one_simulation(key, graph):
   """`(graph after backup with the recorded edges, the same without, path, expected
   legal edges of the path's nodes)`."""
-  select_key, expand_key = jax.random.split(key)
-  graph, path = search_steps.select(
-    select_key,
-    graph,
-    root_action_selection_fn=RULES[0],
-    interior_action_selection_fn=RULES[1],
-    max_depth=MAX_DEPTH,
-    options=OPTIONS,
-  )
-  graph, linked = search_steps.expand(
-    None, expand_key, graph, path, recurrent_fn=recurrent_fn, options=OPTIONS
+  graph, path, linked = select_and_expand(
+    key, graph, rules=RULES, recurrent_fn=recurrent_fn, max_depth=MAX_DEPTH, options=OPTIONS
   )
   recorded = search_steps.backup(graph, linked, options=OPTIONS)
   recomputed = search_steps.backup(graph, linked.replace(legal=None), options=OPTIONS)

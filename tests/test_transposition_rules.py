@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import select_and_expand
 
 import mcgs_jax as mg
 from mcgs_jax._src import search as search_steps
@@ -157,17 +158,8 @@ def test_select_stops_exactly_where_the_rule_says(stop_rule, epsilon, fold):
 
 
 def _one_simulation(key, graph, options):
-  select_key, expand_key = jax.random.split(key)
-  graph, path = search_steps.select(
-    select_key,
-    graph,
-    root_action_selection_fn=RULES[0],
-    interior_action_selection_fn=RULES[1],
-    max_depth=40,
-    options=options,
-  )
-  graph, linked = search_steps.expand(
-    None, expand_key, graph, path, recurrent_fn=RECURRENT, options=options
+  graph, path, linked = select_and_expand(
+    key, graph, rules=RULES, recurrent_fn=RECURRENT, max_depth=40, options=options
   )
   return search_steps.backup(graph, linked, options=options), path
 
