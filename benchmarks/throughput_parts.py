@@ -24,15 +24,17 @@ about 100 ms, at B = 1024 on 2 cores). Read them as each part's cost alone.
 
 import argparse
 import functools
+import inspect
 import json
 import os
 
 import jax
 import jax.numpy as jnp
 
+import mcgs_jax as mg
 from benchmarks.profile_ply import median_seconds
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src import qtransforms, selection
+from mcgs_jax._src import selection
 from mcgs_jax._src.backup import backup
 from mcgs_jax._src.select import select
 from mcgs_jax.apps.benchmark import _network_game, make_policy, random_positions
@@ -51,8 +53,10 @@ def _parts(games: int, simulations: int, seed: int) -> tuple[dict, dict]:
   options = options_lib.resolve(
     "muzero_policy", None, {"hash_fn": game.hash_fn, "transpositions": True}
   )
+  # The rule `muzero_policy` builds with its defaults, as in the searches timed.
+  defaults = inspect.signature(mg.muzero_policy).parameters
   root_rule, interior_rule = selection.make_muzero_selection(
-    pb_c_init=1.25, pb_c_base=19652.0, qtransform=qtransforms.qtransform_by_parent_and_siblings
+    **{name: defaults[name].default for name in ("pb_c_init", "pb_c_base", "qtransform")}
   )
   select_once = functools.partial(
     select,
