@@ -17,9 +17,15 @@ compiler splits every one of these gathers into two parallel tasks
 (`outer_dimension_partitions`), because its cost model counts the bytes of the whole
 table the gather reads from, not of the rows it reads; handing 64 rows to two threads
 costs far more than reading them. With one core it splits nothing.
+
+`--forms` also times two other forms of the same reads, which XLA compiles differently:
+the reads inside a `lax.cond` whose predicate is traced (always true), and each row
+passed through a variadic sum over its size-1 axis (from -0.0, which leaves every value
+as it is), whose tuple-shaped result XLA's task assigner never splits.
 """
 
 import argparse
+import functools
 import os
 import time
 
@@ -42,6 +48,9 @@ def main(argv=None):
     help="also time the same tables stacked into one [B, N, 12, 7] table, read once per step",
   )
   parser.add_argument(
+    "--forms", action="store_true", help="also time the reads inside lax.cond and as a variadic sum"
+  )
+  parser.add_argument(
     "--hlo", action="store_true", help="also print how many gathers the compiler split into tasks"
   )
   args = parser.parse_args(argv)
@@ -58,11 +67,27 @@ def main(argv=None):
       return sum(table[jnp.arange(batch_size), rows].sum(-1) for table in tables)
     return tables[jnp.arange(batch_size), rows].sum((-2, -1))  # one read of [B, 12, 7]
 
-  @jax.jit
-  def steps(tables, rows):
+  def in_cond(tables, rows):
+    # The predicate is traced, so XLA cannot fold the conditional away.
+    return jax.lax.cond(rows[0] >= 0, read_rows, lambda *_: jnp.zeros(batch_size), tables, rows)
+
+  def as_variadic_sum(tables, rows):
+    gathered = [table[jnp.arange(batch_size), rows[:, None]] for table in tables]
+    negative_zeros = tuple(jnp.array(-0.0, table.dtype) for table in tables)
+    rows_read = jax.lax.reduce(
+      tuple(gathered), negative_zeros, lambda a, b: tuple(x + y for x, y in zip(a, b)), (1,)
+    )
+    return sum(row.sum(-1) for row in rows_read)
+
+  readers = {"separate": read_rows, "stacked": read_rows}
+  if args.forms:
+    readers.update({"in lax.cond": in_cond, "variadic sum": as_variadic_sum})
+
+  @functools.partial(jax.jit, static_argnums=0)
+  def steps(layout, tables, rows):
     def step(unused_index, carry):
       rows, total = carry
-      gathered = read_rows(tables, rows)
+      gathered = readers[layout](tables, rows)
       # The next rows depend on what was read, so no step can be skipped or hoisted.
       rows = (rows * 7 + 3 + (gathered > 1e9).astype(jnp.int32)) % used_rows
       return rows, total + gathered
@@ -74,18 +99,20 @@ def main(argv=None):
     layouts = {"separate": separate}
     if args.stacked:
       layouts["stacked"] = jnp.stack(separate, axis=2)
+    if args.forms:
+      layouts.update({"in lax.cond": separate, "variadic sum": separate})
     rows = jnp.arange(batch_size) % used_rows
     for layout, tables in layouts.items():
       if args.hlo:
-        program = steps.lower(tables, rows).compile().as_text()
+        program = steps.lower(layout, tables, rows).compile().as_text()
         split = sum(
           "gather" in line and "outer_dimension_partitions" in line for line in program.splitlines()
         )
         print(f"N={capacity:5d} {layout}: {split} gather operations split into parallel tasks")
-      jax.block_until_ready(steps(tables, rows))
+      jax.block_until_ready(steps(layout, tables, rows))
       start = time.perf_counter()
       for _ in range(5):
-        jax.block_until_ready(steps(tables, rows))
+        jax.block_until_ready(steps(layout, tables, rows))
       micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
       print(f"N={capacity:5d} {layout}: {micros:6.2f} us per step")
 
