@@ -79,15 +79,11 @@ def main(argv=None):
     )
     return sum(row.sum(-1) for row in rows_read)
 
-  readers = {"separate": read_rows, "stacked": read_rows}
-  if args.forms:
-    readers.update({"in lax.cond": in_cond, "variadic sum": as_variadic_sum})
-
   @functools.partial(jax.jit, static_argnums=0)
-  def steps(layout, tables, rows):
+  def steps(read, tables, rows):
     def step(unused_index, carry):
       rows, total = carry
-      gathered = readers[layout](tables, rows)
+      gathered = read(tables, rows)
       # The next rows depend on what was read, so no step can be skipped or hoisted.
       rows = (rows * 7 + 3 + (gathered > 1e9).astype(jnp.int32)) % used_rows
       return rows, total + gathered
@@ -96,23 +92,24 @@ def main(argv=None):
 
   for capacity in (int(c) for c in args.capacities.split(",")):
     separate = [jnp.full((batch_size, capacity, 7), float(i)) for i in range(num_tables)]
-    layouts = {"separate": separate}
+    forms = {"separate": (read_rows, separate)}  # name: (how a step reads, the tables)
     if args.stacked:
-      layouts["stacked"] = jnp.stack(separate, axis=2)
+      forms["stacked"] = (read_rows, jnp.stack(separate, axis=2))
     if args.forms:
-      layouts.update({"in lax.cond": separate, "variadic sum": separate})
+      forms["in lax.cond"] = (in_cond, separate)
+      forms["variadic sum"] = (as_variadic_sum, separate)
     rows = jnp.arange(batch_size) % used_rows
-    for layout, tables in layouts.items():
+    for layout, (read, tables) in forms.items():
       if args.hlo:
-        program = steps.lower(layout, tables, rows).compile().as_text()
+        program = steps.lower(read, tables, rows).compile().as_text()
         split = sum(
           "gather" in line and "outer_dimension_partitions" in line for line in program.splitlines()
         )
         print(f"N={capacity:5d} {layout}: {split} gather operations split into parallel tasks")
-      jax.block_until_ready(steps(layout, tables, rows))
+      jax.block_until_ready(steps(read, tables, rows))
       start = time.perf_counter()
       for _ in range(5):
-        jax.block_until_ready(steps(layout, tables, rows))
+        jax.block_until_ready(steps(read, tables, rows))
       micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
       print(f"N={capacity:5d} {layout}: {micros:6.2f} us per step")
 
