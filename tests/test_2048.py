@@ -388,6 +388,8 @@ def test_play_command_reuses_the_graph_by_move_and_tile(capsys):
   [
     (["--game", "chess"], "only 2048"),
     (["--game", "2048:1"], "board size"),
+    (["--game", "2048:17"], "must be an integer in [2, 16]"),
+    (["--games", "100000", "--simulations", "100000"], "GB for its searches' graphs"),
     (["--modes", "graph,forest"], "comma-separated list"),
     (["--games", "0"], "expected a positive integer"),
     (["--evaluator", "oracle"], "invalid choice"),

@@ -401,3 +401,10 @@ def test_make_game_2048_returns_the_game_with_chance():
   assert adapter.make_game("2048:3").size == 3
   with pytest.raises(ValueError, match="2048"):
     adapter.make_game("2049")
+
+
+@pytest.mark.parametrize("spec", ["nim:", "dag:", "2048:"])
+def test_a_spec_with_an_empty_argument_list_is_refused(spec):
+  """`nim:` used to play the default heaps silently: a colon promises arguments."""
+  with pytest.raises(ValueError, match="after ':'|must be an integer in"):
+    adapter.make_game(spec)

@@ -1,6 +1,8 @@
 """Bad input to the Python API (issue 18): a clear error naming the argument, raised
 at trace time, or a counted, legal outcome at run time."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -259,3 +261,149 @@ def test_search_checks_its_functions():
       interior_action_selection_fn=rule,
       num_simulations=2,
     )
+
+
+INF = float("inf")
+
+
+@pytest.mark.parametrize(
+  "policy, kwargs, message",
+  [
+    (mg.muzero_policy, dict(pb_c_base=INF), "pb_c_base must be finite"),
+    (mg.muzero_policy, dict(pb_c_init=-INF), "pb_c_init must be finite"),
+    (mg.muzero_policy, dict(temperature=INF), "temperature must be finite"),
+    (mg.muzero_policy, dict(dirichlet_fraction=0.25, dirichlet_alpha=INF), "alpha must be finite"),
+    (mg.uct_policy, dict(c=INF), "c must be finite"),
+    (mg.gumbel_muzero_policy, dict(gumbel_scale=INF), "gumbel_scale must be finite"),
+    (mg.muzero_policy, dict(stop_epsilon=INF), "stop_epsilon must be finite"),
+    (mg.muzero_policy, dict(qtransform=None), "qtransform must be callable"),
+    (mg.gumbel_muzero_policy, dict(qtransform=None), "qtransform must be callable"),
+    (
+      mg.gumbel_muzero_policy,
+      dict(qtransform=functools.partial(mg.qtransform_completed_by_mix_value, value_scale=np.nan)),
+      "value_scale must be >= 0",
+    ),
+    (
+      mg.gumbel_muzero_policy,
+      dict(qtransform=functools.partial(mg.qtransform_completed_by_mix_value, value_scale=-0.1)),
+      "value_scale must be >= 0",
+    ),
+    (
+      mg.muzero_policy,
+      dict(qtransform=functools.partial(mg.qtransform_by_min_max, min_value=1.0, max_value=1.0)),
+      "min_value must be < max_value",
+    ),
+    (
+      mg.muzero_policy,
+      dict(qtransform=functools.partial(mg.qtransform_by_parent_and_siblings, epsilon=0.0)),
+      "epsilon must be > 0",
+    ),
+  ],
+)
+def test_non_finite_and_unusable_hyperparameters_are_named(policy, kwargs, message):
+  """An infinite constant (or a NaN or negative value scale) would give NaN or tied
+  scores and a search that silently spends every playout on action 0."""
+  with pytest.raises((ValueError, TypeError), match=message):
+    jax.jit(lambda key: policy(None, key, ROOT(B), RECURRENT, 4, **kwargs))(KEY)
+
+
+@pytest.mark.parametrize(
+  "kwargs, error, message",
+  [
+    (dict(stop_leak="a"), TypeError, "stop_leak must be a real number"),
+    (dict(stop_leak=None), TypeError, "stop_leak must be a real number"),
+    (dict(value_bounds=5), ValueError, r"value_bounds must be None or \(lowest, highest\)"),
+    (dict(value_bounds="ab"), ValueError, r"value_bounds must be None or \(lowest, highest\)"),
+    (dict(capacity=1 << 31), ValueError, "capacity must be <= 1073741824"),
+  ],
+)
+def test_graph_options_name_the_field(kwargs, error, message):
+  with pytest.raises(error, match=message):
+    mg.GraphOptions(**kwargs)
+
+
+def test_reroot_and_empty_like_name_their_arguments():
+  out = muzero_search()
+  action = jnp.zeros((B,), jnp.int32)
+  with pytest.raises(TypeError, match=r"reroot: graph must be .* policy_output.search_graph"):
+    mg.reroot(out, action)
+  with pytest.raises(TypeError, match=r"empty_like: graph must be .* policy_output.search_graph"):
+    mg.empty_like(out)
+  with pytest.raises(ValueError, match="probe_window must be >= 1"):
+    mg.reroot(out.search_graph, action, probe_window=0)
+
+
+def test_a_graph_of_shapes_is_named():
+  shapes = jax.eval_shape(muzero_search)
+  with pytest.raises(
+    TypeError, match=r"graph holds shapes only \(jax.eval_shape\); pass mcgs_jax.empty_like"
+  ):
+    muzero_search(graph=shapes.search_graph)
+  continued = muzero_search(graph=mg.empty_like(shapes.search_graph))
+  assert np.all(np.asarray(continued.search_graph.node_visits)[:, 0] == 5)
+
+
+def test_an_empty_batch_is_named():
+  root = ROOT(B)
+  empty = jax.tree.map(lambda leaf: leaf[:0], root)
+  with pytest.raises(ValueError, match=r"at least one game \(B >= 1\)"):
+    mg.muzero_policy(None, KEY, empty, RECURRENT, 4)
+
+
+def _search_with_rules(root_rule, interior_rule, invalid_actions=None):
+  return jax.jit(
+    lambda key: mg.search(
+      None,
+      key,
+      root=ROOT(B),
+      recurrent_fn=RECURRENT,
+      root_action_selection_fn=root_rule,
+      interior_action_selection_fn=interior_rule,
+      num_simulations=6,
+      invalid_actions=invalid_actions,
+    )
+  )(KEY)
+
+
+@pytest.mark.parametrize("bad_action", [A, 100, -1])
+def test_a_rule_choosing_an_action_out_of_range_gets_a_valid_one(bad_action):
+  """A custom rule's action outside [0, A) used to vanish (a playout dropped and not
+  counted) or wrap round to A - 1; it is replaced, as a non-finite edge is, by the
+  valid action with the highest prior logit, and every playout is counted."""
+  root_rule = lambda key, graph, node: jnp.int32(bad_action)
+  interior_rule = lambda key, graph, node, depth: jnp.int32(bad_action)
+  graph = _search_with_rules(root_rule, interior_rule)
+  best_prior = np.argmax(np.asarray(ROOT(B).prior_logits), axis=-1)
+  root_visits = np.asarray(graph.edge_visits)[:, 0]
+  np.testing.assert_array_equal(root_visits[np.arange(B), best_prior], 6)
+  np.testing.assert_array_equal(np.asarray(graph.node_visits)[:, 0], 7)
+  check_graph(graph, 6, tree_mode=False)
+
+
+def test_a_rule_choosing_an_invalid_root_action_gets_a_valid_one():
+  invalid = jnp.array([[True, False, True]] * B)
+  root_rule = lambda key, graph, node: jnp.int32(0)
+  interior_rule = lambda key, graph, node, depth: jnp.int32(0)
+  graph = _search_with_rules(root_rule, interior_rule, invalid)
+  root_visits = np.asarray(graph.edge_visits)[:, 0]
+  np.testing.assert_array_equal(root_visits, [[0, 6, 0]] * B)
+
+
+@pytest.mark.parametrize(
+  "root_rule, interior_rule, name, got",
+  [
+    (lambda k, g, n: jnp.float32(0), None, "root_action_selection_fn", r"float32 of shape \(\)"),
+    (
+      lambda k, g, n: jnp.zeros((1,), jnp.int32),
+      None,
+      "root_action_selection_fn",
+      r"int32 of shape \(1,\)",
+    ),
+    (None, lambda k, g, n, d: jnp.float32(0), "interior_action_selection_fn", "float32"),
+  ],
+)
+def test_a_rule_returning_no_integer_scalar_is_named(root_rule, interior_rule, name, got):
+  root_rule = root_rule or (lambda key, graph, node: jnp.int32(0))
+  interior_rule = interior_rule or (lambda key, graph, node, depth: jnp.int32(0))
+  with pytest.raises(TypeError, match=f"{name} must return one integer scalar .* got {got}"):
+    _search_with_rules(root_rule, interior_rule)

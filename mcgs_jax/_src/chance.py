@@ -211,10 +211,15 @@ def _output_of_node_type(
   value = jnp.asarray(chance_output.value)
   move_reward = getattr(decision_output, "reward", None)
   move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
+  chance_logits = jnp.asarray(decision_output.chance_logits)
+  # No possible outcome (every chance logit -inf) cannot be used, but the padding is
+  # finite: as NaN the row is counted and dropped (`expand.finite_outputs`).
+  impossible = ~jnp.any(chance_logits > -jnp.inf, axis=-1, keepdims=True)
+  chance_logits = jnp.where(impossible, jnp.nan, chance_logits)
   return types.RecurrentFnOutput(
     prior_logits=jnp.where(
       is_decision[:, None],
-      pad_columns(decision_output.chance_logits, width),
+      pad_columns(chance_logits, width),
       pad_columns(chance_output.action_logits, width),
     ),
     value=jnp.where(is_decision, decision_output.afterstate_value, value),

@@ -33,7 +33,8 @@ def check_real(
 ) -> Any:
   """Checks a real hyperparameter (a Python number or an array) when its value is
   known at trace time: a number in `[low, high]` (`(low, high]` with `low_open`; NaN
-  is refused). A traced value is taken as given, as mctx takes it. Returns `value`.
+  and infinities are refused: no hyperparameter means anything at infinity). A
+  traced value is taken as given, as mctx takes it. Returns `value`.
   """
   array = concrete(value)
   if array is None:
@@ -45,8 +46,10 @@ def check_real(
       expected = f"in ({low}, {high}]" if low_open else f"in [{low}, {high}]"
     elif low is not None:
       expected = f"> {low}" if low_open else f">= {low}"
-    else:
+    elif high is not None:
       expected = f"<= {high}"
+    else:
+      expected = "a real number"
   ok = ~np.isnan(array.astype(np.float64))
   if low is not None:
     ok &= (array > low) if low_open else (array >= low)
@@ -54,14 +57,18 @@ def check_real(
     ok &= array <= high
   if not np.all(ok):
     raise ValueError(f"{name} must be {expected}, got {value!r}")
+  if not np.all(np.isfinite(array.astype(np.float64))):
+    raise ValueError(f"{name} must be finite, got {value!r}")
   return value
 
 
-def check_int(name: str, value: Any, *, minimum: int) -> int:
+def check_int(name: str, value: Any, *, minimum: int, maximum: int | None = None) -> int:
   if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
     raise TypeError(f"{name} must be a Python int, got {type(value).__name__} {value!r}")
   if value < minimum:
     raise ValueError(f"{name} must be >= {minimum}, got {value}")
+  if maximum is not None and value > maximum:
+    raise ValueError(f"{name} must be <= {maximum}, got {value}")
   return int(value)
 
 
@@ -84,6 +91,8 @@ def check_root(root: Any) -> tuple[int, int]:
   if len(logits_shape) != 2:
     raise ValueError(f"root.prior_logits must have shape [B, A], got {logits_shape}")
   batch_size, num_actions = logits_shape
+  if batch_size < 1:
+    raise ValueError(f"root.prior_logits must hold at least one game (B >= 1), got {logits_shape}")
   if num_actions < 1:
     raise ValueError(f"root.prior_logits must have at least one action, got {logits_shape}")
   if not jnp.issubdtype(jnp.result_type(root.prior_logits), jnp.floating):

@@ -45,7 +45,7 @@ from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.initial import check_inputs, finite_root
 from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
-from mcgs_jax._src.readout import final_action
+from mcgs_jax._src.readout import excluded_root_edges, final_action
 from mcgs_jax._src.search import search_with_checked_inputs
 from mcgs_jax._src.selection import (
   excluded_actions,
@@ -111,6 +111,14 @@ def considered_visit_table(
   )
 
 
+def gumbel_scores(gumbel: chex.Array, logits: chex.Array, qvalues: chex.Array) -> chex.Array:
+  """`gumbel + logits + qvalues` floored at -1e9 (`[..., A]` float each); the logits
+  are shifted so their maximum is 0 (the same for every action: an argmax is
+  unchanged)."""
+  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+  return jnp.maximum(_LOW_SCORE, gumbel + logits + qvalues)
+
+
 def score_considered(
   considered_visit: chex.Numeric,
   gumbel: chex.Array,
@@ -118,20 +126,18 @@ def score_considered(
   qvalues: chex.Array,
   visit_counts: chex.Array,
 ) -> chex.Array:
-  """Root scores for an argmax: `gumbel + logits + qvalues` (floored at -1e9) where
-  `visit_counts == considered_visit`, -inf elsewhere.
+  """Root scores for an argmax: `gumbel_scores` where `visit_counts ==
+  considered_visit`, -inf elsewhere.
 
   Args:
     considered_visit: scalar, or `[..., 1]` to broadcast over actions.
-    gumbel, logits, qvalues: `[..., A]` float; the logits are shifted so their
-      maximum is 0 (the same for every action: the argmax is unchanged).
+    gumbel, logits, qvalues: `[..., A]` float.
     visit_counts: `[..., A]`, visits counted by Sequential Halving.
 
   Returns:
     `[..., A]` float; -inf only reaches an argmax, never a softmax.
   """
-  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-  score = jnp.maximum(_LOW_SCORE, gumbel + logits + qvalues)
+  score = gumbel_scores(gumbel, logits, qvalues)
   return jnp.where(visit_counts == considered_visit, score, -jnp.inf)
 
 
@@ -182,14 +188,16 @@ def gumbel_muzero_root_action_selection(
   num_valid = jnp.sum(~graph.root_invalid_actions).astype(jnp.int32)
   num_considered = jnp.minimum(min(max_num_considered_actions, num_actions), num_valid)
   step = jnp.clip(jnp.sum(visits), 0, num_simulations - 1)
-  score = score_considered(
-    table[num_considered, step],
-    graph.extra_data.root_gumbel,
-    graph.children_prior_logits[node_index],
-    completed_qvalues,
-    visits,
+  score = gumbel_scores(
+    graph.extra_data.root_gumbel, graph.children_prior_logits[node_index], completed_qvalues
   )
-  return masked_argmax(score, excluded_actions(graph, node_index, 0, solver))
+  scheduled = visits == table[num_considered, step]
+  excluded = excluded_actions(graph, node_index, 0, solver)
+  # The solver (or a non-finite evaluation) may have excluded every action the
+  # schedule asks for at this step: the best of the others then gets the playout,
+  # not action 0, which may be invalid.
+  scheduled |= ~jnp.any(scheduled & ~excluded)
+  return masked_argmax(jnp.where(scheduled, score, -jnp.inf), excluded)
 
 
 def make_gumbel_selection(
@@ -286,6 +294,7 @@ def gumbel_muzero_policy(
   )
   # Checked when known at trace time; a traced scale (jit argument) is taken as given.
   checks.check_real("gumbel_scale", gumbel_scale, low=0)
+  checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] completed Q-values")
   # The scores read the root logits: a NaN there must not reach them (the search
   # replaces and counts it the same way, in `non_finite_roots`).
   finite, _ = finite_root(root, invalid_actions)
@@ -345,15 +354,17 @@ def _sequential_halving_winner(
   qtransform: types.QTransform,
   options: GraphOptions,
 ) -> types.PolicyOutput:
-  """The winner of Sequential Halving, the best-scoring of the actions this search
-  visited most (rows with fewer valid actions may end on a different visit count;
-  the best proven action where the solver has decided the root), and
+  """The winner of Sequential Halving, the best-scoring of the valid actions this
+  search visited most, leaving out those the solver excludes (rows with fewer valid
+  actions may end on a different visit count; the best proven action where the
+  solver has decided the root), and
   `softmax(logits + completed Q)` over the valid actions as the weights (zeros where
   no action is valid). `logits`: `[B, A]`, the masked finite root logits."""
   visits = graph.edge_visits[:, ROOT_INDEX] - extra_data.root_visits_before
   completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
+  excluded = excluded_root_edges(graph, options)
   score = score_considered(
-    jnp.max(visits, axis=-1, keepdims=True),
+    jnp.max(jnp.where(excluded, 0, visits), axis=-1, keepdims=True),
     extra_data.root_gumbel,
     logits,
     completed_qvalues,
@@ -362,7 +373,7 @@ def _sequential_halving_winner(
   action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues, invalid_actions))
   no_valid_action = jnp.all(invalid_actions, axis=-1, keepdims=True)
   return types.PolicyOutput(
-    action=final_action(graph, masked_argmax(score, invalid_actions), options),
+    action=final_action(graph, masked_argmax(score, excluded), options),
     action_weights=jnp.where(no_valid_action, 0.0, action_weights),
     search_graph=graph,
   )

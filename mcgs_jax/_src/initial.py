@@ -10,7 +10,7 @@ import numpy as np
 
 from mcgs_jax._src import checks, hashing, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph, empty_graph
-from mcgs_jax._src.options import GraphOptions
+from mcgs_jax._src.options import MAX_CAPACITY, GraphOptions
 from mcgs_jax._src.per_game import where_per_game
 
 
@@ -65,6 +65,11 @@ def check_inputs(
         f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
         f"or None, got {type(value).__name__}"
       )
+    if value is not None and isinstance(value.node_visits, jax.ShapeDtypeStruct):
+      raise TypeError(
+        f"{name} holds shapes only (jax.eval_shape); pass mcgs_jax.empty_like(shapes) "
+        f"for a graph in which every game is empty"
+      )
   if graph is not None and recycle is not None:
     raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
   batch_size, num_actions = checks.check_root(root)
@@ -104,7 +109,10 @@ def initial_graph(
         given, capacity, batch_size, num_actions, options.transpositions, name
       )
   capacity = checks.check_int(
-    "capacity", num_simulations + 1 if capacity is None else capacity, minimum=2
+    "capacity",
+    num_simulations + 1 if capacity is None else capacity,
+    minimum=2,
+    maximum=MAX_CAPACITY,
   )
   root, root_non_finite = finite_root(root, invalid_actions)
   if options.transpositions:

@@ -21,6 +21,24 @@ from mcgs_jax._src import checks, hashing, types
 StopRule = Literal["catch_up", "value_lag", "never"]
 STOP_RULES: tuple[StopRule, ...] = ("catch_up", "value_lag", "never")
 
+# Most nodes per game: node and hash-slot indices are int32, and a game holds up to
+# twice its capacity in hash slots.
+MAX_CAPACITY = 1 << 30
+
+
+def _checked_bounds(value_bounds: Any) -> tuple[float, float]:
+  """`value_bounds` as `(lowest, highest)` floats, or an error naming it."""
+  message = (
+    f"value_bounds must be None or (lowest, highest) with lowest < highest, got {value_bounds!r}"
+  )
+  try:
+    lowest, highest = (float(bound) for bound in value_bounds)
+  except (TypeError, ValueError):
+    raise ValueError(message) from None
+  if not lowest < highest:
+    raise ValueError(message)
+  return lowest, highest
+
 
 @dataclasses.dataclass(frozen=True)
 class GraphOptions:
@@ -92,22 +110,14 @@ class GraphOptions:
       )
     if self.stop_rule not in STOP_RULES:
       raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
-    if not 0.0 <= self.stop_leak <= 1.0:
-      raise ValueError(f"stop_leak must be in [0, 1], got {self.stop_leak}")
-    if not self.stop_epsilon >= 0.0:
-      raise ValueError(f"stop_epsilon must be >= 0, got {self.stop_epsilon}")
+    checks.check_real("stop_leak", self.stop_leak, low=0, high=1)
+    checks.check_real("stop_epsilon", self.stop_epsilon, low=0)
     if self.capacity is not None:
-      checks.check_int("capacity", self.capacity, minimum=2)
+      checks.check_int("capacity", self.capacity, minimum=2, maximum=MAX_CAPACITY)
     checks.check_int("probe_window", self.probe_window, minimum=1)
     checks.check_int("num_parallel", self.num_parallel, minimum=1)
     if self.value_bounds is not None:
-      bounds = tuple(self.value_bounds)
-      if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
-        raise ValueError(
-          f"value_bounds must be None or (lowest, highest) with lowest < "
-          f"highest, got {self.value_bounds!r}"
-        )
-      object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
+      object.__setattr__(self, "value_bounds", _checked_bounds(self.value_bounds))
 
   @property
   def resolved_hash_fn(self) -> types.HashFn:

@@ -100,7 +100,9 @@ def muzero_policy(
   """
   options = options_lib.resolve("muzero_policy", options, graph_options)
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
-  check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
+  check_puct(
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
+  )
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   root_rule, interior_rule = selection.make_muzero_selection(
     pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=options.solver
@@ -191,15 +193,14 @@ def _forced_playouts(value: Any) -> float:
       f"forced_playouts must be a number known at trace time (a Python float), got {value!r}"
     )
   checks.check_real("forced_playouts", value, low=0)
-  if not np.isfinite(known):
-    raise ValueError(f"forced_playouts must be finite, got {value!r}")
   return float(known)
 
 
-def check_puct(*, pb_c_init: Any, pb_c_base: Any, temperature: Any) -> None:
+def check_puct(*, pb_c_init: Any, pb_c_base: Any, temperature: Any, qtransform: Any) -> None:
   """Range checks of PUCT's constants and the temperature, run when their values are
   known at trace time (traced values, e.g. arguments of a jitted function, are taken
-  as given, as in mctx)."""
+  as given, as in mctx), and that `qtransform` is callable."""
+  checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] scores")
   checks.check_real("pb_c_init", pb_c_init, expected="a real number")
   checks.check_real("pb_c_base", pb_c_base, low=0, low_open=True)
   checks.check_real("temperature", temperature, low=0)

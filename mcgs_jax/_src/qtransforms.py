@@ -7,8 +7,9 @@ current value of a shared child, not the one its last visit through this edge le
 
 import chex
 import jax.numpy as jnp
+import numpy as np
 
-from mcgs_jax._src import rows
+from mcgs_jax._src import checks, rows
 from mcgs_jax._src.graph import Graph
 
 
@@ -16,6 +17,11 @@ def qtransform_by_min_max(
   graph: Graph, node_index: chex.Array, *, min_value: float, max_value: float
 ) -> chex.Array:
   """`(Q - min_value) / (max_value - min_value)`; unvisited actions score 0."""
+  checks.check_real("min_value", min_value)
+  checks.check_real("max_value", max_value)
+  known_min, known_max = checks.concrete(min_value), checks.concrete(max_value)
+  if known_min is not None and known_max is not None and not np.all(known_min < known_max):
+    raise ValueError(f"min_value must be < max_value, got {min_value!r} and {max_value!r}")
   qvalues = graph.qvalues(node_index)
   visited = graph.edge_visits[node_index] > 0
   return (jnp.where(visited, qvalues, min_value) - min_value) / (max_value - min_value)
@@ -28,6 +34,7 @@ def qtransform_by_parent_and_siblings(
 
   Unvisited actions score 0 (the minimum).
   """
+  checks.check_real("epsilon", epsilon, low=0, low_open=True)
   qvalues = graph.qvalues(node_index)
   visited = graph.edge_visits[node_index] > 0
   node_value = graph.node_values[node_index]
@@ -53,6 +60,9 @@ def qtransform_completed_by_mix_value(
   the result is optionally rescaled to [0, 1], then multiplied by
   `(maxvisit_init + max_a N(n, a)) * value_scale`.
   """
+  checks.check_real("value_scale", value_scale, low=0)
+  checks.check_real("maxvisit_init", maxvisit_init, low=0)
+  checks.check_real("epsilon", epsilon, low=0, low_open=True)
   qvalues = graph.qvalues(node_index)
   visit_counts = graph.edge_visits[node_index]
   visited = visit_counts > 0

@@ -11,13 +11,14 @@ from mcgs_jax._src.logits import apply_temperature, probs_to_logits
 from mcgs_jax._src.options import GraphOptions
 
 
-def playable_weights(graph: Graph, weights: jax.Array, options: GraphOptions) -> jax.Array:
-  """`weights [B, A]` with the root edges the solver rules out (proven losses,
-  proven edges another proven edge beats) set to 0; unchanged without the solver."""
-  if not options.solver:
-    return weights
-  excluded = jax.vmap(proofs.excluded_edges, in_axes=(0, None))(graph, 0)
-  return jnp.where(excluded, 0.0, weights)
+def excluded_root_edges(graph: Graph, options: GraphOptions) -> jax.Array:
+  """`[B, A]` bool: root edges a policy never plays, the invalid actions and with the
+  solver the edges it rules out (proven losses, proven edges another proven edge
+  beats)."""
+  excluded = graph.root_invalid_actions
+  if options.solver:
+    excluded |= jax.vmap(proofs.excluded_edges, in_axes=(0, None))(graph, 0)
+  return excluded
 
 
 def final_action(graph: Graph, action: jax.Array, options: GraphOptions) -> jax.Array:
@@ -39,6 +40,21 @@ def fallback_action(graph: Graph, action: jax.Array, weights: jax.Array) -> jax.
   return jnp.where(jnp.any(weights > 0, axis=-1), action, best_prior).astype(jnp.int32)
 
 
+def _root_weights(graph: Graph, options: GraphOptions) -> tuple[jax.Array, jax.Array]:
+  """`(action_weights, excluded)`, `[B, A]` each: the visit distribution over the
+  root's valid edges (a continued graph may hold visits of an edge invalid at this
+  root: they are left out), and `excluded_root_edges`."""
+  visit_counts = graph.summary().visit_counts
+  num_actions = visit_counts.shape[-1]
+  # A stochastic graph's root rows are wider than its `A` decision actions.
+  invalid = graph.root_invalid_actions[:, :num_actions]
+  excluded = excluded_root_edges(graph, options)[:, :num_actions]
+  visit_counts = jnp.where(invalid, 0.0, visit_counts)
+  total = jnp.sum(visit_counts, axis=-1, keepdims=True)
+  # max(., 1): a root with no visited valid edge gets all-zero weights, not 0/0.
+  return visit_counts / jnp.maximum(total, 1), excluded
+
+
 def sample_from_visits(
   rng_key: chex.PRNGKey,
   graph: Graph,
@@ -47,12 +63,15 @@ def sample_from_visits(
   temperature: float | chex.Array,
 ) -> types.PolicyOutput:
   """The action sampled from the root visit distribution raised to `1 / temperature`
-  (0: the most visited), among the edges the solver does not rule out (the best
-  proven action where the solver has decided the root); the weights are the root
-  visit distribution."""
-  action_weights = graph.summary().visit_probs
-  choice_weights = playable_weights(graph, action_weights, options)
+  (0: the most visited), among the valid edges the solver does not rule out (the
+  best proven action where the solver has decided the root); the weights are the
+  visit distribution over the root's valid edges."""
+  action_weights, excluded = _root_weights(graph, options)
+  choice_weights = jnp.where(excluded, 0.0, action_weights)
   action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
+  # An unplayable edge stays out at any temperature: log(tiny) / temperature would
+  # come near the others' logits (as in mctx, an unvisited valid edge may be drawn).
+  action_logits = jnp.where(excluded, -jnp.inf, action_logits)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
   action = fallback_action(graph, action, choice_weights)
   return types.PolicyOutput(
@@ -63,11 +82,11 @@ def sample_from_visits(
 
 
 def most_visited(graph: Graph, *, options: GraphOptions) -> types.PolicyOutput:
-  """The most visited root action among the edges the solver does not rule out (the
-  best proven action where the solver has decided the root); the weights are the
-  root visit distribution."""
-  action_weights = graph.summary().visit_probs
-  choice_weights = playable_weights(graph, action_weights, options)
+  """The most visited root action among the valid edges the solver does not rule out
+  (the best proven action where the solver has decided the root); the weights are
+  the visit distribution over the root's valid edges."""
+  action_weights, excluded = _root_weights(graph, options)
+  choice_weights = jnp.where(excluded, 0.0, action_weights)
   action = fallback_action(graph, jnp.argmax(choice_weights, axis=-1), choice_weights)
   return types.PolicyOutput(
     action=final_action(graph, action, options),

@@ -53,7 +53,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import hashing
+from mcgs_jax._src import checks, hashing
 from mcgs_jax._src.backup import node_update, recompute_node_and_edges
 from mcgs_jax._src.batched import min_at, set_at, take
 from mcgs_jax._src.graph import (
@@ -65,6 +65,13 @@ from mcgs_jax._src.graph import (
   UNEXPANDED,
   Graph,
 )
+
+
+def _check_graph(caller: str, graph: Any) -> None:
+  """TypeError unless `graph` is a `Graph` (a search's `search_graph`)."""
+  if not isinstance(graph, Graph):
+    hint = " (pass policy_output.search_graph)" if hasattr(graph, "search_graph") else ""
+    raise TypeError(f"{caller}: graph must be a mcgs_jax.Graph{hint}, got {type(graph).__name__}")
 
 
 def _check_action(graph: Graph, action: Any) -> jax.Array:
@@ -403,11 +410,14 @@ def reroot(
     A `Graph` with the same shapes, to pass as `graph=` to the next search.
 
   Raises:
-    ValueError: for `max_nodes` not None or an int >= 1, `action` not an integer
+    TypeError: for `graph` not a `Graph`.
+    ValueError: for `probe_window` < 1, `max_nodes` not None or an int >= 1, `action` not an integer
       `[B]` array, or its values known at trace time (not a tracer) and one outside
       `[0, A)`. Under `jit` the values are not checked: a game whose action is out
       of range gets an empty graph, as a game whose move ended it.
   """
+  _check_graph("reroot", graph)
+  checks.check_int("probe_window", probe_window, minimum=1)
   max_nodes = _check_max_nodes(max_nodes)
   action = _check_action(graph, action)
   capacity, num_actions = graph.capacity, graph.num_actions
@@ -471,6 +481,7 @@ def empty_like(graph: Any) -> Graph:
   game afresh from its root, so it is the first `graph=` of a jitted self-play loop
   that reroots after every move: every move then runs the same compiled function.
   """
+  _check_graph("empty_like", graph)
 
   def empty(name: str, fill: Any) -> Any:
     return jax.tree_util.tree_map(

@@ -131,18 +131,31 @@ def _stop_rule_ends_playout(
 
 
 def _usable_actions(
-  graph: Graph, node: chex.Array, actions: chex.Array, depth: chex.Array
+  graph: Graph, node: chex.Array, actions: chex.Array, *, at_root: bool
 ) -> chex.Array:
-  """`actions [B]`, where a rule chose an edge marked `edge_non_finite`, replaced by
-  the valid unmarked action with the highest prior logit (unchanged when there is
-  none). The built-in rules never choose such edges; this keeps rules that do not
-  mask them (custom rules, Gumbel's interior rule) from spending every playout on a
-  state that cannot be evaluated."""
+  """`actions [B]`, where a rule chose an edge marked `edge_non_finite`, an invalid
+  root action or an action outside `[0, A)`, replaced by the valid unmarked action
+  with the highest prior logit (action 0 when there is none). The built-in rules
+  choose none of these; this keeps rules that do not mask them (custom rules,
+  Gumbel's interior rule) from spending every playout on a state that cannot be
+  evaluated, or on an edge that does not exist."""
   non_finite = take(graph.edge_non_finite, node)  # [B, A]
-  blocked = non_finite | (graph.root_invalid_actions & (depth == 0))
+  blocked = (non_finite | graph.root_invalid_actions) if at_root else non_finite
   fallback = masked_argmax(take(graph.children_prior_logits, node), blocked)
-  replace = take(non_finite, actions) & jnp.any(~blocked, axis=-1)
+  in_range = (actions >= 0) & (actions < graph.num_actions)
+  replace = (take(blocked, actions) & jnp.any(~blocked, axis=-1)) | ~in_range
   return jnp.where(replace, fallback, actions)
+
+
+def _checked_actions(name: str, actions: chex.Array) -> chex.Array:
+  """`actions [B]`, the batched output of the rule `name`; TypeError at trace time
+  unless the rule returned one integer scalar per game."""
+  if actions.ndim != 1 or not jnp.issubdtype(actions.dtype, jnp.integer):
+    raise TypeError(
+      f"{name} must return one integer scalar (the action) for one game, got "
+      f"{actions.dtype} of shape {actions.shape[1:]}"
+    )
+  return actions
 
 
 def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
@@ -242,14 +255,16 @@ def _take_edges(
   stamp: chex.Array,
   max_depth: int,
   options: GraphOptions,
+  at_root: bool = False,
   backing_out: chex.Array | None = None,
 ) -> _Descent:
   """`descent` one depth further: every game records `actions [B]` (made usable)
   at this depth, and an active playout moves to the child unless it ends there.
+  `at_root`: the first step, where the root's invalid actions are blocked too.
   `backing_out [B]` bool (with the solver): inactive playouts that end at the edge
   into their current node (`_stale_proofs`), whose mark this step restores."""
   depth, node = descent.depth, descent.node
-  actions = _usable_actions(graph, node, actions, depth)
+  actions = _usable_actions(graph, node, actions, at_root=at_root)
   # From the row the rule read (XLA reads it once for both), not as an edge of its own:
   # one gather fewer per step (benchmarks/RESULTS.md, "The child from the row read").
   child = take(take(graph.children_index, node), actions)
@@ -327,9 +342,14 @@ def select(
   )
   keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
-  root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
+  root_actions = _checked_actions(
+    "root_action_selection_fn",
+    jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root),
+  )
   record_legal = options.solver and buffer_depth * graph.num_actions <= MAX_RECORDED_LEGAL
-  descent = take_edges(_at_root(graph, keys, stamp, buffer_depth, record_legal), root_actions)
+  descent = take_edges(
+    _at_root(graph, keys, stamp, buffer_depth, record_legal), root_actions, at_root=True
+  )
 
   def keep_going(descent: _Descent) -> chex.Array:
     return (descent.depth < buffer_depth) & jnp.any(descent.active)
@@ -345,8 +365,11 @@ def select(
           legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal)
         )
     keys, selection_keys = _split_keys(descent.keys)
-    actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
-      selection_keys, graph, descent.node, descent.depth
+    actions = _checked_actions(
+      "interior_action_selection_fn",
+      jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
+        selection_keys, graph, descent.node, descent.depth
+      ),
     )
     return take_edges(descent.replace(keys=keys), actions, backing_out=backing_out)
 

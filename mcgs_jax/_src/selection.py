@@ -179,7 +179,10 @@ def gumbel_muzero_interior_action_selection(
   improved = rows.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
   lag = improved - visits / (1 + jnp.sum(visits))
   if solver:
-    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver))
+    # Masked as illegal too: once the solver excludes edges, an unvisited illegal edge
+    # (lag 0) may beat every legal edge left (all visited beyond their share).
+    illegal = ~proofs.legal_edges(graph, node_index)
+    return masked_argmax(lag, excluded_actions(graph, node_index, depth, solver) | illegal)
   return jnp.argmax(lag).astype(jnp.int32)
 
 

@@ -136,7 +136,9 @@ def stochastic_muzero_policy(
       "chance node's value is an expectation over outcomes, which the "
       "MCTS-solver's proof rules do not compute); use solver=False"
     )
-  policies.check_puct(pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
+  policies.check_puct(
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
+  )
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   num_chance_outcomes, afterstate_template = _probe_functions(
     params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from mcgs_jax.apps import files
+from mcgs_jax.apps import files, memory
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
 
 PROG = "mcgs-jax play"
@@ -189,6 +189,24 @@ def _stochastic_search(game, config: PlayConfig, mode: str, params, keep_graph: 
     return out.action, graph.num_nodes, graph.transposition_hits, graph
 
   return search
+
+
+def estimated_play_bytes(config: PlayConfig, evaluator, params) -> int:
+  """Bytes one mode's searches hold at once (`memory.GRAPHS_PER_SEARCH` graphs, as an
+  arena search), from the shapes of the graph a search of `config` returns, without
+  allocating. mctx's tree has the shapes of the tree mode's graph, give or take."""
+  import jax
+
+  from mcgs_jax.games import play2048
+
+  game = play2048.make_2048(evaluator, size=config.size, reward_on="decision")
+  mode = "graph" if "graph" in config.modes else "tree"
+  search = _stochastic_search(game, config, mode, params, keep_graph=config.reuse)
+  key = jax.random.PRNGKey(0)
+  boards = jax.eval_shape(lambda key: game.init(key, config.num_games), key)
+  *_, graph = jax.eval_shape(lambda key, boards: search(key, boards, None), key, boards)
+  graph_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(graph))
+  return memory.GRAPHS_PER_SEARCH * graph_bytes
 
 
 def _interval(values) -> list[float]:
@@ -480,6 +498,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     reuse=args.reuse,
     stop_rule=args.stop_rule,
   )
+  try:
+    memory.check_memory(
+      {"graphs": estimated_play_bytes(config, *_evaluator(config))},
+      owner="each mode",
+      advice="fewer games, simulations or a smaller board",
+    )
+  except memory.InsufficientMemoryError as error:
+    parser.error(str(error))
   result = play_games(config, progress=sys.stderr.isatty() or not args.json)
   if args.plot:
     save_plot(args.plot, result)

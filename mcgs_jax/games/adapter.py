@@ -259,7 +259,9 @@ def _parse_dag_arguments(text: str) -> dict:
 
 def _env_from_spec(spec: str):
   """The env named by a `make_game` spec string."""
-  name, _, arguments = spec.partition(":")
+  name, colon, arguments = spec.partition(":")
+  if colon and not arguments:
+    raise ValueError(f"game {spec!r} names no arguments after ':'; write {name!r} for the defaults")
   if name == "nim":
     from mcgs_jax.games import nim
 

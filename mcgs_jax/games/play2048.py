@@ -463,15 +463,21 @@ def make_2048(
   )
 
 
+# Largest board side a spec may name: a chance node has `2 * SIZE**2` outcomes.
+MAX_BOARD_SIZE = 16
+
+
 def board_size_of_spec(spec: str) -> int:
   """The board side named by `"2048"` (4) or `"2048:SIZE"`; ValueError otherwise."""
-  name, _, size = spec.partition(":")
+  name, colon, size = spec.partition(":")
   if name != "2048":
     raise ValueError(f"a 2048 spec is '2048' or '2048:SIZE', got {spec!r}")
-  if not size:
+  if not colon:
     return 4
-  if not size.isdigit() or int(size) < 2:
-    raise ValueError(f"the board size of 2048:SIZE must be an integer >= 2, got {size!r}")
+  if not size.isdigit() or not 2 <= int(size) <= MAX_BOARD_SIZE:
+    raise ValueError(
+      f"the board size of 2048:SIZE must be an integer in [2, {MAX_BOARD_SIZE}], got {size!r}"
+    )
   return int(size)
 
 
