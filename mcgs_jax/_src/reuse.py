@@ -75,8 +75,10 @@ def _check_graph(caller: str, graph: Any) -> None:
 
 
 def _check_action(graph: Graph, action: Any) -> jax.Array:
-  """`action` as int32 `[B]`; ValueError for a wrong shape or dtype, or, when its
-  values are known at trace time, for a value outside `[0, A)`."""
+  """`action` as int32 `[B]` for `reroot(graph, action)`; TypeError unless `graph` is a
+  `Graph`, ValueError for a wrong shape or dtype, or, when its values are known at
+  trace time, for a value outside `[0, A)`."""
+  _check_graph("reroot", graph)
   batch_size, num_actions = graph.batch_size, graph.num_actions
   if not isinstance(action, jax.core.Tracer):
     values = np.asarray(action)
@@ -411,12 +413,10 @@ def reroot(
 
   Raises:
     TypeError: for `graph` not a `Graph`.
-    ValueError: for `probe_window` < 1, `max_nodes` not None or an int >= 1, `action` not an integer
-      `[B]` array, or its values known at trace time (not a tracer) and one outside
-      `[0, A)`. Under `jit` the values are not checked: a game whose action is out
-      of range gets an empty graph, as a game whose move ended it.
+    ValueError: for `probe_window` < 1, `max_nodes` not None or an int >= 1, `action`
+      not an integer `[B]` array, or its values known at trace time and one outside
+      `[0, A)` (under `jit` a game whose action is out of range gets an empty graph).
   """
-  _check_graph("reroot", graph)
   checks.check_int("probe_window", probe_window, minimum=1)
   max_nodes = _check_max_nodes(max_nodes)
   action = _check_action(graph, action)

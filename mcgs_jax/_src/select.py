@@ -264,7 +264,8 @@ def _take_edges(
   `backing_out [B]` bool (with the solver): inactive playouts that end at the edge
   into their current node (`_stale_proofs`), whose mark this step restores."""
   depth, node = descent.depth, descent.node
-  actions = _usable_actions(graph, node, actions, at_root=at_root)
+  rule = "root_action_selection_fn" if at_root else "interior_action_selection_fn"
+  actions = _usable_actions(graph, node, _checked_actions(rule, actions), at_root=at_root)
   # From the row the rule read (XLA reads it once for both), not as an edge of its own:
   # one gather fewer per step (benchmarks/RESULTS.md, "The child from the row read").
   child = take(take(graph.children_index, node), actions)
@@ -342,14 +343,10 @@ def select(
   )
   keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
-  root_actions = _checked_actions(
-    "root_action_selection_fn",
-    jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root),
-  )
+  root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
   record_legal = options.solver and buffer_depth * graph.num_actions <= MAX_RECORDED_LEGAL
-  descent = take_edges(
-    _at_root(graph, keys, stamp, buffer_depth, record_legal), root_actions, at_root=True
-  )
+  root_descent = _at_root(graph, keys, stamp, buffer_depth, record_legal)
+  descent = take_edges(root_descent, root_actions, at_root=True)
 
   def keep_going(descent: _Descent) -> chex.Array:
     return (descent.depth < buffer_depth) & jnp.any(descent.active)
@@ -365,11 +362,8 @@ def select(
           legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal)
         )
     keys, selection_keys = _split_keys(descent.keys)
-    actions = _checked_actions(
-      "interior_action_selection_fn",
-      jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
-        selection_keys, graph, descent.node, descent.depth
-      ),
+    actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
+      selection_keys, graph, descent.node, descent.depth
     )
     return take_edges(descent.replace(keys=keys), actions, backing_out=backing_out)
 
