@@ -314,7 +314,7 @@ def test_non_finite_and_unusable_hyperparameters_are_named(policy, kwargs, messa
     (dict(stop_leak=None), TypeError, "stop_leak must be a real number"),
     (dict(value_bounds=5), ValueError, r"value_bounds must be None or \(lowest, highest\)"),
     (dict(value_bounds="ab"), ValueError, r"value_bounds must be None or \(lowest, highest\)"),
-    (dict(capacity=1 << 31), ValueError, "capacity must be <= 1073741824"),
+    (dict(capacity=1 << 30), ValueError, "capacity must be <= 536870912"),
   ],
 )
 def test_graph_options_name_the_field(kwargs, error, message):

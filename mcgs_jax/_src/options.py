@@ -21,9 +21,9 @@ from mcgs_jax._src import checks, hashing, types
 StopRule = Literal["catch_up", "value_lag", "never"]
 STOP_RULES: tuple[StopRule, ...] = ("catch_up", "value_lag", "never")
 
-# Most nodes per game: node and hash-slot indices are int32, and a game holds up to
-# twice its capacity in hash slots.
-MAX_CAPACITY = 1 << 30
+# Most nodes per game: a game holds up to `2 * capacity` hash slots, rounded up to a
+# power of two, and a slot index is int32.
+MAX_CAPACITY = 1 << 29
 
 
 def _checked_bounds(value_bounds: Any) -> tuple[float, float]:
