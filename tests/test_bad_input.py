@@ -249,18 +249,25 @@ def test_bad_puct_hyperparameters(kwargs, message):
     mg.muzero_policy(None, KEY, ROOT(B), RECURRENT, 4, **kwargs)
 
 
+def _search_with_rules(root_rule, interior_rule, invalid_actions=None):
+  return jax.jit(
+    lambda key: mg.search(
+      None,
+      key,
+      root=ROOT(B),
+      recurrent_fn=RECURRENT,
+      root_action_selection_fn=root_rule,
+      interior_action_selection_fn=interior_rule,
+      num_simulations=6,
+      invalid_actions=invalid_actions,
+    )
+  )(KEY)
+
+
 def test_search_checks_its_functions():
   rule = lambda key, graph, node, depth=0: jnp.int32(0)
   with pytest.raises(TypeError, match="root_action_selection_fn must be callable"):
-    mg.search(
-      None,
-      KEY,
-      root=ROOT(B),
-      recurrent_fn=RECURRENT,
-      root_action_selection_fn=None,
-      interior_action_selection_fn=rule,
-      num_simulations=2,
-    )
+    _search_with_rules(None, rule)
 
 
 INF = float("inf")
@@ -348,21 +355,6 @@ def test_an_empty_batch_is_named():
   empty = jax.tree.map(lambda leaf: leaf[:0], root)
   with pytest.raises(ValueError, match=r"at least one game \(B >= 1\)"):
     mg.muzero_policy(None, KEY, empty, RECURRENT, 4)
-
-
-def _search_with_rules(root_rule, interior_rule, invalid_actions=None):
-  return jax.jit(
-    lambda key: mg.search(
-      None,
-      key,
-      root=ROOT(B),
-      recurrent_fn=RECURRENT,
-      root_action_selection_fn=root_rule,
-      interior_action_selection_fn=interior_rule,
-      num_simulations=6,
-      invalid_actions=invalid_actions,
-    )
-  )(KEY)
 
 
 @pytest.mark.parametrize("bad_action", [A, 100, -1])

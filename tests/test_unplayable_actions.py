@@ -13,24 +13,6 @@ from mcgs_jax.testing import commuting_game
 ROOT, RECURRENT = commuting_game()
 
 
-def _tic_tac_toe_positions(game, key, batch_size, max_plies=7):
-  """Random reachable positions after 0 to `max_plies` random legal moves."""
-  init_key, plies_key, moves_key = jax.random.split(key, 3)
-  state = game.init(init_key, batch_size)
-  plies = jax.random.randint(plies_key, (batch_size,), 0, max_plies + 1)
-  step = jax.jit(game.step)
-  for ply in range(max_plies):
-    logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-    moved = step(state, jax.random.categorical(jax.random.fold_in(moves_key, ply), logits))
-    go = (ply < plies) & ~moved.terminated
-
-    def keep(new, old, go=go):
-      return jnp.where(go.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
-
-    state = jax.tree.map(keep, moved, state)
-  return state
-
-
 def test_gumbel_with_the_solver_never_visits_or_plays_an_illegal_action():
   """Once the solver proves the actions Sequential Halving considers, the schedule's
   next step has no candidate left: the root rule must then pick among the other valid
@@ -38,12 +20,13 @@ def test_gumbel_with_the_solver_never_visits_or_plays_an_illegal_action():
   interior rule must not prefer an unvisited illegal edge (lag 0) over legal edges
   visited beyond their share."""
   pytest.importorskip("pgx")
+  from mcgs_jax.apps.benchmark_timing import random_positions
   from mcgs_jax.games import make_game, rollout_evaluator
 
   base = make_game("tic_tac_toe")
   game = make_game("tic_tac_toe", rollout_evaluator(base.env, num_rollouts=4))
   key = jax.random.PRNGKey(3)
-  state = _tic_tac_toe_positions(game, key, 48)
+  state = random_positions(game, key, 48, 7)
   invalid = game.invalid_actions(state)
 
   @jax.jit
