@@ -46,8 +46,24 @@ def node_formula(graph_np, game, node, *, stored_edge_values=False):
 
 def to_numpy(graph):
   """Every node, edge and counter table of `graph` (embeddings aside) as numpy."""
-  names = [name for name in ROW_FIELDS if name != "embeddings"]
+  names = [name for name in ROW_FIELDS if name != "embeddings" and getattr(graph, name) is not None]
   return {name: np.asarray(getattr(graph, name)) for name in (*names, *COUNTER_FIELDS, "num_nodes")}
+
+
+def _check_slots(g, game, used, num_actions):
+  """Asserts the slots of compact edges in one game's used rows: each node's actions
+  distinct and increasing within `[0, A)`, empty slots (-1) last, with no child, no
+  visit and a zero prior."""
+  actions = g["children_actions"][game, :used]
+  empty = actions < 0
+  assert np.all(actions < num_actions), "a slot holds an action past A"
+  assert np.all(empty[:, 1:] >= empty[:, :-1]), "an empty slot before a filled one"
+  filled_pairs = ~empty[:, 1:]
+  assert np.all(np.diff(actions, axis=1)[filled_pairs] > 0), "slot actions not increasing"
+  assert np.all(g["children_index"][game, :used][empty] == -1), "an empty slot has a child"
+  assert np.all(g["edge_visits"][game, :used][empty] == 0), "an empty slot has visits"
+  lowest = np.finfo(g["children_prior_logits"].dtype).min
+  assert np.all(g["children_prior_logits"][game, :used][empty] == lowest), "empty slot prior"
 
 
 def check_graph(
@@ -83,7 +99,9 @@ def check_graph(
   edge value is NaN or infinite (-inf logits aside, a zero prior). Playouts dropped
   (`parallel_collisions`, `non_finite_evaluations`) count nowhere, and an edge
   marked `edge_non_finite` has no child and no visit. Every row from `num_nodes`
-  up holds the empty values of every table (what `recycle=` relies on).
+  up holds the empty values of every table (what `recycle=` relies on). With compact
+  edges, each node's slots hold distinct actions in increasing order, empty slots
+  last, with no child, visit or prior.
   """
   g = to_numpy(graph)
   batch_size = g["num_nodes"].shape[0]
@@ -91,14 +109,14 @@ def check_graph(
     used = int(g["num_nodes"][game])
     if continued and used == 0:
       for name, fill in ROW_FIELDS.items():
-        if name != "embeddings":
+        if name in g:
           assert np.all(g[name][game] == fill), f"game {game} is empty but {name} is not"
       continue
     assert 1 <= used <= g["node_visits"].shape[1]
     children = g["children_index"][game, :used]
     edge_visits = g["edge_visits"][game, :used]
     for name, fill in ROW_FIELDS.items():
-      if name != "embeddings":
+      if name in g:
         assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
     for leaf in jax.tree_util.tree_leaves(graph.embeddings):
       assert np.all(np.asarray(leaf)[game, used:] == ROW_FIELDS["embeddings"]), (
@@ -119,6 +137,8 @@ def check_graph(
     assert np.all(children[marked] == -1) and np.all(edge_visits[marked] == 0), (
       "an edge marked non-finite has a child or visits"
     )
+    if "children_actions" in g:
+      _check_slots(g, game, used, graph.num_actions)
     incoming = np.zeros(used)
     np.add.at(incoming, children[children >= 0], edge_visits[children >= 0])
     parents = np.bincount(children[children >= 0], minlength=used)

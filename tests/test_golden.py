@@ -76,6 +76,7 @@ GRAPH_OPTIONS = dict(
   value_bounds=(-1.0, 1.0),
   num_parallel=1,
   fold_evaluations=False,
+  max_children=None,
 )
 
 # Each policy with every hyperparameter given.

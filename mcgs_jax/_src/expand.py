@@ -9,7 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, hashing, types
+from mcgs_jax._src import checks, compact, hashing, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
 from mcgs_jax._src.initial import small_enough_to_sum
@@ -39,15 +39,24 @@ def expand(
   Returns:
     `(graph, path)` with `path.leaf`, `path.leaf_is_new` and `path.leaf_folded` set.
   """
-  parent, action = last_edge(path)
+  parent, edge = last_edge(path)
   parent_embedding = jax.tree_util.tree_map(lambda x: take(x, parent), graph.embeddings)
   output, embedding = checks.unpack_recurrent_result(
-    recurrent_fn(params, rng_key, action, parent_embedding)
+    recurrent_fn(params, rng_key, edge_action(graph, parent, edge), parent_embedding)
   )
   checks.check_recurrent_output(
     output, embedding, parent_embedding, graph.batch_size, graph.num_actions
   )
   return link(graph, path, output, embedding, options=options)
+
+
+def edge_action(graph: Graph, node: chex.Array, edge: chex.Array) -> chex.Array:
+  """`[B]` int32, the action of the edge `(node [B], edge [B])`: `edge` itself in a
+  dense graph, the slot's action with compact edges (0 for an empty slot, which
+  selection never takes)."""
+  if not graph.compact:
+    return edge
+  return jnp.maximum(take(graph.children_actions, (node, edge)), 0)
 
 
 def finite_outputs(output: types.RecurrentFnOutput) -> chex.Array:
@@ -83,23 +92,39 @@ class _Evaluation:
   discount: chex.Array  # [B], the edge's discount.
   terminal: chex.Array  # [B] bool, the state is terminal (discount 0).
   value: chex.Array  # [B], the state's value; 0 when terminal.
-  prior_logits: chex.Array  # [B, A]; no NaN or infinity when terminal.
+  prior_logits: chex.Array  # [B, W]; no NaN or infinity when terminal.
+  # [B, K] int32, the action of each slot (compact edges), or None.
+  children_actions: chex.Array | None
+  dropped_actions: chex.Array  # [B] int32, valid actions that got no slot.
 
 
-def _stored_evaluation(graph: Graph, output: types.RecurrentFnOutput) -> _Evaluation:
-  """`output` as the graph stores it."""
+def _stored_evaluation(
+  graph: Graph, output: types.RecurrentFnOutput, options: GraphOptions
+) -> _Evaluation:
+  """`output` as the graph stores it; with compact edges, its prior kept in slots
+  (`compact.compact_row`)."""
   discount = jnp.asarray(output.discount, graph.edge_discounts.dtype)
   terminal = discount == 0
   # A terminal state's value never reaches its parents (discount 0); store 0, and
   # no NaN or infinite logit either (a terminal node is never expanded).
   value = jnp.where(terminal, 0.0, output.value).astype(graph.raw_values.dtype)
   prior_logits = jnp.asarray(output.prior_logits, graph.children_prior_logits.dtype)
+  prior_logits = jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0, prior_logits)
+  children_actions = None
+  dropped = jnp.zeros_like(graph.num_nodes)
+  if options.max_children is not None:
+    slots = compact.compact_row(prior_logits, None, options.max_children)
+    prior_logits, children_actions = slots.logits, slots.actions
+    # A terminal state is never expanded: nothing of its prior is lost.
+    dropped = jnp.where(terminal, 0, slots.dropped)
   return _Evaluation(
     reward=jnp.asarray(output.reward, graph.edge_rewards.dtype),
     discount=discount,
     terminal=terminal,
     value=value,
-    prior_logits=jnp.where(terminal[:, None] & ~jnp.isfinite(prior_logits), 0.0, prior_logits),
+    prior_logits=prior_logits,
+    children_actions=children_actions,
+    dropped_actions=dropped,
   )
 
 
@@ -170,7 +195,10 @@ def _write_rows(
     "node_evaluations": 1,
     "children_prior_logits": evaluation.prior_logits,
   }
-  assert set(new_rows) | {"embeddings"} == set(NODE_FIELDS), "a node table is not set"
+  if evaluation.children_actions is not None:
+    new_rows["children_actions"] = evaluation.children_actions
+  written = set(new_rows) | {"embeddings", "children_actions"}
+  assert written == set(NODE_FIELDS), "a node table is not set"
   graph = graph.replace(
     **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
     embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
@@ -223,7 +251,7 @@ def link(
   non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
   path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
   needs_node = (path.length > 0) & (child < 0)
-  evaluation = _stored_evaluation(graph, output)
+  evaluation = _stored_evaluation(graph, output, options)
   lookup = _look_up(graph, embedding, options)
   linked = needs_node & (lookup.found >= 0)
   has_room = graph.num_nodes < graph.capacity
@@ -255,6 +283,7 @@ def link(
     capacity_overflows=graph.capacity_overflows + overflow,
     parallel_collisions=graph.parallel_collisions + collided,
     non_finite_evaluations=graph.non_finite_evaluations + non_finite,
+    dropped_actions=graph.dropped_actions + jnp.where(create, evaluation.dropped_actions, 0),
   )
   folded = jnp.zeros((graph.batch_size,), jnp.bool_)
   if options.fold_evaluations:

@@ -17,9 +17,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import random_bits, rows, types
+from mcgs_jax._src import rows, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.selection import excluded_actions, puct_terms
+from mcgs_jax._src.selection import action_uniforms, excluded_actions, puct_terms
 from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax
 
 
@@ -45,7 +45,7 @@ def forced_root_action_selection(
   may choose, a visited one with fewer visits than `n_forced` if there is one (the
   best of those by PUCT), else PUCT's choice."""
   value_score, policy_score = puct_terms(graph, node_index, pb_c_init, pb_c_base, qtransform)
-  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
+  tie_break = TIE_BREAK_SCALE * action_uniforms(rng_key, graph, node_index)
   scores = value_score + policy_score + tie_break
   excluded = excluded_actions(graph, node_index, 0, solver)
   visits = graph.edge_visits[node_index]
@@ -80,7 +80,7 @@ def prune_forced_playouts(
   from mcgs_jax._src import qtransforms
 
   transform = qtransforms.qtransform_by_parent_and_siblings if qtransform is None else qtransform
-  edge_visits = graph.edge_visits[:, ROOT_INDEX]
+  edge_visits = graph.root_row_to_actions(graph.edge_visits[:, ROOT_INDEX], 0)
   visits = edge_visits if visits is None else visits
 
   def one(graph: Graph) -> jax.Array:
@@ -104,7 +104,7 @@ def prune_forced_playouts(
     pruned = pruned.at[best].set(counts[best])
     return counts - pruned  # the visits taken out of each child
 
-  removed = jax.vmap(one)(graph)
+  removed = graph.root_row_to_actions(jax.vmap(one)(graph), 0.0)
   visits = visits.astype(jnp.float32)
   kept = jnp.maximum(visits - removed, 0.0)
   # With `visits` a part of the root's (a reused search's own), the most visited child

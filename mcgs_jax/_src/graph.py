@@ -8,7 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import base, batched
+from mcgs_jax._src import base, batched, compact
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
@@ -27,7 +27,8 @@ def _node_table(empty: Any) -> dict[str, Any]:
 
 
 def _edge_table(empty: Any) -> dict[str, Any]:
-  """A `[B, N, A]` table, one entry per edge (a node's action)."""
+  """A `[B, N, W]` table, one entry per edge (a node's action, or with compact edges
+  its slot)."""
   return {"role": "edge", "empty": empty}
 
 
@@ -42,7 +43,16 @@ def _other(empty: Any) -> dict[str, Any]:
 @chex.dataclass(frozen=True)
 class Graph:
   """A batch of search graphs. `B` games, capacity `N` nodes, `A` actions,
-  `L` key lanes (0 in tree mode), `C` hash slots (0 in tree mode).
+  `L` key lanes (0 in tree mode), `C` hash slots (0 in tree mode), `W` edges per
+  node: `A` (dense, as mctx's tree), or `K` with compact edges
+  (`GraphOptions.max_children`).
+
+  Edge tables are `[B, N, W]`. In a dense graph column `a` is action `a`. With
+  compact edges a node keeps the `K` valid actions of highest prior in its `K`
+  slots (`children_actions` says which action each slot holds, -1 for an empty
+  slot), and every per-node row (`children_prior_logits`, every edge table, what a
+  selection rule reads and returns) is indexed by slot. `summary()` and the
+  policies' outputs are in actions, `[B, A]`, either way.
 
   Node 0 is the root; new nodes take the next free index. Every field has a leading
   batch axis; selection functions receive one game's graph (under `jax.vmap`).
@@ -63,17 +73,20 @@ class Graph:
   proven_values: `[B, N]` float, that exact value for the player to move.
   path_marks: `[B, N]` int32, `playouts_started` stamp of the last playout that
     passed through the node (the cycle guard reads it); -1 when never.
-  children_index: `[B, N, A]` int32, child node of each edge, `UNEXPANDED` (-1) if
+  children_index: `[B, N, W]` int32, child node of each edge, `UNEXPANDED` (-1) if
     the action was never expanded.
-  children_prior_logits: `[B, N, A]` float, prior logits at the node.
-  edge_visits: `[B, N, A]` int32, `N(n, a)`: how often selection at n chose a.
-  edge_rewards: `[B, N, A]` float, reward of the transition.
-  edge_discounts: `[B, N, A]` float, discount of the transition.
-  edge_values: `[B, N, A]` float, the `Q(n, a)` that `n` used when it was last
+  children_prior_logits: `[B, N, W]` float, prior logits at the node (with compact
+    edges those of the slots' actions, the lowest float for an empty slot).
+  children_actions: `[B, N, K]` int32, the action each slot of a node holds, in
+    increasing action order, -1 for an empty slot; None in a dense graph.
+  edge_visits: `[B, N, W]` int32, `N(n, a)`: how often selection at n chose a.
+  edge_rewards: `[B, N, W]` float, reward of the transition.
+  edge_discounts: `[B, N, W]` float, discount of the transition.
+  edge_values: `[B, N, W]` float, the `Q(n, a)` that `n` used when it was last
     recomputed, so `Q(n) = (k(n) U(n) + sum_a N(n, a) edge_values(n, a)) / N(n)`
     holds at every node, shared or not; the live `Q(n, a)` may have moved since
     (stop_rule `"value_lag"` compares the two).
-  edge_non_finite: `[B, N, A]` bool, the edge's evaluation was not finite (NaN or
+  edge_non_finite: `[B, N, W]` bool, the edge's evaluation was not finite (NaN or
     infinite value, reward, discount or prior logit): it has no child, and the
     built-in selection rules never choose it again.
   embeddings: pytree of `[B, N, ...]`, the recurrent state of every node.
@@ -101,6 +114,10 @@ class Graph:
     finite (the value was taken as 0, the logits as uniform over valid actions).
   playouts_started: `[B]` int32, playouts selected, dropped ones included. It only
     grows, and stamps `path_marks`.
+  dropped_actions: `[B]` int32, valid actions (positive prior; at the root, not
+    invalid) left out of a node's slots because it had more than `K` (compact
+    edges only; 0 in a dense graph), summed over the nodes added and the roots of
+    the searches. Selection never reaches them.
   root_key_mismatches: `[B]` int32, searches continued from a graph whose root held
     another state's key than the searched root (under `jit`; outside it such a
     `graph=` is refused), or, with chance nodes, an afterstate (a graph rerooted by
@@ -139,6 +156,7 @@ class Graph:
   path_marks: chex.Array = dataclasses.field(metadata=_node_table(-1))
   children_index: chex.Array = dataclasses.field(metadata=_edge_table(UNEXPANDED))
   children_prior_logits: chex.Array = dataclasses.field(metadata=_node_table(0.0))
+  children_actions: chex.Array | None = dataclasses.field(metadata=_node_table(-1))
   edge_visits: chex.Array = dataclasses.field(metadata=_edge_table(0))
   edge_rewards: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
   edge_discounts: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
@@ -158,6 +176,7 @@ class Graph:
   non_finite_roots: chex.Array = dataclasses.field(metadata=_COUNTER)
   playouts_started: chex.Array = dataclasses.field(metadata=_COUNTER)
   root_key_mismatches: chex.Array = dataclasses.field(metadata=_COUNTER)
+  dropped_actions: chex.Array = dataclasses.field(metadata=_COUNTER)
 
   root_invalid_actions: chex.Array = dataclasses.field(metadata=_other(False))
   value_bounds: chex.Array = dataclasses.field(metadata=_other(0.0))
@@ -173,7 +192,51 @@ class Graph:
 
   @property
   def num_actions(self) -> int:
+    """`A`, the actions of the game (the width of `root_invalid_actions`)."""
+    return self.root_invalid_actions.shape[-1]
+
+  @property
+  def max_children(self) -> int:
+    """`W`, the edges per node: `K` with compact edges, `A` in a dense graph."""
     return self.children_index.shape[-1]
+
+  @property
+  def compact(self) -> bool:
+    """Whether edges are kept in slots (`GraphOptions.max_children`)."""
+    return self.children_actions is not None
+
+  def edge_actions(self, node_index: chex.Array) -> chex.Array:
+    """The action of each edge of one game's node: `[W]` int32 (`arange(A)` in a
+    dense graph; a slot's action, -1 for an empty slot, with compact edges)."""
+    if self.children_actions is None:
+      return jnp.arange(self.max_children, dtype=jnp.int32)
+    return self.children_actions[node_index]
+
+  @property
+  def root_invalid_edges(self) -> chex.Array:
+    """`[..., W]` bool, the root's edges a search may not select: its invalid actions
+    (`root_invalid_actions`) by edge, and with compact edges its empty slots. Works on
+    one game and on the batch."""
+    if self.children_actions is None:
+      return self.root_invalid_actions
+    actions = self.children_actions[..., ROOT_INDEX, :]
+    invalid = jnp.take_along_axis(self.root_invalid_actions, jnp.maximum(actions, 0), axis=-1)
+    return invalid | (actions < 0)
+
+  def root_row_to_actions(self, values: chex.Array, fill: chex.Numeric) -> chex.Array:
+    """`values [B, W]`, one per root edge, as `[B, A]`, one per action: `fill` for
+    actions no slot holds (compact edges); `values` itself in a dense graph."""
+    if self.children_actions is None:
+      return values
+    return scatter_to_actions(values, self.children_actions[:, ROOT_INDEX], self.num_actions, fill)
+
+  def actions_to_root_row(self, values: chex.Array, fill: chex.Numeric) -> chex.Array:
+    """`values [..., A]`, one per action, as one per root edge `[..., W]` (`fill` at
+    empty slots); `values` itself in a dense graph. Works on one game and on the
+    batch."""
+    if self.children_actions is None:
+      return values
+    return gather_from_actions(values, self.children_actions[..., ROOT_INDEX, :], fill)
 
   @property
   def num_simulations(self) -> int:
@@ -182,22 +245,22 @@ class Graph:
 
   @property
   def children_visits(self) -> chex.Array:
-    """mctx's name of `edge_visits`: `[B, N, A]` int32."""
+    """mctx's name of `edge_visits`: `[B, N, W]` int32."""
     return self.edge_visits
 
   @property
   def children_rewards(self) -> chex.Array:
-    """mctx's name of `edge_rewards`: `[B, N, A]` float."""
+    """mctx's name of `edge_rewards`: `[B, N, W]` float."""
     return self.edge_rewards
 
   @property
   def children_discounts(self) -> chex.Array:
-    """mctx's name of `edge_discounts`: `[B, N, A]` float."""
+    """mctx's name of `edge_discounts`: `[B, N, W]` float."""
     return self.edge_discounts
 
   @property
   def children_values(self) -> chex.Array:
-    """`[B, N, A]` float, `Q` of each edge's child (0 where unexpanded), as mctx's
+    """`[B, N, W]` float, `Q` of each edge's child (0 where unexpanded), as mctx's
     `children_values`; `qvalues = children_rewards + children_discounts *
     children_values`."""
     children = self.children_index
@@ -217,25 +280,60 @@ class Graph:
   def qvalues(self, node_index: chex.Array) -> chex.Array:
     """`Q(n, a) = r(n, a) + discount(n, a) * Q(child)`, 0 for unexpanded actions.
 
-    Works on one game (`node_index` a scalar, returns `[A]`) and on the batch
-    (`node_index` `[B]`, returns `[B, A]`).
+    Works on one game (`node_index` a scalar, returns `[W]`, by edge) and on the
+    batch (`node_index` `[B]`, returns `[B, W]`).
     """
     if self.children_index.ndim == 2:
       return _edge_qvalues(self, node_index)
     return jax.vmap(_edge_qvalues)(self, node_index)
 
   def summary(self) -> base.SearchSummary:
-    """Root statistics of every game, as `mctx.Tree.summary()`."""
+    """Root statistics of every game, as `mctx.Tree.summary()`: `[B, A]` visit
+    counts, probabilities and Q-values (0 for actions no slot holds), `[B]` value."""
     root = jnp.full((self.batch_size,), ROOT_INDEX)
     value = self.node_values[:, ROOT_INDEX]
-    visit_counts = self.edge_visits[:, ROOT_INDEX].astype(value.dtype)
+    visit_counts = self.root_row_to_actions(self.edge_visits[:, ROOT_INDEX].astype(value.dtype), 0)
     total = jnp.sum(visit_counts, axis=-1, keepdims=True)
     # A root with no visited edge (every action invalid) gets all-zero probabilities
     # rather than 0/0.
     visit_probs = visit_counts / jnp.maximum(total, 1)
     return base.SearchSummary(
-      visit_counts=visit_counts, visit_probs=visit_probs, value=value, qvalues=self.qvalues(root)
+      visit_counts=visit_counts,
+      visit_probs=visit_probs,
+      value=value,
+      qvalues=self.root_row_to_actions(self.qvalues(root), 0),
     )
+
+
+def edges_by_action(graph: Graph, table: chex.Array, fill: chex.Numeric) -> chex.Array:
+  """An edge table of `graph` (`[B, N, W]`, e.g. `graph.edge_visits`) by action,
+  `[B, N, A]`: with compact edges each slot's entry at its action and `fill` at
+  actions no slot holds; `table` itself in a dense graph (for inspection, tests and
+  pictures: it is `A` wide)."""
+  if graph.children_actions is None:
+    return table
+  return scatter_to_actions(table, graph.children_actions, graph.num_actions, fill)
+
+
+def scatter_to_actions(
+  values: chex.Array, actions: chex.Array, num_actions: int, fill: chex.Numeric
+) -> chex.Array:
+  """`[..., A]`: `values [..., K]` placed at their `actions [..., K]` (-1: none),
+  `fill` elsewhere."""
+  batch_shape = values.shape[:-1]
+  spread = jnp.full((*batch_shape, num_actions), fill, values.dtype)
+  flat = spread.reshape(-1, num_actions)
+  # An empty slot (-1) writes past the end, where mode="drop" discards it.
+  targets = jnp.where(actions < 0, num_actions, actions).reshape(-1, actions.shape[-1])
+  rows = jnp.arange(flat.shape[0])[:, None]
+  flat = flat.at[rows, targets].set(values.reshape(targets.shape), mode="drop")
+  return flat.reshape(spread.shape)
+
+
+def gather_from_actions(values: chex.Array, actions: chex.Array, fill: chex.Numeric) -> chex.Array:
+  """`[..., K]`: `values [..., A]` read at `actions [..., K]`, `fill` where -1."""
+  found = jnp.take_along_axis(values, jnp.maximum(actions, 0), axis=-1)
+  return jnp.where(actions < 0, jnp.asarray(fill, values.dtype), found)
 
 
 def _edge_qvalues(graph: Graph, node_index: chex.Array) -> chex.Array:
@@ -274,6 +372,7 @@ def empty_graph(
   value_bounds: tuple[float, float] | None = None,
   extra_data: chex.ArrayTree = None,
   recycle: Graph | None = None,
+  max_children: int | None = None,
 ) -> Graph:
   """A graph whose only node is the root.
 
@@ -288,15 +387,17 @@ def empty_graph(
     recycle: a graph of these shapes whose arrays are overwritten instead of
       allocating new ones (see `clear_used_rows`); the result is the same. Ignored
       when the whole graph fits in one clearing block (`_CLEAR_BYTES`).
+    max_children: `K`, compact edges (`GraphOptions.max_children`), or None (dense).
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
-  root_rows = _root_rows(root, root_key, root_invalid_actions)
+  root_rows, slots = _root_rows(root, root_key, root_invalid_actions, max_children)
   edge_dtypes = _edge_dtypes(value_dtype)
+  width = compact.slot_width(max_children, num_actions)
   # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
   # writes new buffers directly instead of broadcasting and copying into old ones.
   if recycle is None or clear_block_rows(recycle) >= capacity:
-    empty_tables = _filled_tables(root, root_rows, edge_dtypes, capacity, num_actions)
+    empty_tables = _filled_tables(root, root_rows, edge_dtypes, capacity, width)
     hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
   else:
     empty_tables = clear_used_rows(recycle)
@@ -309,10 +410,13 @@ def empty_graph(
   tables["embeddings"] = jax.tree_util.tree_map(
     set_root, empty_tables["embeddings"], root.embedding
   )
+  tables.setdefault("children_actions", None)
   for name in edge_dtypes:
     tables[name] = empty_tables[name]
   for name in COUNTER_FIELDS:
     tables[name] = jnp.zeros((batch_size,), jnp.int32)
+  if slots is not None:
+    tables["dropped_actions"] = slots.dropped
   if num_slots:
     start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
     hash_slots = batched.set_at(hash_slots, start, ROOT_INDEX)
@@ -328,14 +432,23 @@ def empty_graph(
 
 
 def _root_rows(
-  root: base.RootFnOutput, root_key: chex.Array, root_invalid_actions: chex.Array
-) -> dict[str, tuple[chex.Array, Any]]:
-  """`{name: (the root's entry [B, ...], dtype)}` of every node table but the
-  embeddings, in a new graph."""
+  root: base.RootFnOutput,
+  root_key: chex.Array,
+  root_invalid_actions: chex.Array,
+  max_children: int | None,
+) -> tuple[dict[str, tuple[chex.Array, Any]], compact.Slots | None]:
+  """`({name: (the root's entry [B, ...], dtype)}, slots)` of every node table but
+  the embeddings (and `children_actions` in a dense graph) in a new graph, and the
+  root's compact `Slots` (None in a dense graph)."""
   batch_size = root.prior_logits.shape[0]
   value_dtype = root.value.dtype
   root_terminal = jnp.all(root_invalid_actions, axis=-1)
-  return {
+  slots = None
+  prior_logits = root.prior_logits
+  if max_children is not None:
+    slots = compact.compact_row(prior_logits, root_invalid_actions, max_children)
+    prior_logits = slots.logits
+  rows = {
     "node_visits": (jnp.ones((batch_size,)), jnp.int32),
     "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
     "raw_values": (root.value, value_dtype),
@@ -345,8 +458,11 @@ def _root_rows(
     "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
     "proven_values": (jnp.zeros((batch_size,)), value_dtype),
     "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
-    "children_prior_logits": (root.prior_logits, root.prior_logits.dtype),
+    "children_prior_logits": (prior_logits, prior_logits.dtype),
   }
+  if slots is not None:
+    rows["children_actions"] = (slots.actions, jnp.int32)
+  return rows, slots
 
 
 def _edge_dtypes(value_dtype: Any) -> dict[str, Any]:
@@ -366,10 +482,10 @@ def _filled_tables(
   root_rows: dict[str, tuple[chex.Array, Any]],
   edge_dtypes: dict[str, Any],
   capacity: int,
-  num_actions: int,
+  width: int,
 ) -> dict[str, Any]:
-  """Every node and edge table of a new graph of `capacity` nodes, each filled with
-  its empty value (the root's row not yet set)."""
+  """Every node and edge table of a new graph of `capacity` nodes and `width` edges
+  per node, each filled with its empty value (the root's row not yet set)."""
   batch_size = root.prior_logits.shape[0]
   empty_tables = {
     name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
@@ -382,7 +498,7 @@ def _filled_tables(
     root.embedding,
   )
   for name, dtype in edge_dtypes.items():
-    empty_tables[name] = jnp.full((batch_size, capacity, num_actions), EDGE_FIELDS[name], dtype)
+    empty_tables[name] = jnp.full((batch_size, capacity, width), EDGE_FIELDS[name], dtype)
   return empty_tables
 
 

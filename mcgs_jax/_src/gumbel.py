@@ -41,6 +41,8 @@ from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, types
 from mcgs_jax._src import options as options_lib
+from mcgs_jax._src.batched import take
+from mcgs_jax._src.compact import slot_width
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.initial import check_inputs, finite_root
 from mcgs_jax._src.logits import mask_invalid_actions
@@ -185,11 +187,13 @@ def gumbel_muzero_root_action_selection(
   table = jnp.asarray(
     considered_visit_table(min(max_num_considered_actions, num_actions), num_simulations), jnp.int32
   )
-  num_valid = jnp.sum(~graph.root_invalid_actions).astype(jnp.int32)
+  num_valid = jnp.sum(~graph.root_invalid_edges).astype(jnp.int32)
   num_considered = jnp.minimum(min(max_num_considered_actions, num_actions), num_valid)
   step = jnp.clip(jnp.sum(visits), 0, num_simulations - 1)
   score = gumbel_scores(
-    graph.extra_data.root_gumbel, graph.children_prior_logits[node_index], completed_qvalues
+    graph.actions_to_root_row(graph.extra_data.root_gumbel, 0.0),
+    graph.children_prior_logits[node_index],
+    completed_qvalues,
   )
   scheduled = visits == table[num_considered, step]
   excluded = excluded_actions(graph, node_index, 0, solver)
@@ -308,7 +312,9 @@ def gumbel_muzero_policy(
   search_key, gumbel_key = jax.random.split(rng_key)
   extra_data = GumbelMuZeroExtraData(
     root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
-    root_visits_before=_root_visits_before(graph, invalid_actions.shape),
+    root_visits_before=_root_visits_before(
+      graph, (root.prior_logits.shape[0], slot_width(options.max_children, logits.shape[-1]))
+    ),
   )
   searched = search_with_checked_inputs(
     params,
@@ -337,7 +343,7 @@ def gumbel_muzero_policy(
 
 
 def _root_visits_before(graph: Graph | None, shape: tuple[int, int]) -> chex.Array:
-  """`[B, A]` int32, the root's edge visits of the graph a search continues (zeros
+  """`[B, W]` int32, the root's edge visits of the graph a search continues (zeros
   without one, and for a game whose graph is empty: it restarts from the root)."""
   if graph is None:
     return jnp.zeros(shape, jnp.int32)
@@ -359,21 +365,29 @@ def _sequential_halving_winner(
   actions may end on a different visit count; the best proven action where the
   solver has decided the root), and
   `softmax(logits + completed Q)` over the valid actions as the weights (zeros where
-  no action is valid). `logits`: `[B, A]`, the masked finite root logits."""
+  no action is valid). `logits`: `[B, A]`, the masked finite root logits. With
+  compact edges all of it is computed over the root's slots, and the weights are
+  zero at actions no slot holds."""
   visits = graph.edge_visits[:, ROOT_INDEX] - extra_data.root_visits_before
   completed_qvalues = jax.vmap(qtransform, in_axes=(0, None))(graph, ROOT_INDEX)
   excluded = excluded_root_edges(graph, options)
+  logits_row = graph.actions_to_root_row(logits, jnp.finfo(logits.dtype).min)
   score = score_considered(
     jnp.max(jnp.where(excluded, 0, visits), axis=-1, keepdims=True),
-    extra_data.root_gumbel,
-    logits,
+    graph.actions_to_root_row(extra_data.root_gumbel, 0.0),
+    logits_row,
     completed_qvalues,
     visits,
   )
-  action_weights = jax.nn.softmax(mask_invalid_actions(logits + completed_qvalues, invalid_actions))
-  no_valid_action = jnp.all(invalid_actions, axis=-1, keepdims=True)
+  invalid_row = invalid_actions if not graph.compact else graph.root_invalid_edges
+  action_weights = jax.nn.softmax(mask_invalid_actions(logits_row + completed_qvalues, invalid_row))
+  no_valid_action = jnp.all(invalid_row, axis=-1, keepdims=True)
+  action_weights = graph.root_row_to_actions(jnp.where(no_valid_action, 0.0, action_weights), 0.0)
+  best = masked_argmax(score, excluded)
+  if graph.compact:
+    best = jnp.maximum(take(graph.children_actions[:, ROOT_INDEX], best), 0)
   return types.PolicyOutput(
-    action=final_action(graph, masked_argmax(score, excluded), options),
-    action_weights=jnp.where(no_valid_action, 0.0, action_weights),
+    action=final_action(graph, best, options),
+    action_weights=action_weights,
     search_graph=graph,
   )

@@ -130,6 +130,7 @@ def initial_graph(
     root_invalid_actions=invalid_actions,
     value_bounds=options.value_bounds,
     extra_data=extra_data,
+    max_children=options.max_children,
   )
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
@@ -137,7 +138,7 @@ def initial_graph(
   if graph is not None and options.transpositions:
     _check_root_key(graph, root_key)
   fresh = new_graph(recycle=recycle)
-  start = fresh if graph is None else _continue(graph, fresh, extra_data)
+  start = fresh if graph is None else _continue(graph, fresh, extra_data, root.prior_logits)
   return start.replace(non_finite_roots=start.non_finite_roots + root_non_finite)
 
 
@@ -215,8 +216,11 @@ def _check_tables(name: str, given: Graph, expected: Graph) -> None:
       )
 
 
-def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
-  """`graph` with the root's new prior logits, invalid actions and terminal flag
+def _continue(
+  graph: Graph, fresh: Graph, extra_data: chex.ArrayTree, root_logits: chex.Array
+) -> Graph:
+  """`graph` with the root's new prior logits (`root_logits [B, A]`; with compact
+  edges read at the slots the root already has), invalid actions and terminal flag
   and the search's `value_bounds` from `fresh` (the fresh graph of the new root
   evaluation), and `fresh` whole in games where `graph` is empty or stores another
   key at its root than `fresh` (`[B, L]` keys; `L = 0` in tree mode, where no key
@@ -230,10 +234,12 @@ def _continue(graph: Graph, fresh: Graph, extra_data: chex.ArrayTree) -> Graph:
   graph = where_per_game(
     ~kept | mismatched, fresh.replace(extra_data=None), graph.replace(extra_data=None)
   )
+  root_row = fresh.children_prior_logits[:, ROOT_INDEX]
+  if graph.compact:
+    lowest = jnp.finfo(root_row.dtype).min
+    root_row = graph.actions_to_root_row(root_logits.astype(root_row.dtype), lowest)
   return graph.replace(
-    children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(
-      fresh.children_prior_logits[:, ROOT_INDEX]
-    ),
+    children_prior_logits=graph.children_prior_logits.at[:, ROOT_INDEX].set(root_row),
     root_invalid_actions=fresh.root_invalid_actions,
     # The bounds this search was given apply, not the ones the graph was built with.
     value_bounds=fresh.value_bounds,

@@ -86,6 +86,17 @@ class GraphOptions:
     N(n)`. Terminal and proven nodes are exact and take no sample. Counted in
     `Graph.folded_evaluations`. Worth it for stochastic evaluators (rollouts); a
     deterministic network repeats itself. Off: `k(n) = 1` everywhere.
+  max_children: compact edges: every node keeps its `K = max_children` valid
+    actions of highest prior in `K` slots (`Graph.children_actions`), and every
+    edge table is `[B, N, K]` instead of `[B, N, A]`, as KataGo and CrazyAra keep
+    only the children of legal moves. Valid: a positive prior (the game adapters
+    give illegal actions a zero prior) and, at the root, not invalid. With `K` at
+    least every node's valid count (e.g. `mcgs_jax.games.max_legal_actions`) the
+    search is the dense one: the same actions and visits, values to rounding. A node
+    with more valid actions keeps the `K` most likely; the others are counted in
+    `Graph.dropped_actions` and never searched, at the root too (they get weight 0
+    and are never played). Outputs (`action`, `action_weights`, `summary()`) stay
+    `[B]` / `[B, A]`. None (default): dense edge tables, one column per action.
   """
 
   hash_fn: types.HashFn | None = None
@@ -99,6 +110,7 @@ class GraphOptions:
   value_bounds: tuple[float, float] | None = (-1.0, 1.0)
   num_parallel: int = 1
   fold_evaluations: bool = False
+  max_children: int | None = None
 
   def __post_init__(self) -> None:
     for name in ("transpositions", "solver", "fold_evaluations"):
@@ -116,6 +128,8 @@ class GraphOptions:
       checks.check_int("capacity", self.capacity, minimum=2, maximum=MAX_CAPACITY)
     checks.check_int("probe_window", self.probe_window, minimum=1)
     checks.check_int("num_parallel", self.num_parallel, minimum=1)
+    if self.max_children is not None:
+      checks.check_int("max_children", self.max_children, minimum=1)
     if self.value_bounds is not None:
       object.__setattr__(self, "value_bounds", _checked_bounds(self.value_bounds))
 
@@ -158,6 +172,7 @@ class GraphKeywords(TypedDict, total=False):
   value_bounds: tuple[float, float] | None
   num_parallel: int
   fold_evaluations: bool
+  max_children: int | None
 
 
 GRAPH_KEYWORDS = tuple(field.name for field in dataclasses.fields(GraphOptions))

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from mcgs_jax._src import checks, random_bits, types
 from mcgs_jax._src.backup import backup
 from mcgs_jax._src.batched import add_at, drop_unless, set_at, take
-from mcgs_jax._src.expand import link
+from mcgs_jax._src.expand import edge_action, link
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import GraphOptions
 from mcgs_jax._src.select import Path, last_edge, select
@@ -120,7 +120,10 @@ def _evaluate_in_parallel(
   keys an evaluator splits per row: with the games sharded over devices, these `K *
   B` rows (not the tables) move between devices, there and back."""
   num_parallel, batch_size = paths.length.shape
-  parents, actions = jax.vmap(last_edge)(paths)  # [K, B]
+  parents, edges = jax.vmap(last_edge)(paths)  # [K, B]
+  actions = jax.vmap(lambda game_parents, game_edges: edge_action(graph, game_parents, game_edges))(
+    parents, edges
+  )
   flat = lambda x: x.reshape((num_parallel * batch_size,) + x.shape[2:])
   unflat = lambda x: x.reshape((num_parallel, batch_size) + x.shape[1:])
   parent_embedding = jax.tree_util.tree_map(

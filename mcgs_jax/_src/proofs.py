@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import rows
+from mcgs_jax._src.batched import take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 
 # Relative tolerance within which an exact value counts as equal to a bound: exact
@@ -52,9 +53,10 @@ def _at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
 
 
 def legal_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
-  """`[A]` bool: actions with a positive prior (and valid at the root)."""
+  """`[W]` bool: edges with a positive prior (and valid at the root; an empty slot
+  of compact edges has a zero prior)."""
   legal = rows.softmax(graph.children_prior_logits[node_index]) > 0
-  return legal & ~(graph.root_invalid_actions & (node_index == ROOT_INDEX))
+  return legal & ~(graph.root_invalid_edges & (node_index == ROOT_INDEX))
 
 
 def proven_edges(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
@@ -171,7 +173,8 @@ def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
 
 def best_proven_action(graph: Graph) -> tuple[chex.Array, chex.Array]:
   """`([B] bool, [B] int32)`: whether the root is proven or has an edge that proves
-  it at once (`winning_edges`), and the best proven root action."""
+  it at once (`winning_edges`), and the best proven root edge (its slot, with
+  compact edges)."""
 
   def one(graph: Graph) -> tuple[chex.Array, chex.Array]:
     legal = legal_edges(graph, ROOT_INDEX)
@@ -188,4 +191,6 @@ def prefer_proven(graph: Graph, action: chex.Array) -> chex.Array:
   """`action` `[B]`, replaced by the best proven root action where the root is decided
   (proven, or holding an edge that proves it at once)."""
   decided, best = best_proven_action(graph)
+  if graph.compact:
+    best = take(graph.children_actions[:, ROOT_INDEX], best)
   return jnp.where(decided, best, action)

@@ -117,9 +117,25 @@ def uniform(key: chex.PRNGKey, shape: tuple[int, ...]) -> chex.Array:
   key = jnp.asarray(key)
   if _flag("jax_enable_x64") or not _fast_path(key, 0):
     return jax.random.uniform(key, shape)
-  words, _ = _key_words(key)
   size = int(np.prod(shape, dtype=np.int64))
-  counts = jnp.arange(size, dtype=jnp.uint32).reshape(shape)
+  return uniform_at(key, jnp.arange(size, dtype=jnp.uint32).reshape(shape))
+
+
+def uniform_at(key: chex.PRNGKey, counters: chex.Array) -> chex.Array:
+  """`jax.random.uniform(key, [M])[counters]` for one key and integer `counters >= 0`
+  (any shape, all below `M`), without drawing the other floats: the floats a dense
+  row of `M` actions draws at the actions a row of slots holds. Outside the fast
+  path's configuration, where `jax.random`'s bits for index `i` are not a function of
+  `i` alone, the floats come from `jax.random.fold_in(key, i)` instead: uniform and
+  independent per counter, not the dense row's. Vmappable."""
+  key = jnp.asarray(key)
+  counts = jnp.asarray(counters).astype(jnp.uint32)
+  if _flag("jax_enable_x64") or not _fast_path(key, 0):
+    flat = jax.vmap(lambda count: jax.random.uniform(jax.random.fold_in(key, count)))(
+      counts.reshape(-1)
+    )
+    return flat.reshape(counts.shape)
+  words, _ = _key_words(key)
   high, low = threefry2x32(words[0], words[1], jnp.zeros_like(counts), counts)
   mantissa = ((high ^ low) >> _MANTISSA_SHIFT) | _ONE_BITS
   # jax.random then takes max(0, floats * (1 - 0) + 0): the same floats, all >= 0.

@@ -6,16 +6,17 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import proofs, selection, types
+from mcgs_jax._src.batched import take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.logits import apply_temperature, probs_to_logits
 from mcgs_jax._src.options import GraphOptions
 
 
 def excluded_root_edges(graph: Graph, options: GraphOptions) -> jax.Array:
-  """`[B, A]` bool: root edges a policy never plays, the invalid actions and with the
-  solver the edges it rules out (proven losses, proven edges another proven edge
-  beats)."""
-  excluded = graph.root_invalid_actions
+  """`[B, W]` bool: root edges a policy never plays, the invalid actions (and empty
+  slots) and with the solver the edges it rules out (proven losses, proven edges
+  another proven edge beats)."""
+  excluded = graph.root_invalid_edges
   if options.solver:
     excluded |= jax.vmap(proofs.excluded_edges, in_axes=(0, None))(graph, 0)
   return excluded
@@ -35,20 +36,24 @@ def fallback_action(graph: Graph, action: jax.Array, weights: jax.Array) -> jax.
   highest prior logit: a legal action whenever the root has one (action 0 when every
   action is invalid)."""
   best_prior = jax.vmap(selection.masked_argmax)(
-    graph.children_prior_logits[:, ROOT_INDEX], graph.root_invalid_actions
+    graph.children_prior_logits[:, ROOT_INDEX], graph.root_invalid_edges
   )
+  if graph.compact:
+    best_prior = jnp.maximum(take(graph.children_actions[:, ROOT_INDEX], best_prior), 0)
   return jnp.where(jnp.any(weights > 0, axis=-1), action, best_prior).astype(jnp.int32)
 
 
 def _root_weights(graph: Graph, options: GraphOptions) -> tuple[jax.Array, jax.Array]:
   """`(action_weights, excluded)`, `[B, A]` each: the visit distribution over the
   root's valid edges (a continued graph may hold visits of an edge invalid at this
-  root: they are left out), and `excluded_root_edges`."""
+  root: they are left out), and `excluded_root_edges` by action (with compact edges
+  an action no slot holds is excluded)."""
   visit_counts = graph.summary().visit_counts
   num_actions = visit_counts.shape[-1]
   # A stochastic graph's root rows are wider than its `A` decision actions.
-  invalid = graph.root_invalid_actions[:, :num_actions]
-  excluded = excluded_root_edges(graph, options)[:, :num_actions]
+  invalid = graph.root_row_to_actions(graph.root_invalid_edges, True)[:, :num_actions]
+  excluded = graph.root_row_to_actions(excluded_root_edges(graph, options), True)
+  excluded = excluded[:, :num_actions]
   visit_counts = jnp.where(invalid, 0.0, visit_counts)
   total = jnp.sum(visit_counts, axis=-1, keepdims=True)
   # max(., 1): a root with no visited valid edge gets all-zero weights, not 0/0.

@@ -42,8 +42,8 @@ Conventions of `reroot`:
     the graph full.
   * A game gets an *empty* graph (`num_nodes == 0`, visits 0, children -1, slots -1,
     counters 0) when its graph was empty, its root is terminal, the chosen edge was
-    never expanded, its child is terminal (the game is over), or `action` is out of
-    `[0, A)` at run time. A search continuing the graph starts such a game afresh
+    never expanded (with compact edges: or no root slot holds it), its child is
+    terminal (the game is over), or `action` is out of `[0, A)` at run time. A search continuing the graph starts such a game afresh
     from its new root.
 """
 
@@ -385,6 +385,17 @@ def _renumbering(kept: jax.Array, new_root: jax.Array) -> tuple[jax.Array, jax.A
   return new_index, source, num_kept
 
 
+def _root_child(graph: Graph, action: jax.Array) -> jax.Array:
+  """`[B]` int32, the child of the root edge of `action [B]` (clipped to `[0, A)`),
+  -1 if unexpanded; with compact edges the edge is the slot holding the action, and
+  where no slot does (an action the search left out) the child is -1 too."""
+  children = graph.children_index[:, ROOT_INDEX]
+  if not graph.compact:
+    return take(children, jnp.clip(action, 0, graph.num_actions - 1))
+  held = graph.children_actions[:, ROOT_INDEX] == action[:, None]  # [B, K]
+  return jnp.where(jnp.any(held, axis=-1), take(children, jnp.argmax(held, axis=-1)), -1)
+
+
 def reroot(
   graph: Graph,
   action: jax.Array,
@@ -422,7 +433,7 @@ def reroot(
   action = _check_action(graph, action)
   capacity, num_actions = graph.capacity, graph.num_actions
   in_range = (action >= 0) & (action < num_actions)
-  child = take(graph.children_index[:, ROOT_INDEX], jnp.clip(action, 0, num_actions - 1))
+  child = _root_child(graph, action)
   clamped_child = jnp.maximum(child, 0)
   keep_game = (
     (graph.num_nodes > 0)

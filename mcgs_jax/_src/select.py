@@ -35,7 +35,9 @@ class Path:
   """The playout of one simulation in every game (`D` = longest path allowed).
 
   nodes: `[B, D]` int32, node at depth d, valid for `d < length`.
-  actions: `[B, D]` int32, action chosen at depth d, valid for `d < length`.
+  actions: `[B, D]` int32, edge chosen at depth d (the action; with compact edges
+    the slot, whose action is `graph.children_actions[node, slot]`), valid for
+    `d < length`.
   length: `[B]` int32, edges taken; 0 when the root is terminal, and set to 0 by
     `link` for a playout it drops (see there).
   leaf: `[B]` int32, node where the playout ended, set by `link`: the child of the
@@ -48,7 +50,7 @@ class Path:
     has linked that edge since).
   leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
     more sample of its value (`fold_evaluations`); backup recomputes the leaf.
-  legal: `[B, D, A]` bool or None: with the solver, the legal edges
+  legal: `[B, D, W]` bool or None: with the solver, the legal edges
     (`proofs.legal_edges`) of the node at depth d, valid for `d < length`, as
     selection found them (a node's prior never changes once it is in the graph), so
     that backup's proofs need not read the prior again. None without the solver or
@@ -134,15 +136,19 @@ def _usable_actions(
   graph: Graph, node: chex.Array, actions: chex.Array, *, at_root: bool
 ) -> chex.Array:
   """`actions [B]`, where a rule chose an edge marked `edge_non_finite`, an invalid
-  root action or an action outside `[0, A)`, replaced by the valid unmarked action
-  with the highest prior logit (action 0 when there is none). The built-in rules
+  root action, an empty slot (compact edges) or an edge outside `[0, W)`, replaced
+  by the valid unmarked edge with the highest prior logit (edge 0 when there is
+  none). The built-in rules
   choose none of these; this keeps rules that do not mask them (custom rules,
   Gumbel's interior rule) from spending every playout on a state that cannot be
   evaluated, or on an edge that does not exist."""
-  non_finite = take(graph.edge_non_finite, node)  # [B, A]
-  blocked = (non_finite | graph.root_invalid_actions) if at_root else non_finite
+  blocked = take(graph.edge_non_finite, node)  # [B, W]
+  if at_root:
+    blocked |= graph.root_invalid_edges
+  if graph.compact:
+    blocked |= take(graph.children_actions, node) < 0
   fallback = masked_argmax(take(graph.children_prior_logits, node), blocked)
-  in_range = (actions >= 0) & (actions < graph.num_actions)
+  in_range = (actions >= 0) & (actions < graph.max_children)
   replace = (take(blocked, actions) & jnp.any(~blocked, axis=-1)) | ~in_range
   return jnp.where(replace, fallback, actions)
 
@@ -188,7 +194,7 @@ def _at_root(
   if record_legal:
     root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
     root_legal = jax.vmap(proofs.legal_edges)(graph, root)
-    legal = jnp.zeros((batch_size, buffer_depth, graph.num_actions), jnp.bool_)
+    legal = jnp.zeros((batch_size, buffer_depth, graph.max_children), jnp.bool_)
     legal = legal.at[:, 0].set(root_legal)
   return _Descent(
     depth=jnp.int32(0),
@@ -344,7 +350,7 @@ def select(
   keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
-  record_legal = options.solver and buffer_depth * graph.num_actions <= MAX_RECORDED_LEGAL
+  record_legal = options.solver and buffer_depth * graph.max_children <= MAX_RECORDED_LEGAL
   root_descent = _at_root(graph, keys, stamp, buffer_depth, record_legal)
   descent = take_edges(root_descent, root_actions, at_root=True)
 

@@ -24,13 +24,24 @@ from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax, tie_broken_a
 def excluded_actions(
   graph: Graph, node_index: chex.Array, depth: chex.Array, solver: bool
 ) -> chex.Array:
-  """`[A]` bool: the root's invalid actions at depth 0, edges whose evaluation was
-  not finite (`graph.edge_non_finite`), and with `solver` the proven edges not worth
-  a playout (`proofs.excluded_edges`)."""
-  excluded = (graph.root_invalid_actions & (depth == 0)) | graph.edge_non_finite[node_index]
+  """`[W]` bool: the root's invalid actions at depth 0, edges whose evaluation was
+  not finite (`graph.edge_non_finite`), with compact edges the empty slots, and with
+  `solver` the proven edges not worth a playout (`proofs.excluded_edges`)."""
+  excluded = (graph.root_invalid_edges & (depth == 0)) | graph.edge_non_finite[node_index]
+  if graph.compact:
+    excluded |= graph.edge_actions(node_index) < 0
   if solver:
     excluded |= proofs.excluded_edges(graph, node_index)
   return excluded
+
+
+def action_uniforms(rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array) -> chex.Array:
+  """`[W]` floats in [0, 1), one per edge of one game's node: `uniform(rng_key, [A])`
+  in a dense graph, and with compact edges the float of each slot's action in that
+  row (`random_bits.uniform_at`), so a slot's tie-break is its action's."""
+  if not graph.compact:
+    return random_bits.uniform(rng_key, (graph.max_children,))
+  return random_bits.uniform_at(rng_key, jnp.maximum(graph.edge_actions(node_index), 0))
 
 
 def muzero_action_selection(
@@ -65,6 +76,7 @@ def muzero_action_selection(
     value_score + policy_score,
     excluded_actions(graph, node_index, depth, solver),
     ~graph.node_terminal[node_index],
+    graph.children_actions[node_index] if graph.compact else None,
   )
 
 
@@ -136,7 +148,7 @@ def uct_action_selection(
   bonus = c * jnp.sqrt(jnp.log(total.astype(win_rate.dtype)) / jnp.maximum(edge_visits, 1))
   # Unvisited edges outrank every visited one (scores of visited edges stay below 1e6).
   scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
-  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, (graph.num_actions,))
+  tie_break = TIE_BREAK_SCALE * action_uniforms(rng_key, graph, node_index)
   illegal = rows.softmax(graph.children_prior_logits[node_index]) == 0
   return masked_argmax(
     scores + tie_break * jnp.maximum(scores, 1.0),

@@ -44,11 +44,19 @@ def masked_argmax(scores: chex.Array, invalid_actions: chex.Array | None) -> che
 
 
 def _drawn_argmax(
-  rng_key: chex.PRNGKey, scores: chex.Array, invalid_actions: chex.Array, drawn: chex.Array
+  rng_key: chex.PRNGKey,
+  scores: chex.Array,
+  invalid_actions: chex.Array,
+  drawn: chex.Array,
+  actions: chex.Array | None,
 ) -> chex.Array:
   """One game's choice with the tie-break drawn (or the plain argmax where not
-  `drawn`)."""
-  tie_break = TIE_BREAK_SCALE * random_bits.uniform(rng_key, scores.shape)
+  `drawn`); `actions`: see `tie_broken_argmax`."""
+  if actions is None:
+    uniform = random_bits.uniform(rng_key, scores.shape)
+  else:
+    uniform = random_bits.uniform_at(rng_key, jnp.maximum(actions, 0))
+  tie_break = TIE_BREAK_SCALE * uniform
   return jnp.where(
     drawn,
     masked_argmax(scores + tie_break, invalid_actions),
@@ -71,7 +79,11 @@ def decided_without_tie_break(
 
 @jax.custom_batching.custom_vmap
 def tie_broken_argmax(
-  rng_key: chex.PRNGKey, scores: chex.Array, invalid_actions: chex.Array, drawn: chex.Array
+  rng_key: chex.PRNGKey,
+  scores: chex.Array,
+  invalid_actions: chex.Array,
+  drawn: chex.Array,
+  actions: chex.Array | None = None,
 ) -> chex.Array:
   """`masked_argmax(scores + TIE_BREAK_SCALE * uniform(rng_key, [A]), invalid_actions)`
   for one game, bit for bit, drawing the floats only where they can change it.
@@ -82,11 +94,14 @@ def tie_broken_argmax(
     invalid_actions: `[A]` bool, actions never chosen.
     drawn: scalar bool; False where the choice is not used: the plain argmax, no
       tie-break.
+    actions: `[A]` int32, the action of each entry (compact edges: a node's
+      slots), whose floats the tie-break draws, so that a slot gets its action's
+      float of a dense row; None: entry `i` is action `i`.
 
   Returns:
     Scalar int32, the valid action with the highest score (action 0 when none is).
   """
-  return _drawn_argmax(rng_key, scores, invalid_actions, drawn)
+  return _drawn_argmax(rng_key, scores, invalid_actions, drawn, actions)
 
 
 @tie_broken_argmax.def_vmap
@@ -97,16 +112,18 @@ def _tie_broken_argmax_batch(
   scores: chex.Array,
   invalid_actions: chex.Array,
   drawn: chex.Array,
+  actions: chex.Array | None = None,
 ) -> tuple[chex.Array, bool]:
   """`tie_broken_argmax` of `axis_size` games: the plain argmax when no game needs
   the tie-break, else the tie-break drawn in every game that draws."""
-  rng_key, scores, invalid_actions, drawn = (
-    value if batched else jnp.broadcast_to(value, (axis_size, *jnp.shape(value)))
-    for value, batched in zip((rng_key, scores, invalid_actions, drawn), in_batched, strict=True)
+  arguments = (rng_key, scores, invalid_actions, drawn, actions)
+  rng_key, scores, invalid_actions, drawn, actions = (
+    value if batched or value is None else jnp.broadcast_to(value, (axis_size, *jnp.shape(value)))
+    for value, batched in zip(arguments, in_batched, strict=True)
   )
-  actions = jax.lax.cond(
+  choice = jax.lax.cond(
     jnp.all(decided_without_tie_break(scores, invalid_actions, drawn)),
     lambda: masked_argmax(scores, invalid_actions),
-    lambda: jax.vmap(_drawn_argmax)(rng_key, scores, invalid_actions, drawn),
+    lambda: jax.vmap(_drawn_argmax)(rng_key, scores, invalid_actions, drawn, actions),
   )
-  return actions, True
+  return choice, True

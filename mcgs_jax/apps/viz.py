@@ -114,10 +114,15 @@ def subgraph(
       heapq.heappush(queue, (-int(visits[child]), child))
 
   kept_set = set(kept)
+  # With compact edges an edge's column is a slot; its action is the slot's.
+  if graph.children_actions is None:
+    edge_actions = np.broadcast_to(np.arange(children.shape[1]), children.shape)
+  else:
+    edge_actions = _one_game(graph.children_actions, game_index, 2)
   edges = sorted(
-    (node, action, child, int(edge_visits[node, action]))
+    (node, int(edge_actions[node, edge]), child, int(edge_visits[node, edge]))
     for node in kept
-    for action, child in enumerate(children[node].tolist())
+    for edge, child in enumerate(children[node].tolist())
     if child in kept_set
   )
   return SubGraph(
