@@ -34,7 +34,7 @@ OPTIONS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _position(name, batch_size=BATCH, plies=2):
   """A game, its states `plies` random moves in, and their root."""
   game = make_game(name)

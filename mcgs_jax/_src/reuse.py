@@ -43,8 +43,8 @@ Conventions of `reroot`:
   * A game gets an *empty* graph (`num_nodes == 0`, visits 0, children -1, slots -1,
     counters 0) when its graph was empty, its root is terminal, the chosen edge was
     never expanded (with compact edges: or no root slot holds it), its child is
-    terminal (the game is over), or `action` is out of `[0, A)` at run time. A search continuing the graph starts such a game afresh
-    from its new root.
+    terminal (the game is over), or `action` is out of `[0, A)` at run time. A
+    search continuing the graph starts such a game afresh from its new root.
 """
 
 from typing import Any
