@@ -160,6 +160,25 @@ SPECS = {
       ],
     ),
     Spec(
+      "go_19x19",
+      12,
+      position=lambda s: (jnp.sign(s._x.board), s._x.color),
+      position_is_everything=False,
+      line=[0, 180, 361, 360],
+      # same stones, but different earlier boards for positional superko
+      apart=[([0, 180, 360], [360, 180, 0])],
+      changes=[
+        ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
+        ("passes", lambda s: _replace_x(s, consecutive_pass_count=s._x.consecutive_pass_count + 1)),
+        ("ko point", lambda s: _replace_x(s, ko=jnp.full_like(s._x.ko, 20))),
+        ("superko flag", lambda s: _replace_x(s, is_psk=~s._x.is_psk)),
+        (
+          "superko history",
+          lambda s: _replace_x(s, hash_history=s._x.hash_history.at[:, 0, 0].add(1)),
+        ),
+      ],
+    ),
+    Spec(
       "chess",
       30,
       position=lambda s: (s._x.board, s._x.color),
@@ -215,6 +234,23 @@ SPECS = {
         ("hand", lambda s: s.replace(_hand=s._hand.at[:, 1, 0].add(1))),
         ("step count", lambda s: s.replace(_step_count=s._step_count + 2)),
         ("pgx hash", lambda s: s.replace(_zobrist_hash=s._zobrist_hash ^ 1)),
+      ],
+    ),
+    Spec(
+      "shogi",
+      12,
+      # no rule looks at history: the position and the step count are everything
+      position=lambda s: (s._x.board, s._x.hand, s._x.color, s._x.step_count),
+      position_is_everything=True,
+      # pawn pushes (action = direction * 81 + square; 0 is "up", square = 9 * file
+      # + rank): the same three pawns moved in two orders
+      line=[5, 5, 23],
+      meet=[([5, 5, 23], [23, 5, 5])],
+      changes=[
+        ("colour", lambda s: _replace_x(s, color=1 - s._x.color)),
+        ("hand", lambda s: _replace_x(s, hand=s._x.hand.at[:, 0, 0].add(1))),
+        ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
+        ("board", lambda s: _replace_x(s, board=s._x.board.at[:, 40].set(0))),
       ],
     ),
   ]
@@ -281,8 +317,8 @@ GAMES = list(SPECS)
 
 
 def test_unknown_env_id_raises_value_error_naming_supported_ids():
-  for env_id in ["go_19x19", "shogi", "2048", "no_such_game"]:
-    with pytest.raises(ValueError, match=f"'{env_id}'.*tic_tac_toe.*animal_shogi"):
+  for env_id in ["go_13x13", "kuhn_poker", "2048", "no_such_game"]:
+    with pytest.raises(ValueError, match=f"'{env_id}'.*tic_tac_toe.*shogi"):
       game_keys.transposition_key_fn(env_id)
 
 
