@@ -314,6 +314,16 @@ def _game(env_id: str) -> _Game:
 
 
 GAMES = list(SPECS)
+# shogi's step compiles slowly (a quarter minute): its variants run in the slow set,
+# and tests/test_large_pgx_games.py checks its key without stepping
+SLOW_GAMES = {"shogi"}
+
+
+def _params(games):
+  """`games` as parametrize values, those of `SLOW_GAMES` marked slow."""
+  return [
+    pytest.param(game, marks=pytest.mark.slow) if game in SLOW_GAMES else game for game in games
+  ]
 
 
 def test_unknown_env_id_raises_value_error_naming_supported_ids():
@@ -339,7 +349,7 @@ def test_key_is_uint32_batch_by_lanes(env_id, lanes):
 
 
 @pytest.mark.quick_variants("tic_tac_toe", "connect_four", "chess", "hex")
-@pytest.mark.parametrize("env_id", GAMES)
+@pytest.mark.parametrize("env_id", _params(GAMES))
 def test_random_play_never_merges_different_positions(env_id):
   """Over all states of ROWS random games: equal keys imply equal positions; where
   the position is everything that decides the future, equal positions imply equal
@@ -359,7 +369,7 @@ def test_random_play_never_merges_different_positions(env_id):
   assert len(position_of_key) > ROWS  # the games went somewhere
 
 
-@pytest.mark.parametrize("env_id", GAMES)
+@pytest.mark.parametrize("env_id", _params(GAMES))
 def test_key_ignores_which_player_id_moves_first(env_id):
   """The same line in games with different seat draws: same key."""
   game = _game(env_id)
@@ -372,7 +382,7 @@ def test_key_ignores_which_player_id_moves_first(env_id):
   assert len({bytes(k) for k in np.asarray(keys[: len(line) + 1, 0])}) == len(line) + 1
 
 
-@pytest.mark.parametrize("env_id", [g for g in GAMES if SPECS[g].meet])
+@pytest.mark.parametrize("env_id", _params([g for g in GAMES if SPECS[g].meet]))
 def test_transposing_move_orders_meet(env_id):
   game = _game(env_id)
   pairs = game.spec.meet
@@ -395,7 +405,7 @@ def test_hex_key_ignores_pgx_group_labels():
   assert (board[0] != board[1]).any() and (np.sign(board[0]) == np.sign(board[1])).all()
 
 
-@pytest.mark.parametrize("env_id", [g for g in GAMES if SPECS[g].apart])
+@pytest.mark.parametrize("env_id", _params([g for g in GAMES if SPECS[g].apart]))
 def test_move_orders_that_must_not_meet_get_different_keys(env_id):
   game = _game(env_id)
   lines = [line for pair in game.spec.apart for line in pair]
@@ -418,7 +428,7 @@ def test_history_only_differences_keep_the_board():
         np.testing.assert_array_equal(position[2 * i], position[2 * i + 1])
 
 
-@pytest.mark.parametrize("env_id", GAMES)
+@pytest.mark.parametrize("env_id", _params(GAMES))
 def test_single_field_changes_change_the_key(env_id):
   game = _game(env_id)
   final, _, _ = game.play([game.spec.line] * ROWS)

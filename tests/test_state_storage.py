@@ -81,7 +81,7 @@ def test_stored_states_play_the_same_game_as_pgx(spec):
   states: the restored states equal pgx's leaf for leaf (the observation aside,
   which nodes do not store), and so do the rewards, the legal actions and the keys."""
   game = adapter.make_game(spec)
-  init = game.init(jax.random.PRNGKey(1), 3)
+  init = jax.jit(game.init, static_argnums=1)(jax.random.PRNGKey(1), 3)  # eager: slow
   state = jax.tree.map(lambda a, b: a.at[2].set(b[2]), init, _steps_left(init, spec, 3))
 
   play = jax.jit(lambda state, lines: _play_both(game, state, lines, 7))

@@ -344,20 +344,23 @@ def make_game(
   hash_fn = _hash_fn_for_env(env, lanes)
   if evaluator is None:
     evaluator = evaluators.uniform_evaluator()
+  # The shapes of one state: pgx's `env.num_actions` would run `init` eagerly (10 s
+  # for shogi).
+  state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
   return Game(
     env=env,
     evaluator=evaluator,
     hash_fn=hash_fn,
-    num_actions=int(env.num_actions),
-    observation_spec=_observation_spec(env),
+    num_actions=int(state.legal_action_mask.shape[-1]),
+    observation_spec=_observation_spec(state),
     store_observation=store_observation,
-    storage=storage_for(env) if compact_state else None,
+    storage=storage_for(getattr(env, "id", None), state) if compact_state else None,
   )
 
 
-def _observation_spec(env) -> tuple | None:
-  """`(shape, dtype)` of the observation of one `env.init` state, None if it has none."""
-  state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
+def _observation_spec(state) -> tuple | None:
+  """`(shape, dtype)` of the observation of one state (or its shapes), None if it has
+  none."""
   observation = getattr(state, "observation", None)
   if observation is None:
     return None

@@ -117,18 +117,20 @@ class StateStorage:
     return self._map("restore", state)
 
 
-def storage_for(env) -> StateStorage | None:
-  """The `StateStorage` of a pgx env whose id is in `STORED_AS`, else None.
+def storage_for(env_id: str | None, state) -> StateStorage | None:
+  """The `StateStorage` of a pgx game whose id is in `STORED_AS`, else None.
+
+  Args:
+    env_id: the env's id (`env.id`), or None for an env without one.
+    state: one unbatched state of the env, or its shapes (`jax.eval_shape`).
 
   Raises:
     ValueError: when a path of `STORED_AS` is not a leaf of the env's state, or a
       `"bits"` leaf is not bool (a pgx version with another state layout).
   """
-  env_id = getattr(env, "id", None)
   table = STORED_AS.get(env_id) if isinstance(env_id, str) else None
   if table is None:
     return None
-  state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
   shapes = {
     jax.tree_util.keystr(path): leaf for path, leaf in jax.tree_util.tree_leaves_with_path(state)
   }
