@@ -9,7 +9,12 @@ import pytest
 from mcgs_jax.games import adapter, storage
 
 STEPS = 16  # moves per game
-STEP_LIMITS = {"chess": 512, "shogi": 512, "go_19x19": 722}  # pgx ends the game there
+STEP_LIMITS = {
+  "chess": 512,
+  "shogi": 512,
+  "go_9x9": 162,
+  "go_19x19": 722,
+}  # pgx ends the game there
 
 
 def _steps_left(state, spec: str, steps_left: int):
@@ -72,6 +77,7 @@ def _lines(spec, num_games):
   [
     "chess",
     pytest.param("shogi", marks=pytest.mark.slow),
+    pytest.param("go_9x9", marks=pytest.mark.slow),
     pytest.param("go_19x19", marks=pytest.mark.slow),
   ],
 )
@@ -112,7 +118,7 @@ def _leaves(tree):
   }
 
 
-@pytest.mark.parametrize("spec", ["chess", "shogi", "go_19x19"])
+@pytest.mark.parametrize("spec", ["chess", "shogi", "go_9x9", "go_19x19"])
 def test_stored_states_are_smaller(spec):
   """Bytes per stored state (printed: `pytest -s`): fewer than pgx's state without
   its observation, and the same as it with `compact_state=False`."""

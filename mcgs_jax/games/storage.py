@@ -8,7 +8,9 @@ of pgx's state are kept in a smaller form that holds every value pgx writes ther
   twice (`legal_action_mask` and `_x.legal_action_mask`, 4,672 and 2,187 bools);
 * a narrower integer dtype: boards and board histories, whose values are small
   (chess pieces -6..6, shogi pieces -1..27, go stone signs and history entries
-  -1..2, go chain labels at most the number of points).
+  -1..2, go chain labels at most the number of points). This is exact for every
+  state pgx's `init` and `step` produce; a state edited to hold other values would
+  not come back the same.
 
 `StateStorage.store` turns a batch of full states into stored ones and `restore` back,
 leaf for leaf the same arrays (`tests/test_state_storage.py` plays random games
