@@ -1,5 +1,5 @@
 """pgx's shogi and go 19x19 through `make_game`: the games, their keys (read from
-initial states, without compiling pgx's step) and a short search."""
+initial states, without compiling pgx's step) and a short search (chess too)."""
 
 import jax
 import jax.numpy as jnp
@@ -59,8 +59,9 @@ def test_key_is_deterministic_and_tells_positions_apart(spec):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", ["shogi", "go_19x19"])
+@pytest.mark.parametrize("spec", ["chess", "shogi", "go_19x19"])
 def test_a_short_search_plays_a_legal_move(spec):
+  """A search on stored (bit-packed) states: legal moves, weights on legal moves."""
   game = adapter.make_game(spec)
   state = jax.jit(game.init, static_argnums=1)(jax.random.PRNGKey(0), 2)
   search = jax.jit(lambda state: search_game(muzero_policy, game, state, 6, jax.random.PRNGKey(1)))
