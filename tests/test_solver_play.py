@@ -58,6 +58,7 @@ def _root_proofs(out):
   return np.asarray(proven), np.asarray(value)
 
 
+@pytest.mark.quick_variants("uct-0.0")  # its search is the fallback test's too
 @pytest.mark.parametrize(
   "policy, temperature", [("uct", 0.0), ("muzero", 0.0), ("muzero", 1.0)], ids=str
 )
