@@ -9,9 +9,20 @@
 # lacks:   bash benchmarks/gpu.sh fetch
 # There (one device call, carrying .whl):
 #          bash benchmarks/gpu.sh run
+# and, in a second call of at most four minutes, chess: the dense graph, compact edges
+# (where GraphOptions has max_children) and mctx:
+#          bash benchmarks/gpu.sh chess
 # Writes the markdown table to $OUT/bench_gpu.md (or stdout) for benchmarks/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+setup() {  # the fetched wheels on the path, the GPU named; sets $out
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+  out="${OUT:-.}"
+  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+}
 
 case "${1:-run}" in
   fetch)
@@ -21,11 +32,7 @@ case "${1:-run}" in
       --implementation cp -d .whl mctx==0.0.71 pgx==2.6.0 svgwrite
     ;;
   run)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-      --upgrade --target /tmp/site .whl/*.whl
-    export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
-    out="${OUT:-.}"
-    nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+    setup
     # B in {1, 1024, 8192} x S in {64, 256}; per-simulation scaling at B=256; capacity
     # alone at B=1024, S=64, new and recycled tables. Each part prints a JSON line per measurement as it goes,
     # so a part cut by its timeout still leaves its finished rows.
@@ -44,5 +51,34 @@ case "${1:-run}" in
     timeout 60 python3 -m benchmarks.selfplay_time --games 1024 --simulations 32 --repeats 3 \
       | tee "$out/selfplay_gpu.md" || true
     ;;
-  *) echo "usage: bash benchmarks/gpu.sh fetch|run" >&2; exit 2 ;;
+  chess)
+    setup
+    # Chess, B=256, S=64: the dense graph (4672 edges per node), compact edges
+    # (GraphOptions.max_children=32) and mctx; compile and median run seconds. The
+    # compact row waits for a mcgs_jax whose GraphOptions has max_children.
+    compact=none
+    if python3 -c "import mcgs_jax; mcgs_jax.GraphOptions(max_children=32)" 2>/dev/null; then
+      compact=32
+    fi
+    timeout 240 python3 - 256 64 "$compact" <<'EOF' | tee "$out/chess_gpu.md" || true
+import sys
+import jax
+from mcgs_jax.apps import benchmark_timing as timing
+from mcgs_jax.games import evaluators, make_game, networks
+games, simulations, compact = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+apply_fn, params = networks.init_network(make_game("chess").env, jax.random.PRNGKey(0))
+game = make_game("chess", evaluators.network_evaluator(apply_fn))
+state = timing.random_positions(game, jax.random.PRNGKey(1), games, 8)
+policies = {"graph": {}, "mctx": {}}
+if compact != "none":
+  policies[f"graph K={compact}"] = dict(max_children=int(compact))
+else:
+  print("no compact-edge row: this mcgs_jax's GraphOptions has no max_children yet")
+for name, options in policies.items():
+  policy = timing.make_policy(game, name.split()[0], simulations, **options)
+  compile_s, run_s = timing.time_policy(policy, params, jax.random.PRNGKey(2), state, 3)
+  print(f"chess B={games} S={simulations} {name}: compile {compile_s:.1f} s, run {run_s:.4f} s")
+EOF
+    ;;
+  *) echo "usage: bash benchmarks/gpu.sh fetch|run|chess" >&2; exit 2 ;;
 esac

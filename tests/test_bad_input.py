@@ -62,6 +62,10 @@ def test_bad_root(make_root, message):
     (dict(hash_fn=lambda e: jnp.zeros((2, 2), jnp.int32)), "hash_fn must return uint32"),
     (dict(hash_fn=lambda e: jnp.zeros((2,), jnp.uint32)), r"hash_fn must return uint32 \[B, L\]"),
     (dict(hash_fn=lambda e: jnp.zeros((3, 2), jnp.uint32)), "B = 2"),
+    (
+      dict(hash_fn=lambda e: [e["total"]]),
+      r"hash_fn must return a uint32 array \[B, L\], got a list",
+    ),
     (dict(dirichlet_fraction=1.5), "dirichlet_fraction must be in"),
     (dict(dirichlet_alpha=0.0), "dirichlet_alpha must be > 0"),
   ],

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -184,6 +185,75 @@ def test_two_runs_sharing_a_history_path(tmp_path):
   assert os.listdir(tmp_path) == ["shared.json"]
 
 
+def test_written_files_keep_the_mode_a_plain_open_gives(tmp_path):
+  previous = os.umask(0o027)
+  try:
+    plain, atomic = tmp_path / "plain.json", tmp_path / "atomic.json"
+    plain.write_text("{}")
+    files.write_atomically(str(atomic), "{}")
+    mode = lambda path: stat.S_IMODE(os.stat(path).st_mode)
+    assert mode(atomic) == mode(plain) == 0o640  # not mkstemp's 0o600
+    os.chmod(atomic, 0o644)
+    files.write_atomically(str(atomic), "{}")
+    assert mode(atomic) == 0o644  # a rewrite keeps the file's own mode
+  finally:
+    os.umask(previous)
+
+
+def test_a_checkpoint_dir_where_no_file_can_go_is_refused_by_flag(tmp_path, capsys):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("")
+  places = [str(blocker / "sub")]
+  if os.path.isdir("/proc/self"):  # root may "access" /proc, but nothing is created there
+    places += ["/proc/forbidden", "/proc"]
+  for place in places:
+    assert train_lib.main(["--quick", "--checkpoint-dir", place]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"mcgs-jax train: error: --checkpoint-dir {place!r}: cannot write")
+    assert len(error.splitlines()) == 1
+
+
+# Holds a checkpoint directory's lock (as a training run does) until killed.
+HOLD_LOCK = textwrap.dedent(
+  """
+  import sys, time
+  from mcgs_jax.apps import checkpoint_files
+
+  with checkpoint_files.run_lock(sys.argv[1]):
+    print("locked", flush=True)
+    time.sleep(300)
+  """
+)
+
+
+def test_one_run_per_checkpoint_dir(tmp_path, capsys):
+  """A run holds its checkpoint directory's lock while it runs: a second run there
+  is refused before any work, naming the first one's process; the lock goes with the
+  process, however it ends (here SIGKILL)."""
+  directory = str(tmp_path / "ck")
+  holder = subprocess.Popen(
+    [sys.executable, "-c", HOLD_LOCK, directory], stdout=subprocess.PIPE, text=True
+  )
+  try:
+    assert holder.stdout.readline().strip() == "locked"
+    assert train_lib.main(["--quick", "--checkpoint-dir", directory]) == 2
+    error = capsys.readouterr().err
+    assert f"is in use by another training run (process {holder.pid} on " in error
+    assert len(error.splitlines()) == 1
+    config = train_lib.Config.quick(checkpoint_dir=directory, progress=False)
+    with pytest.raises(train_lib.CheckpointDirInUse, match=f"process {holder.pid} on "):
+      train_lib.train(config)
+    with pytest.raises(train_lib.CheckpointDirInUse):
+      train_lib.train(config, resume=True)
+  finally:
+    holder.kill()
+    holder.wait()
+  with train_lib.run_lock(directory), train_lib.run_lock(directory):  # free; re-entrant
+    text = (tmp_path / "ck" / ".mcgs-jax-train.lock").read_text()
+    assert text.startswith(f"process {os.getpid()} on ")
+  assert train_lib.existing_checkpoints(directory) == []
+
+
 def test_a_checkpoint_dir_of_another_run_is_refused(tmp_path):
   directory = tmp_path / "ck"
   directory.mkdir()
@@ -195,7 +265,8 @@ def test_a_checkpoint_dir_of_another_run_is_refused(tmp_path):
   assert train_lib.main(["--quick", "--checkpoint-dir", str(directory)]) == 2
   assert (directory / "iteration_0003.msgpack").exists()
   train_lib._claim_checkpoint_dir(str(directory), overwrite=True)
-  assert sorted(os.listdir(directory)) == ["notes.txt"]
+  # The checkpoints are gone; the lock file of the refused run stays (unlocked).
+  assert sorted(os.listdir(directory)) == [".mcgs-jax-train.lock", "notes.txt"]
 
 
 def test_params_of_another_width_are_refused(network):

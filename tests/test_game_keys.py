@@ -160,6 +160,25 @@ SPECS = {
       ],
     ),
     Spec(
+      "go_19x19",
+      12,
+      position=lambda s: (jnp.sign(s._x.board), s._x.color),
+      position_is_everything=False,
+      line=[0, 180, 361, 360],
+      # same stones, but different earlier boards for positional superko
+      apart=[([0, 180, 360], [360, 180, 0])],
+      changes=[
+        ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
+        ("passes", lambda s: _replace_x(s, consecutive_pass_count=s._x.consecutive_pass_count + 1)),
+        ("ko point", lambda s: _replace_x(s, ko=jnp.full_like(s._x.ko, 20))),
+        ("superko flag", lambda s: _replace_x(s, is_psk=~s._x.is_psk)),
+        (
+          "superko history",
+          lambda s: _replace_x(s, hash_history=s._x.hash_history.at[:, 0, 0].add(1)),
+        ),
+      ],
+    ),
+    Spec(
       "chess",
       30,
       position=lambda s: (s._x.board, s._x.color),
@@ -215,6 +234,23 @@ SPECS = {
         ("hand", lambda s: s.replace(_hand=s._hand.at[:, 1, 0].add(1))),
         ("step count", lambda s: s.replace(_step_count=s._step_count + 2)),
         ("pgx hash", lambda s: s.replace(_zobrist_hash=s._zobrist_hash ^ 1)),
+      ],
+    ),
+    Spec(
+      "shogi",
+      12,
+      # no rule looks at history: the position and the step count are everything
+      position=lambda s: (s._x.board, s._x.hand, s._x.color, s._x.step_count),
+      position_is_everything=True,
+      # pawn pushes (action = direction * 81 + square; 0 is "up", square = 9 * file
+      # + rank): the same three pawns moved in two orders
+      line=[5, 5, 23],
+      meet=[([5, 5, 23], [23, 5, 5])],
+      changes=[
+        ("colour", lambda s: _replace_x(s, color=1 - s._x.color)),
+        ("hand", lambda s: _replace_x(s, hand=s._x.hand.at[:, 0, 0].add(1))),
+        ("step count", lambda s: _replace_x(s, step_count=s._x.step_count + 2)),
+        ("board", lambda s: _replace_x(s, board=s._x.board.at[:, 40].set(0))),
       ],
     ),
   ]
@@ -278,11 +314,21 @@ def _game(env_id: str) -> _Game:
 
 
 GAMES = list(SPECS)
+# shogi's step compiles slowly (a quarter minute): its variants run in the slow set,
+# and tests/test_large_pgx_games.py checks its key without stepping
+SLOW_GAMES = {"shogi"}
+
+
+def _params(games):
+  """`games` as parametrize values, those of `SLOW_GAMES` marked slow."""
+  return [
+    pytest.param(game, marks=pytest.mark.slow) if game in SLOW_GAMES else game for game in games
+  ]
 
 
 def test_unknown_env_id_raises_value_error_naming_supported_ids():
-  for env_id in ["go_19x19", "shogi", "2048", "no_such_game"]:
-    with pytest.raises(ValueError, match=f"'{env_id}'.*tic_tac_toe.*animal_shogi"):
+  for env_id in ["go_13x13", "kuhn_poker", "2048", "no_such_game"]:
+    with pytest.raises(ValueError, match=f"'{env_id}'.*tic_tac_toe.*shogi"):
       game_keys.transposition_key_fn(env_id)
 
 
@@ -303,7 +349,7 @@ def test_key_is_uint32_batch_by_lanes(env_id, lanes):
 
 
 @pytest.mark.quick_variants("tic_tac_toe", "connect_four", "chess", "hex")
-@pytest.mark.parametrize("env_id", GAMES)
+@pytest.mark.parametrize("env_id", _params(GAMES))
 def test_random_play_never_merges_different_positions(env_id):
   """Over all states of ROWS random games: equal keys imply equal positions; where
   the position is everything that decides the future, equal positions imply equal
@@ -323,7 +369,7 @@ def test_random_play_never_merges_different_positions(env_id):
   assert len(position_of_key) > ROWS  # the games went somewhere
 
 
-@pytest.mark.parametrize("env_id", GAMES)
+@pytest.mark.parametrize("env_id", _params(GAMES))
 def test_key_ignores_which_player_id_moves_first(env_id):
   """The same line in games with different seat draws: same key."""
   game = _game(env_id)
@@ -336,7 +382,7 @@ def test_key_ignores_which_player_id_moves_first(env_id):
   assert len({bytes(k) for k in np.asarray(keys[: len(line) + 1, 0])}) == len(line) + 1
 
 
-@pytest.mark.parametrize("env_id", [g for g in GAMES if SPECS[g].meet])
+@pytest.mark.parametrize("env_id", _params([g for g in GAMES if SPECS[g].meet]))
 def test_transposing_move_orders_meet(env_id):
   game = _game(env_id)
   pairs = game.spec.meet
@@ -359,7 +405,7 @@ def test_hex_key_ignores_pgx_group_labels():
   assert (board[0] != board[1]).any() and (np.sign(board[0]) == np.sign(board[1])).all()
 
 
-@pytest.mark.parametrize("env_id", [g for g in GAMES if SPECS[g].apart])
+@pytest.mark.parametrize("env_id", _params([g for g in GAMES if SPECS[g].apart]))
 def test_move_orders_that_must_not_meet_get_different_keys(env_id):
   game = _game(env_id)
   lines = [line for pair in game.spec.apart for line in pair]
@@ -382,7 +428,7 @@ def test_history_only_differences_keep_the_board():
         np.testing.assert_array_equal(position[2 * i], position[2 * i + 1])
 
 
-@pytest.mark.parametrize("env_id", GAMES)
+@pytest.mark.parametrize("env_id", _params(GAMES))
 def test_single_field_changes_change_the_key(env_id):
   game = _game(env_id)
   final, _, _ = game.play([game.spec.line] * ROWS)

@@ -142,3 +142,38 @@ def test_train_refuses_a_self_play_that_cannot_fit_before_any_work(tmp_path, cap
   lines = captured.err.strip().splitlines()
   assert status == 2 and captured.out == "" and len(lines) == 1, captured
   assert lines[0].startswith("mcgs-jax train: error: ") and "self-play needs about" in lines[0]
+
+
+class _Accelerator:
+  """A stand-in accelerator: its platform, process and memory limit."""
+
+  platform, process_index = "gpu", 0
+
+  def __init__(self, limit: int):
+    self.limit = limit
+
+  def memory_stats(self) -> dict[str, int]:
+    return {"bytes_limit": self.limit}
+
+
+def test_self_play_on_several_accelerators_needs_one_share_of_each(tic_tac_toe, capsys):
+  """The graphs and trajectories are split over the devices, the replay buffer is on
+  the host: a device holding 40% of the first two, and far less than the buffer, is
+  enough with 4 devices, not with 1 or 2."""
+  config = train_lib.Config.quick(num_simulations=64, num_games=4096, buffer_size=20_000_000)
+  parts = memory.self_play_parts(tic_tac_toe, config)
+  on_devices = parts["graphs"] + parts["trajectories"]
+  limit = int(0.4 * on_devices)
+  assert parts["graphs"] > GB and parts["replay buffer"] > 2 * limit
+  memory.check_self_play_memory(tic_tac_toe, config, devices=[_Accelerator(limit)] * 4)
+  assert capsys.readouterr().err == ""
+  for count in (1, 2):
+    share = f"{-(-parts['graphs'] // count) / 1e9:.1f}"
+    with pytest.raises(
+      memory.InsufficientMemoryError,
+      match=rf"^self-play on each of its {count} device\(s\) needs about .* \(graphs {share}, ",
+    ):
+      memory.check_self_play_memory(tic_tac_toe, config, devices=[_Accelerator(limit)] * count)
+  # On the CPU every part shares the host's memory: the whole is compared.
+  with pytest.raises(memory.InsufficientMemoryError, match="replay buffer"):
+    memory.check_self_play_memory(tic_tac_toe, config, available=limit * 4)

@@ -294,3 +294,25 @@ def test_pruning_that_would_leave_no_visit_keeps_them_unpruned():
   np.testing.assert_array_equal(target[1], [0.0, 0.0, 1.0, 0.0])
   untouched = np.asarray(mg.prune_forced_playouts(graph, forced_playouts=2.0))
   assert untouched[0, 0] == 0.0  # the same child pruned from the whole visit count
+
+
+def test_pruning_checks_its_arguments_as_the_policy_does():
+  root_fn, recurrent = commuting_game(num_actions=4, modulus=7, horizon=4)
+  out = mg.muzero_policy(None, jax.random.PRNGKey(0), root_fn(2), recurrent, 8)
+  graph = out.search_graph
+  visits = graph.edge_visits[:, 0]
+  for value, message in ((-1.0, "forced_playouts must be >= 0"), (float("nan"), ">= 0, got nan")):
+    with pytest.raises(ValueError, match=message):
+      mg.prune_forced_playouts(graph, forced_playouts=value)
+  # One row for every game would give game 1 the target of game 0's visits.
+  with pytest.raises(ValueError, match=r"visits must have shape \[B, A\] = \(2, 4\).*got \(4,\)"):
+    mg.prune_forced_playouts(graph, visits[0], forced_playouts=2.0)
+  wider = jnp.zeros((2, 5), jnp.int32)
+  with pytest.raises(ValueError, match=r"visits must have shape \[B, A\] = \(2, 4\).*got \(2, 5\)"):
+    mg.prune_forced_playouts(graph, wider, forced_playouts=2.0)
+  with pytest.raises(TypeError, match=r"got a PolicyOutput \(give its search_graph\)"):
+    mg.prune_forced_playouts(out, forced_playouts=2.0)
+  with pytest.raises(ValueError, match="pb_c_base must be > 0"):
+    mg.prune_forced_playouts(graph, forced_playouts=2.0, pb_c_base=0.0)
+  target = mg.prune_forced_playouts(graph, visits, forced_playouts=2.0)
+  np.testing.assert_allclose(np.asarray(target).sum(-1), 1.0, rtol=1e-6)

@@ -269,6 +269,6 @@ def test_help_shows_every_default(capsys):
 
 def test_quick_is_labelled_a_smoke_test(capsys, monkeypatch):
   history = train_lib.History()
-  monkeypatch.setattr(train_lib, "train", lambda config, on_iteration=None: history)
+  monkeypatch.setattr(train_lib, "train", lambda config, on_iteration=None, resume=False: history)
   assert train_lib.main(["--quick"]) == 0
   assert capsys.readouterr().out.startswith("--quick: smoke test")

@@ -212,6 +212,8 @@ def check_recurrent_output(
 
 def check_key(key: Any, batch_size: int, name: str = "hash_fn") -> jax.Array:
   """Checks what a key function (`name`) returned: uint32 `[B, L]` with L >= 1."""
+  if not hasattr(key, "dtype"):  # a list or a scalar: jax would say only "dtype"
+    raise TypeError(f"{name} must return a uint32 array [B, L], got a {type(key).__name__}")
   shape = _shape(key)
   if len(shape) != 2 or shape[0] != batch_size or shape[1] < 1:
     raise ValueError(

@@ -13,11 +13,14 @@ target they are taken out again: from every child but the most visited one, up t
 child's, and a child left with a single visit is pruned to 0.
 """
 
+from typing import Any
+
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from mcgs_jax._src import rows, types
+from mcgs_jax._src import checks, rows, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.selection import action_uniforms, excluded_actions, puct_terms
 from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax
@@ -76,9 +79,16 @@ def prune_forced_playouts(
     forced_playouts: `k` of the search.
     pb_c_init, pb_c_base, qtransform: the search's PUCT (default qtransform: mctx's
       `qtransform_by_parent_and_siblings`).
+
+  Raises:
+    TypeError naming `graph` when it is not a `Graph` (a `PolicyOutput`: give its
+    `search_graph`), ValueError naming `visits` when it is not `[B, A]`, and
+    `muzero_policy`'s errors for the other arguments (`forced_playouts` a finite
+    number >= 0 where known at trace time, and so on).
   """
   from mcgs_jax._src import qtransforms
 
+  _check_pruning(graph, visits, forced_playouts, pb_c_init, pb_c_base, qtransform)
   transform = qtransforms.qtransform_by_parent_and_siblings if qtransform is None else qtransform
   edge_visits = graph.root_row_to_actions(graph.edge_visits[:, ROOT_INDEX], 0)
   visits = edge_visits if visits is None else visits
@@ -114,3 +124,26 @@ def prune_forced_playouts(
   total = jnp.sum(kept, axis=-1, keepdims=True)
   # A root without visits (a finished game) gets zeros, not 0 / 0.
   return jnp.where(total > 0, kept / jnp.maximum(total, 1.0), 0.0)
+
+
+def _check_pruning(
+  graph: Any, visits: Any, forced_playouts: Any, pb_c_init: Any, pb_c_base: Any, qtransform: Any
+) -> None:
+  """`prune_forced_playouts`'s argument checks: the ranges `muzero_policy` holds its
+  PUCT to (values known at trace time only), and the shapes of `graph` and `visits`
+  (`[B, A]`, one row per game: a `[A]` row would be broadcast to every game)."""
+  if not isinstance(graph, Graph):
+    given = type(graph).__name__
+    hint = " (give its search_graph)" if hasattr(graph, "search_graph") else ""
+    raise TypeError(f"graph must be a searched Graph, got a {given}{hint}")
+  checks.check_real("forced_playouts", forced_playouts, low=0)
+  checks.check_real("pb_c_init", pb_c_init, expected="a real number")
+  checks.check_real("pb_c_base", pb_c_base, low=0, low_open=True)
+  if qtransform is not None:
+    checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] scores")
+  expected = (graph.batch_size, graph.num_actions)
+  if visits is not None and tuple(np.shape(visits)) != expected:
+    raise ValueError(
+      f"visits must have shape [B, A] = {expected} (the graph's games and actions), "
+      f"got {tuple(np.shape(visits))}"
+    )

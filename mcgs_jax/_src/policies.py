@@ -93,7 +93,8 @@ def muzero_policy(
       pgx), `transpositions`, `stop_rule`, `stop_leak`, `stop_epsilon`,
       `capacity`, `probe_window`, `solver`, `value_bounds`, `num_parallel`,
       `fold_evaluations`. With `solver`, when the root is decided `action` is the
-      best proven action.
+      best proven action, and it is never a proven loss while another valid
+      action is not one (`PolicyOutput` says what `action_weights` hold).
 
   Returns:
     `PolicyOutput(action [B], action_weights [B, A], search_graph)`.

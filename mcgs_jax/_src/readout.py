@@ -30,13 +30,16 @@ def final_action(graph: Graph, action: jax.Array, options: GraphOptions) -> jax.
   return proofs.prefer_proven(graph, action)
 
 
-def fallback_action(graph: Graph, action: jax.Array, weights: jax.Array) -> jax.Array:
+def fallback_action(
+  graph: Graph, action: jax.Array, weights: jax.Array, options: GraphOptions
+) -> jax.Array:
   """`action [B]`, or where `weights [B, A]` has no positive entry (every playout
-  dropped, e.g. a game whose every evaluation is NaN) the valid root action with the
-  highest prior logit: a legal action whenever the root has one (action 0 when every
-  action is invalid)."""
+  dropped, e.g. a game whose every evaluation is NaN, or with the solver every
+  visited edge proven lost) the root action with the highest prior logit among those
+  `excluded_root_edges` leaves: a legal action whenever the root has one (action 0
+  when every action is invalid), never a proven loss while an edge is not one."""
   best_prior = jax.vmap(selection.masked_argmax)(
-    graph.children_prior_logits[:, ROOT_INDEX], graph.root_invalid_edges
+    graph.children_prior_logits[:, ROOT_INDEX], excluded_root_edges(graph, options)
   )
   if graph.compact:
     best_prior = jnp.maximum(take(graph.children_actions[:, ROOT_INDEX], best_prior), 0)
@@ -69,8 +72,10 @@ def sample_from_visits(
 ) -> types.PolicyOutput:
   """The action sampled from the root visit distribution raised to `1 / temperature`
   (0: the most visited), among the valid edges the solver does not rule out (the
-  best proven action where the solver has decided the root); the weights are the
-  visit distribution over the root's valid edges."""
+  best proven action where the solver has decided the root): never a proven loss
+  while a valid edge is not one. The weights are the visit distribution over the
+  root's valid edges, those the solver rules out included (the playouts they took
+  before their proof): what the search spent, not what it plays."""
   action_weights, excluded = _root_weights(graph, options)
   choice_weights = jnp.where(excluded, 0.0, action_weights)
   action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
@@ -78,7 +83,7 @@ def sample_from_visits(
   # come near the others' logits (as in mctx, an unvisited valid edge may be drawn).
   action_logits = jnp.where(excluded, -jnp.inf, action_logits)
   action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  action = fallback_action(graph, action, choice_weights)
+  action = fallback_action(graph, action, choice_weights, options)
   return types.PolicyOutput(
     action=final_action(graph, action, options),
     action_weights=action_weights,
@@ -88,11 +93,13 @@ def sample_from_visits(
 
 def most_visited(graph: Graph, *, options: GraphOptions) -> types.PolicyOutput:
   """The most visited root action among the valid edges the solver does not rule out
-  (the best proven action where the solver has decided the root); the weights are
-  the visit distribution over the root's valid edges."""
+  (the best proven action where the solver has decided the root): never a proven
+  loss while a valid edge is not one. The weights are the visit distribution over
+  the root's valid edges, those the solver rules out included (see
+  `sample_from_visits`)."""
   action_weights, excluded = _root_weights(graph, options)
   choice_weights = jnp.where(excluded, 0.0, action_weights)
-  action = fallback_action(graph, jnp.argmax(choice_weights, axis=-1), choice_weights)
+  action = fallback_action(graph, jnp.argmax(choice_weights, axis=-1), choice_weights, options)
   return types.PolicyOutput(
     action=final_action(graph, action, options),
     action_weights=action_weights,

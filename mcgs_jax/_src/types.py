@@ -62,9 +62,11 @@ class LoopFn(Protocol):
 class PolicyOutput:
   """What a policy returns.
 
-  action: `[B]` int32, the action to play.
-  action_weights: `[B, A]` float, the policy target (visit distribution for
-    `muzero_policy`); never NaN.
+  action: `[B]` int32, the action to play; with the solver never a proven loss while
+    a valid action is not one.
+  action_weights: `[B, A]` float, the policy target (for `muzero_policy` and
+    `uct_policy` the visit distribution over the root's valid edges, edges the solver
+    has proven lost included: the playouts they took before their proof); never NaN.
   search_graph: the `Graph` the search built; `search_tree` is an alias of it so that
     code written for mctx keeps working.
   """

@@ -529,14 +529,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress=True,
         on_start=results_so_far.append,
       )
+      if args.plot is not None:  # Ctrl-C while plotting still prints the result
+        save_plot(args.plot, args.game, result)
   except (ValueError, TypeError) as error:
     message = " ".join(str(error).split()) or type(error).__name__
     if message.startswith("openings of"):
       message = f"--openings {args.openings}: {message} for {args.game}"
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return 2
-  if args.plot is not None:
-    save_plot(args.plot, args.game, result)
   if args.json:
     report = json_report(args, result)
     if args.plot is not None:
@@ -553,21 +553,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def json_report(args, result) -> dict[str, Any]:
   """The `--json` object of a match: `result.to_dict()` (`games`: the games it
-  counts), the verdict, the match's flags, `games_planned` and `"partial": false`."""
+  counts), the verdict, the match's flags, `games_planned` and `partial` (whether it
+  counts fewer games than planned: a match Ctrl-C stopped)."""
   report = result.to_dict()
   report["verdict"] = verdict(result)
   report["game"] = args.game
   report["openings_plies"] = args.openings
   report["seed"] = args.seed
   report["games_planned"] = args.games
-  report["partial"] = False
+  report["partial"] = result.games < args.games
   return report
 
 
 def _partial_json(args, results_so_far: list[Callable]):
   """With `--json`, a `partial.partial_result` block whose report after Ctrl-C is
   `json_report` of the games finished so far (`results_so_far`: the function
-  `play_match` hands to `on_start`), or, before any game is over, the match's flags
+  `play_match` hands to `on_start`; once the match is over, all of them, `"partial":
+  false`, while the plot is drawn), or, before any game is over, the match's flags
   with `games` 0; else a block that does nothing."""
   if not args.json:
     return contextlib.nullcontext()

@@ -48,6 +48,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -329,7 +330,8 @@ def main(argv=None):
     measured.append(row)
     print(json.dumps(row), flush=True)
 
-  with _partial_json(args, measured, scaling_simulations):
+  result: dict[str, Any] = dict(rows=measured, partial=True)  # what Ctrl-C writes
+  with _partial_json(args, result, scaling_simulations):
     try:
       rows = run(**run_arguments, progress=print_row)
     except memory.InsufficientMemoryError as error:
@@ -337,8 +339,9 @@ def main(argv=None):
     if memory_games:
       budget = args.memory_budget_gb * 1e9
       rows += memory_rows(memory_games, budget_bytes=budget, progress=print_row)
-  scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
-  _write_tables(args, rows, scaling)
+    result.update(rows=rows, partial=False)  # Ctrl-C from now on writes them all
+    scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+    _write_tables(args, rows, scaling)
 
 
 if __name__ == "__main__":

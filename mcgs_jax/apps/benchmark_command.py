@@ -208,16 +208,22 @@ def _write_tables(args, rows: list, scaling: dict) -> None:
     files.write_atomically(args.json, json.dumps(payload, indent=1))
 
 
-def _partial_json(args, rows: list, scaling_simulations: Sequence[int]):
-  """With `--json FILE`, a `partial.partial_result` block that writes the rows measured
-  so far (`rows`, filled as they are measured) to FILE after Ctrl-C; else a block
-  that does nothing."""
+def _partial_json(args, result: dict[str, Any], scaling_simulations: Sequence[int]):
+  """With `--json FILE`, a `partial.partial_result` block that writes after Ctrl-C the
+  rows measured so far to FILE: `result["rows"]` (filled as they are measured) with
+  `result["partial"]` (False once every row is measured, while the files are
+  written); else a block that does nothing."""
   if not args.json:
     return contextlib.nullcontext()
 
   def payload_so_far() -> dict[str, Any]:
-    measured = list(rows)
+    measured = list(result["rows"])
     scaling = scaling_table(measured, scaling_simulations) if scaling_simulations else {}
-    return {"rows": measured, "scaling": scaling, "environment": environment()}
+    return {
+      "rows": measured,
+      "scaling": scaling,
+      "environment": environment(),
+      "partial": result["partial"],
+    }
 
   return partial.partial_result(payload_so_far, path=args.json)

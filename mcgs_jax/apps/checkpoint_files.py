@@ -1,12 +1,18 @@
 """The training loop's checkpoint files: a network with its optimiser state
 (`save_checkpoint`, `load_checkpoint`), a trained network alone (`load_network`),
-where `train` writes them (`checkpoint_path`), and the state of a run that every
-checkpoint `train` writes holds, so that `train(..., resume=True)` continues it
-exactly (`_Run`, `_save_run`, `_resume`)."""
+where `train` writes them (`checkpoint_path`), the lock that keeps one run per
+checkpoint directory (`run_lock`), and the state of a run that every checkpoint
+`train` writes holds, so that `train(..., resume=True)` continues it exactly (`_Run`,
+`_save_run`, `_resume`)."""
 
+import contextlib
 import dataclasses
+import datetime
 import json
 import os
+import socket
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import flax.serialization
@@ -19,6 +25,11 @@ from mcgs_jax.apps.replay import ReplayBuffer
 from mcgs_jax.apps.train_config import Config
 from mcgs_jax.apps.train_history import History
 from mcgs_jax.games import networks
+
+try:
+  import fcntl
+except ImportError:  # Windows: no flock, and no lock (`run_lock`)
+  fcntl = None  # type: ignore[assignment]
 
 
 def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0, run_state=None) -> str:
@@ -164,6 +175,71 @@ def _claim_checkpoint_dir(directory: str | None, overwrite: bool) -> None:
     os.unlink(os.path.join(directory, name))
 
 
+# The lock file of a checkpoint directory (`run_lock`); it holds the text naming the
+# process that holds the lock.
+LOCK_NAME = ".mcgs-jax-train.lock"
+_HELD_LOCKS: set[str] = set()  # the directories this process holds (real paths)
+
+
+class CheckpointDirInUse(ValueError):
+  """Another training run holds the checkpoint directory; the message names it."""
+
+
+@contextlib.contextmanager
+def run_lock(directory: str | None) -> Iterator[None]:
+  """Holds `directory`'s lock for the block, so that two training runs never write
+  one checkpoint directory: an exclusive `flock` on `directory/LOCK_NAME` (created
+  with the directory), which the kernel releases when the block ends or the process
+  does, by any exit (a `kill -9` too). Re-entrant within a process (`mcgs-jax train`
+  takes it before its checks and `train` again). Nothing is locked without a
+  directory, on a process that writes no files (`jax.distributed`'s others), or
+  where `fcntl` is missing (Windows).
+
+  Raises:
+    CheckpointDirInUse (a ValueError) naming the process, host, start and command of
+      the run that holds the lock; ValueError naming `checkpoint_dir` when no file
+      can be created there.
+  """
+  key = os.path.realpath(directory) if directory else ""
+  if not directory or fcntl is None or key in _HELD_LOCKS or not data_parallel.writes_files():
+    yield
+    return
+  descriptor = _acquire_lock(directory)
+  _HELD_LOCKS.add(key)
+  try:
+    yield
+  finally:
+    _HELD_LOCKS.discard(key)
+    os.close(descriptor)  # releases the flock
+
+
+def _acquire_lock(directory: str) -> int:
+  """The open descriptor of `directory`'s lock file, locked, with this process named
+  in it (see `run_lock` for the errors)."""
+  try:
+    os.makedirs(directory, exist_ok=True)
+    descriptor = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
+  except OSError as error:
+    reason = error.strerror or type(error).__name__
+    raise ValueError(f"checkpoint_dir {directory!r}: cannot write files there ({reason})") from None
+  try:
+    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except OSError:  # BlockingIOError: held
+    holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip()
+    os.close(descriptor)
+    raise CheckpointDirInUse(
+      f"checkpoint_dir {directory!r} is in use by another training run "
+      f"({holder or 'a process that has not named itself yet'}); wait for it to end, "
+      "or choose another directory"
+    ) from None
+  started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+  holder = f"process {os.getpid()} on {socket.gethostname()}, since {started}: "
+  holder += " ".join(sys.argv)
+  os.ftruncate(descriptor, 0)
+  os.pwrite(descriptor, holder.encode("utf-8"), 0)
+  return descriptor
+
+
 # ----------------------------------------------------------------------------------
 # A run's state
 
@@ -202,8 +278,11 @@ def _save_run(path: str, run: _Run, iteration: int) -> None:
 
 
 # Config fields a resumed run may change: they do not change what it computes.
-# `devices` changes only the rounding of the training steps' sums.
+# `devices` changes only the rounding of the training steps' sums; `checkpoint_dir`
+# is the run's by identity (its checkpoints were read from there), whatever its
+# spelling (a trailing slash, an absolute path, another working directory, a move).
 _RESUMABLE_CHANGES = (
+  "checkpoint_dir",
   "iterations",
   "max_seconds",
   "progress",
@@ -213,18 +292,23 @@ _RESUMABLE_CHANGES = (
 )
 
 
-def _resume(config: Config, run: _Run) -> int:
+def _resume(config: Config, run: _Run, overwrite: bool) -> int:
   """Restores `run` from the last complete checkpoint in `config.checkpoint_dir`
   that holds a run's state; returns its iteration (0 when there is none: the run
-  starts afresh). A damaged last checkpoint (a kill during its write leaves none,
-  but a disk can) is skipped for the one before. ValueError when the run's config
-  differs from `config` in a field other than `_RESUMABLE_CHANGES`."""
+  starts afresh, in a directory `_claim_checkpoint_dir` accepts with `overwrite`). A
+  damaged last checkpoint (a kill during its write leaves none, but a disk can) is
+  skipped for the one before. ValueError when the run's config differs from `config`
+  in a field other than `_RESUMABLE_CHANGES`, or its checkpoint is of an iteration
+  past `config.iterations`."""
   found = _last_run_checkpoint(config.checkpoint_dir)
   if found is None:
+    if data_parallel.writes_files():  # params-only or damaged files: not this run's
+      _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
     return 0
   path, state = found
   run_state = state["run_state"]
   _check_same_run(path, json.loads(run_state["config"]), config)
+  check_resumable_iterations(path, int(state["iteration"]), config.iterations)
   restore = flax.serialization.from_state_dict
   run.params = restore(run.params, state["params"])
   run.opt_state = restore(run.opt_state, state["opt_state"])
@@ -251,6 +335,18 @@ def _last_run_checkpoint(directory: str | None) -> tuple[str, dict] | None:
     if isinstance(state.get("run_state"), dict):
       return path, state
   return None
+
+
+def check_resumable_iterations(path: str, iteration: int, iterations: int) -> None:
+  """ValueError when a run whose last checkpoint `path` is of `iteration` is resumed
+  with fewer `iterations`: it would return that later network labelled as an earlier
+  one."""
+  if iteration > iterations:
+    raise ValueError(
+      f"resume: the run's last checkpoint {path!r} is of iteration {iteration}, past "
+      f"iterations={iterations}; give iterations >= {iteration} (load_checkpoint reads "
+      "an earlier checkpoint's network)"
+    )
 
 
 def _check_same_run(path: str, stored: dict, config: Config) -> None:

@@ -100,10 +100,20 @@ def _end_on_sigint(command: str):
   interpreter shutdown crashed (SIGSEGV). Before it ends, the handler writes the
   command's partial result where one is registered (`partial.partial_result`: `--json` of
   `arena` and `bench`); an error while building it is said on the same line, never
-  as a traceback. Files already written are whole (they are written atomically)."""
+  as a traceback. Files already written are whole (they are written atomically).
+  Within a `partial.graceful_stop` block (`train` with a checkpoint directory) the
+  first Ctrl-C only asks the command to stop at its next safe point."""
 
   def interrupted(signum, frame):
     del signum, frame
+    finishing = partial.request_stop()
+    if finishing is not None:  # the command stops at its next safe point
+      with contextlib.suppress(OSError):
+        partial.write_whole(
+          sys.stderr.fileno(),
+          f"mcgs-jax {command}: interrupted: {finishing} (Ctrl-C again to stop at once)\n",
+        )
+      return
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C changes nothing now
     problem = partial.write_partial_result()
     line = f"mcgs-jax {command}: interrupted"

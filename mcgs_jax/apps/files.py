@@ -6,7 +6,9 @@ temporary file in the target's directory (a unique name, so two runs sharing a p
 never share a temporary file), are flushed to disk, and the file is renamed over the
 target (`os.replace`, atomic on POSIX and Windows). A kill at any moment leaves
 either the old file or the new one, never half of one; the temporary file of a
-killed write is the only trace, named `.<target>.<random>.partial`.
+killed write is the only trace, named `.<target>.<random>.partial`. The file gets the
+mode a plain `open(path, "w")` would give it: an existing file's own, a new one's
+from the umask.
 
 Checkpoints add an envelope (`seal` / `unseal`): a msgpack map holding a format name,
 the payload's length and SHA-256, and the payload, so that a damaged or truncated file
@@ -17,6 +19,7 @@ import contextlib
 import hashlib
 import io
 import os
+import stat
 import tempfile
 
 CHECKPOINT_FORMAT = "mcgs-jax checkpoint"
@@ -37,6 +40,7 @@ def write_atomically(path: str, data: bytes | str) -> str:
     prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=directory
   )
   try:
+    os.chmod(temporary, _mode_of_a_plain_open(path))
     with os.fdopen(handle, "wb") as stream:
       stream.write(payload)
       stream.flush()
@@ -49,6 +53,27 @@ def write_atomically(path: str, data: bytes | str) -> str:
   return path
 
 
+def _mode_of_a_plain_open(path: str) -> int:
+  """The permission bits `open(path, "w")` leaves `path` with: an existing file keeps
+  its own, a new file gets 0o666 less the process's umask (`mkstemp` alone would give
+  0o600)."""
+  with contextlib.suppress(FileNotFoundError):
+    return stat.S_IMODE(os.stat(path).st_mode)
+  return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+  """The process's umask, read from /proc where Linux shows it (setting it to read it
+  back, the only portable way, would race with other threads creating files)."""
+  with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
+    for line in status:
+      if line.startswith("Umask:"):
+        return int(line.split()[1], 8)
+  umask = os.umask(0o022)
+  os.umask(umask)
+  return umask
+
+
 def check_output_path(flag: str, path: str | None, directory: bool = False) -> None:
   """ValueError naming `flag` when `path` (a file, or with `directory` a folder to
   create) cannot be written: a command checks every output path before any work."""
@@ -56,11 +81,7 @@ def check_output_path(flag: str, path: str | None, directory: bool = False) -> N
     return
   target = os.path.abspath(path)
   if directory:
-    existing = target
-    while not os.path.exists(existing):
-      existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
-      raise ValueError(f"{flag} {path!r}: cannot create a directory under {existing!r}")
+    _check_writable_directory(flag, path)
     return
   if os.path.isdir(target):
     raise ValueError(f"{flag} {path!r} is a directory, expected a file")
@@ -69,6 +90,20 @@ def check_output_path(flag: str, path: str | None, directory: bool = False) -> N
     raise ValueError(f"{flag} {path!r}: no directory {parent!r}")
   if not os.access(parent, os.W_OK):
     raise ValueError(f"{flag} {path!r}: directory {parent!r} is not writable")
+
+
+def _check_writable_directory(flag: str, path: str) -> None:
+  """ValueError naming `flag` unless the directory `path` exists or can be created,
+  and a file can be created in it: both are tried (a directory created here stays,
+  as the command would create it; the probe file is removed). `os.access` alone
+  says yes to root for places no file can go, such as /proc."""
+  try:
+    os.makedirs(path, exist_ok=True)
+    with tempfile.TemporaryFile(dir=path):
+      pass
+  except OSError as error:
+    reason = error.strerror or type(error).__name__
+    raise ValueError(f"{flag} {path!r}: cannot write files there ({reason})") from None
 
 
 def save_figure(figure, path: str) -> str:

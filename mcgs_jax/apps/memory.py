@@ -13,8 +13,9 @@ estimates are made from shapes alone (`jax.eval_shape`), so nothing is allocated
     (`benchmark.check_run_memory`).
 
 `check_memory(parts, ...)` compares an estimate with `available_bytes()` (the first
-device's limit on an accelerator, the host's available memory on the CPU): above it
-it raises `InsufficientMemoryError` (a `ValueError`) naming the estimate; above
+device's limit on an accelerator, the host's available memory on the CPU; self-play
+compares each part with the memory that holds it, `check_self_play_memory`): above
+it it raises `InsufficientMemoryError` (a `ValueError`) naming the estimate; above
 `WARN_FRACTION` of it it warns on stderr.
 
 This module imports neither the arena nor the training loop (agents and configs are
@@ -121,30 +122,77 @@ def estimated_self_play_bytes(game, config) -> int:
 
 
 def check_self_play_memory(
-  game, config, *, available: int | None = None, warn: bool = True
+  game, config, *, available: int | None = None, warn: bool = True, devices=None
 ) -> None:
   """`InsufficientMemoryError` (a `ValueError`) naming the estimate when self-play of
   `config` on `game` cannot fit in the memory available; a warning on stderr above
-  `WARN_FRACTION` of it (unless `warn` is False)."""
+  `WARN_FRACTION` of it (unless `warn` is False).
+
+  Where the parts are held decides what each is compared with. On the CPU every part
+  is in the host's memory: their sum against `available` (default: the host's
+  available memory). On accelerators the graphs and trajectories are split over
+  `devices` (default: the `config.devices` first of `jax.devices()`, all of them for
+  None; `mcgs_jax.apps.data_parallel`), so one device's share of them is compared
+  with `available` (default: one device's limit), and the replay buffer, numpy on
+  the host, with the host's memory.
+  """
+  parts = self_play_parts(game, config)
+  devices = jax.devices()[: config.devices] if devices is None else devices
+  advice = "fewer games, simulations, capacity or a smaller buffer"
+  if devices[0].platform == "cpu":
+    check_memory(
+      parts,
+      owner="self-play",
+      users="graphs, trajectories and replay buffer",
+      held="its searches' graphs, its trajectories and its replay buffer",
+      advice=advice,
+      available=host_available_bytes() if available is None else available,
+      warn=warn,
+    )
+    return
+  count = len(devices)
+  share = {name: -(-parts[name] // count) for name in ("graphs", "trajectories")}
+  # Under `jax.distributed` the limit is read from one of this process's devices.
+  local = next((d for d in devices if d.process_index == jax.process_index()), devices[0])
   check_memory(
-    self_play_parts(game, config),
-    owner="self-play",
-    users="graphs, trajectories and replay buffer",
-    held="its searches' graphs, its trajectories and its replay buffer",
-    advice="fewer games, simulations, capacity or a smaller buffer",
-    available=available,
+    share,
+    owner=f"self-play on each of its {count} device(s)",
+    users="graphs and trajectories",
+    held=f"its share (1/{count}) of the searches' graphs and trajectories",
+    advice=advice,
+    available=device_limit_bytes(local) if available is None else available,
     warn=warn,
   )
+  host = host_available_bytes()
+  if host is not None:
+    check_memory(
+      {"replay buffer": parts["replay buffer"]},
+      owner="the replay buffer",
+      users="positions",
+      held="its positions, in the host's memory",
+      advice="a smaller buffer",
+      available=host,
+      warn=warn,
+    )
 
 
 def available_bytes() -> int | None:
   """Memory a command can use: the first device's limit on an accelerator, the
   host's available memory on the CPU (None when neither can be read)."""
-  device = jax.devices()[0]
-  if device.platform != "cpu":
-    stats = device.memory_stats() or {}
-    limit = stats.get("bytes_limit")
-    return int(limit) if limit else None
+  device = jax.local_devices()[0]
+  return host_available_bytes() if device.platform == "cpu" else device_limit_bytes(device)
+
+
+def device_limit_bytes(device) -> int | None:
+  """`device`'s memory limit (`memory_stats()["bytes_limit"]`), None where unknown."""
+  stats = device.memory_stats() or {}
+  limit = stats.get("bytes_limit")
+  return int(limit) if limit else None
+
+
+def host_available_bytes() -> int | None:
+  """The host's available memory (`MemAvailable` of /proc/meminfo), None where it
+  cannot be read."""
   try:
     with open("/proc/meminfo") as handle:
       for line in handle:

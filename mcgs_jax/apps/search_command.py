@@ -49,7 +49,8 @@ EPILOG = """\
 columns of the table:
   action   the action (for nim also a label: heap i take k)
   visits   simulations that went through the action (the search's choice is the
-           most visited one, except gumbel and a solved root)
+           most visited one, except gumbel, and with --solver a move proven lost
+           while another is not, or a solved root, whose best proven move it plays)
   Q        mean value of the action for the player to move, -1 (loss) .. +1 (win);
            with --evaluator uniform every leaf is worth 0, so Q stays near 0
   prior    the evaluator's prior probability of the action (uniform here)
@@ -370,18 +371,12 @@ def _root_statistics(game, output, batch) -> dict[str, Any]:
 
 def _position_report(game, args, moves: list[int], state, root: dict[str, Any]) -> dict:
   """The report dict of one position, `root` its `_root_statistics`."""
-  import numpy as np
 
   exact = _exact_action_values(game, args.game, moves, state)
   best = max(exact.values()) if exact else None
-  # muzero samples its action; the report shows the most visited one instead,
-  # unless the solver decided the root.
-  decided = args.solver and (
-    bool(root["root_proven"]) or bool(np.any(root["proven"] & (root["proven_value"] >= 1)))
-  )
-  action = (
-    int(root["chosen"]) if args.policy == "gumbel" or decided else int(np.argmax(root["visits"]))
-  )
+  # The policy's own choice (muzero's at temperature 0: the most visited): with the
+  # solver never a move it proved lost while another is not (the most visited may be).
+  action = int(root["chosen"])
   report = {
     "game": args.game,
     "moves": list(moves),

@@ -47,6 +47,7 @@ their own: `train_config` (`Config`), `self_play`, `replay` (`ReplayBuffer`),
 (`__all__`).
 """
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -57,8 +58,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mcgs_jax.apps import data_parallel, files, memory, registry
+from mcgs_jax.apps import data_parallel, files, memory, partial, registry
 from mcgs_jax.apps.checkpoint_files import (
+  CheckpointDirInUse,
   _claim_checkpoint_dir,
   _resume,
   _Run,
@@ -68,6 +70,7 @@ from mcgs_jax.apps.checkpoint_files import (
   existing_checkpoints,
   load_checkpoint,
   load_network,
+  run_lock,
   save_checkpoint,
 )
 from mcgs_jax.apps.cli_args import missing_extra, progress_bar
@@ -112,8 +115,10 @@ __all__ = [
   "MAX_SIMULATIONS",
   "POLICY_TARGETS",
   "TRAINING_POLICIES",
+  "CheckpointDirInUse",
   "Config",
   "History",
+  "TrainingDiverged",
   "ReplayBuffer",
   "build_parser",
   "check_config",
@@ -132,6 +137,7 @@ __all__ = [
   "network_agent",
   "plot_history",
   "resumed_config",
+  "run_lock",
   "save_checkpoint",
   "save_history",
   "train",
@@ -165,7 +171,8 @@ def train(
   Args:
     config: the run's `Config`.
     params: initial network weights (default: a fresh `MLPPolicyValueNet`); of
-      the shapes `config.hidden` and the game give, or ValueError naming `params`.
+      the shapes and dtypes `config.hidden` and the game give, and finite, or
+      ValueError naming `params`.
     on_iteration: called as `on_iteration(history)` after every iteration (e.g. to
       save the history so far).
     overwrite: with `config.checkpoint_dir` holding another run's
@@ -176,14 +183,31 @@ def train(
       history; a run killed before its first checkpoint starts afresh). The result
       is the run's uninterrupted result, bit for bit on the same machine
       (tests/test_checkpoint_files.py). `config` must be the run's, except
-      `iterations`, `max_seconds`, `progress`, `eval_games`, `eval_every` and
-      `devices`; a budget counts from the resumed start.
+      `iterations` (not below the last checkpoint's), `max_seconds`, `progress`,
+      `eval_games`, `eval_every` and `devices` (and `checkpoint_dir`'s spelling: the
+      directory is the run's by identity); a budget counts from the resumed start.
+      A directory whose checkpoints hold no run (params-only files) is refused as
+      another run's.
+
+  The run holds a lock on `config.checkpoint_dir` while it runs (`run_lock`): a
+  second run there raises `CheckpointDirInUse` (a ValueError) naming the first.
+  Whenever it stops before `config.iterations` (`max_seconds`, or Ctrl-C in
+  `mcgs-jax train`), the last iteration it played is checkpointed. A NaN or infinite
+  loss or params after an iteration's training raises `TrainingDiverged` (a
+  ValueError) naming the iteration, before anything of it is kept or written.
 
   With several devices (`config.devices`, default all of them) self-play and the
   training steps are data-parallel (`mcgs_jax.apps.data_parallel`); under
   `jax.distributed` every process calls `train` with the same config, and process 0
   writes the files (checkpoints, a resumed run reads them: a shared directory).
   """
+  memory.check_self_play_memory(registry.game_from_spec(config.game), config)
+  with run_lock(config.checkpoint_dir):  # one run per directory, till this one ends
+    return _train(config, params, on_iteration, overwrite=overwrite, resume=resume)
+
+
+def _train(config: Config, params, on_iteration, *, overwrite: bool, resume: bool) -> History:
+  """`train`, its checkpoint directory locked."""
   started = time.perf_counter()
   mesh = data_parallel.training_mesh(
     config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
@@ -200,15 +224,7 @@ def train(
   bar = (
     progress_bar(iterable=iterations, desc=f"alphazero {config.game}") if config.progress else None
   )
-  last_iteration_s = 0.0
   for iteration in iterations if bar is None else bar:
-    elapsed = time.perf_counter() - started
-    if (
-      iteration > first
-      and config.max_seconds is not None
-      and (elapsed + last_iteration_s > config.max_seconds)
-    ):
-      break
     iteration_started = time.perf_counter()
     entry: dict[str, Any] = dict(iteration=iteration)
     run.key, play_key = jax.random.split(run.key)
@@ -220,15 +236,15 @@ def train(
     run.params, run.opt_state, train_step = _training_iteration(
       entry, config, train_step, run, mesh, iteration == first
     )
-    if _wants_checkpoint(config, iteration):
-      entry["checkpoint"] = checkpoint_path(str(config.checkpoint_dir), iteration)
     if _wants_evaluation(config, iteration):
       # On the host: the arena places its own arrays (over the devices it uses).
       params = run.params if mesh is None else data_parallel.fetch(run.params)
       _timed_evaluation(entry, config, apply_fn, params, run.previous_params, run.history)
       run.previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
-    last_iteration_s = time.perf_counter() - iteration_started
+    stopping = _stops_after(config, iteration, entry["elapsed_s"], iteration_started)
+    if _wants_checkpoint(config, iteration) or (stopping and config.checkpoint_dir):
+      entry["checkpoint"] = checkpoint_path(str(config.checkpoint_dir), iteration)
     run.history.append(entry)
     if "checkpoint" in entry:  # after the iteration is whole: a resume starts after it
       _save_run(entry["checkpoint"], run, iteration)
@@ -236,8 +252,24 @@ def train(
       run.history.params = run.params if mesh is None else data_parallel.fetch(run.params)
       on_iteration(run.history)
     _report(bar, entry)
+    if stopping:
+      break
   run.history.params = run.params if mesh is None else data_parallel.fetch(run.params)
   return run.history
+
+
+def _stops_after(config: Config, iteration: int, elapsed: float, iteration_started: float) -> bool:
+  """Whether the run stops after `iteration`, before `config.iterations`: Ctrl-C asked
+  it to (`partial.stop_requested`, in `mcgs-jax train`), or the next iteration, taking
+  as long as this one (begun at `iteration_started`), would end past
+  `config.max_seconds` (`elapsed` seconds since the start). The iteration it stops
+  after is checkpointed, so that a resume loses nothing."""
+  if iteration >= config.iterations:
+    return False
+  if partial.stop_requested():
+    return True
+  last_iteration_s = time.perf_counter() - iteration_started
+  return config.max_seconds is not None and elapsed + last_iteration_s > config.max_seconds
 
 
 def _start_run(
@@ -246,19 +278,18 @@ def _start_run(
   """`(run, game, optimizer, first)` of `train`: the run's state (`run.history` holds
   the network's `apply_fn` and `config`), fresh or resumed from its last checkpoint
   (`resume`), the game with the network as evaluator, the optimiser and the first
-  iteration to play. Checks `config`'s memory, `params` and the checkpoint directory
-  first, and writes the checkpoint of iteration 0 where `config` wants one."""
+  iteration to play. Checks `params` and the checkpoint directory first, and writes
+  the checkpoint of iteration 0 where `config` wants one."""
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
   board = registry.game_from_spec(config.game)  # the one the arena's matches play
-  memory.check_self_play_memory(board, config)
   apply_fn, fresh_params = networks.init_network(board.env, init_key, hidden=config.hidden)
   if params is not None:
     _check_params(params, fresh_params)
   params = fresh_params if params is None else params
   if resume and not config.checkpoint_dir:
     raise ValueError("resume=True needs config.checkpoint_dir, where the run left its checkpoints")
-  if not resume and data_parallel.writes_files():
+  if not resume and data_parallel.writes_files():  # `_resume` checks a resumed run's
     _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
   game = dataclasses.replace(
     board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
@@ -274,7 +305,7 @@ def _start_run(
     history=History(),
   )
   run.history.apply_fn, run.history.config = apply_fn, config
-  first = _resume(config, run) + 1 if resume else 1
+  first = _resume(config, run, overwrite) + 1 if resume else 1
   if first == 1 and _wants_checkpoint(config, 0):
     run.history.initial_checkpoint = checkpoint_path(str(config.checkpoint_dir), 0)
     _save_run(run.history.initial_checkpoint, run, 0)
@@ -282,7 +313,8 @@ def _start_run(
 
 
 def _check_params(params, fresh_params) -> None:
-  """ValueError naming `params` when its tree or shapes are not the network's."""
+  """ValueError naming `params` when its tree, shapes or dtypes are not the
+  network's, or it holds a NaN or an infinity (training would only spread them)."""
   paths = lambda tree: [
     jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)
   ]
@@ -296,6 +328,16 @@ def _check_params(params, fresh_params) -> None:
     raise ValueError(
       f"params: another width or game than Config.hidden and the game give: {mismatch}"
     )
+  leaves = jax.tree_util.tree_leaves_with_path(params)
+  for (path, leaf), fresh in zip(leaves, jax.tree_util.tree_leaves(fresh_params), strict=True):
+    name = jax.tree_util.keystr(path)
+    if jnp.result_type(leaf) != jnp.result_type(fresh):
+      raise ValueError(
+        f"params: {name} is {jnp.result_type(leaf)}, the network's is "
+        f"{jnp.result_type(fresh)} (in float16 Adam's epsilon underflows)"
+      )
+    if not bool(jnp.all(jnp.isfinite(leaf))):
+      raise ValueError(f"params: {name} holds a NaN or an infinity")
 
 
 def _wants_checkpoint(config: Config, iteration: int) -> bool:
@@ -412,7 +454,33 @@ def _training_iteration(entry: dict, config: Config, train_step, run: _Run, mesh
   entry["first_loss"] = float(metrics[0]["loss"])
   entry["last_loss"] = float(metrics[-1]["loss"])
   entry["train_s"] = time.perf_counter() - train_start if train_start is not None else 0.0
+  _check_finite(entry, params)
   return params, opt_state, train_step
+
+
+class TrainingDiverged(ValueError):
+  """A training iteration gave a NaN or infinite loss or params; the run stopped
+  before keeping any of it (its checkpoints are all finite)."""
+
+
+def _check_finite(entry: dict, params) -> None:
+  """`TrainingDiverged` naming the iteration of `entry` and what went non-finite:
+  one of its losses or a leaf of the `params` its training steps made."""
+  where = f"iteration {entry['iteration']}"
+  for name in ("loss", "policy_loss", "value_loss", "last_loss"):
+    if not np.isfinite(entry[name]):
+      raise TrainingDiverged(
+        f"{where}: the training {name.replace('_', ' ')} is {entry[name]} (the first "
+        f"step's loss was {entry['first_loss']}): training diverged; the run stops with "
+        "its checkpoints so far, all finite (a smaller learning_rate?)"
+      )
+  for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+    if not bool(jnp.all(jnp.isfinite(leaf))):
+      raise TrainingDiverged(
+        f"{where}: params{jax.tree_util.keystr(path)} holds a NaN or an infinity after "
+        "training: the run stops with its checkpoints so far, all finite (a smaller "
+        "learning_rate?)"
+      )
 
 
 def _report(bar, entry: dict) -> None:
@@ -428,33 +496,64 @@ def _report(bar, entry: dict) -> None:
 
 def main(argv=None):
   """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
-  returns the exit status: 0, or 2 for bad input (one line on stderr, before any
-  work; a flag argparse refuses raises `SystemExit(2)` with one line).
+  returns the exit status: 0; 2 for bad input (one line on stderr, before any work;
+  a flag argparse refuses raises `SystemExit(2)` with one line), a checkpoint
+  directory another run holds included; 1 when training diverged (one line; the
+  checkpoints so far are kept); 130 after Ctrl-C, which with `--checkpoint-dir`
+  lets the running iteration end and checkpoints it (`partial.graceful_stop`).
   `train(config)` returns the history."""
   parser = build_parser()
   args = parser.parse_args(argv)  # bad flags: SystemExit(2), one line; --help: 0
-  try:
-    config = resumed_config(args) if args.resume else config_from_args(args)
-    _check_game(config)
-    memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
-    try:  # the devices exist and take equal parts
-      data_parallel.training_mesh(
-        config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
-      )
+  with contextlib.ExitStack() as lock:
+    try:
+      config = _checked_config(args)
+      lock.enter_context(run_lock(config.checkpoint_dir))  # held till the command ends
+      if not (args.overwrite or args.resume):
+        _claim_checkpoint_dir(config.checkpoint_dir, overwrite=False)
     except ValueError as error:
-      raise ValueError(_config_error(error)) from None
-    for flag, path in (("--plot", args.plot), ("--history", args.history)):
-      files.check_output_path(flag, path)
-    files.check_output_path("--save-params", args.save_params)
-    missing = missing_extra("matplotlib") if args.plot else None
-    if missing:
-      raise ValueError(f"--plot {missing}")
-    files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
-    if not (args.overwrite or args.resume):
-      _claim_checkpoint_dir(config.checkpoint_dir, overwrite=False)
+      print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+      return 2
+    try:
+      history = _train_command(args, config)
+    except TrainingDiverged as error:
+      print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+      return 1
+  if args.save_params:
+    save_checkpoint(args.save_params, history.params, None, history[-1]["iteration"])
+  if args.plot:
+    plot_history(history, args.plot)
+  if partial.stop_requested():
+    print(f"{parser.prog}: interrupted", file=sys.stderr, flush=True)
+    return 130
+  return 0
+
+
+def _checked_config(args) -> Config:
+  """The `Config` of the parsed flags (or of the run `--resume` continues), every
+  check before any work made: ValueError naming the flag."""
+  config = resumed_config(args) if args.resume else config_from_args(args)
+  _check_game(config)
+  memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
+  try:  # the devices exist and take equal parts
+    data_parallel.training_mesh(
+      config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
+    )
   except ValueError as error:
-    print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
-    return 2
+    raise ValueError(_config_error(error)) from None
+  for flag, path in (("--plot", args.plot), ("--history", args.history)):
+    files.check_output_path(flag, path)
+  files.check_output_path("--save-params", args.save_params)
+  missing = missing_extra("matplotlib") if args.plot else None
+  if missing:
+    raise ValueError(f"--plot {missing}")
+  files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
+  return config
+
+
+def _train_command(args, config: Config) -> History:
+  """Runs `train` for `mcgs-jax train`: the history saved after every iteration with
+  `--history`; with a checkpoint directory the first Ctrl-C stops the run after the
+  running iteration, checkpointed."""
   if args.quick:
     print(
       "--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
@@ -467,15 +566,13 @@ def main(argv=None):
     on_iteration = lambda history: save_history(args.history, history)
   if args.overwrite:
     _claim_checkpoint_dir(config.checkpoint_dir, overwrite=True)
-  if args.resume:
-    history = train(config, on_iteration=on_iteration, resume=True)
-  else:
-    history = train(config, on_iteration=on_iteration)
-  if args.save_params:
-    save_checkpoint(args.save_params, history.params, None, config.iterations)
-  if args.plot:
-    plot_history(history, args.plot)
-  return 0
+  stop = (
+    partial.graceful_stop("the running iteration ends, is checkpointed, and the run stops")
+    if config.checkpoint_dir
+    else contextlib.nullcontext()
+  )
+  with stop:
+    return train(config, on_iteration=on_iteration, resume=bool(args.resume))
 
 
 if __name__ == "__main__":

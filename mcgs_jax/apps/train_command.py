@@ -10,7 +10,7 @@ from typing import Any
 import jax
 
 from mcgs_jax.apps import registry
-from mcgs_jax.apps.checkpoint_files import _last_run_checkpoint
+from mcgs_jax.apps.checkpoint_files import _last_run_checkpoint, check_resumable_iterations
 from mcgs_jax.apps.cli_args import OneLineErrorParser
 from mcgs_jax.apps.self_play import max_game_length
 from mcgs_jax.apps.train_config import TRAINING_POLICIES, Config
@@ -251,7 +251,8 @@ def config_from_args(args) -> Config:
 def resumed_config(args) -> Config:
   """The `Config` of the run whose checkpoints are in `args.resume`, with
   `--iterations`, `--max-seconds` and `--devices` applied; ValueError when there is no such
-  checkpoint or other run flags are given."""
+  checkpoint, other run flags or `--overwrite` (which would delete the checkpoints)
+  are given, or `--iterations` is below the last checkpoint's iteration."""
   allowed = {"iterations", "max_seconds", "progress", "devices"}
   given = [
     name
@@ -262,9 +263,18 @@ def resumed_config(args) -> Config:
   ]
   if args.quick or given:
     raise ValueError(f"--resume takes the run's own flags; drop {given or ['--quick']}")
+  if args.overwrite:
+    raise ValueError(
+      "--overwrite deletes the checkpoints that --resume continues from; give one or the other"
+    )
   found = _last_run_checkpoint(args.resume)
   if found is None:
     raise ValueError(f"--resume {args.resume!r}: no checkpoint of a train run there")
+  if args.iterations is not None:
+    try:
+      check_resumable_iterations(found[0], int(found[1]["iteration"]), args.iterations)
+    except ValueError as error:
+      raise ValueError(f"--iterations {args.iterations}: {error}") from None
   stored = json.loads(found[1]["run_state"]["config"])
   stored.update(checkpoint_dir=args.resume, progress=False)
   stored.update(

@@ -87,13 +87,14 @@ class Config:
     seed: seeds everything.
     checkpoint_dir: where checkpoints go (None: none written).
     checkpoint_every: with `checkpoint_dir`, write a checkpoint every this many
-      iterations (0: only at `checkpoint_at` and after the last iteration).
+      iterations (0: only at `checkpoint_at` and after the last iteration played,
+      the last of `iterations` or the one a stop came after).
     checkpoint_at: with `checkpoint_dir`, iterations that also get a checkpoint;
       0 means the initial network, before any training.
     max_seconds: a wall-time budget (compilation included): no iteration starts
       when the time since the start plus the last iteration's time would pass it
-      (None: run every iteration). With it, runs that differ in speed can be
-      compared at equal wall time.
+      (None: run every iteration); the last iteration played is checkpointed. With
+      it, runs that differ in speed can be compared at equal wall time.
     progress: show a tqdm bar (where tqdm is installed; else a line per iteration).
     devices: devices to train on, data-parallel (`mcgs_jax.apps.data_parallel`):
       None for every device of every process (`jax.devices()`), 1 for one device.
@@ -136,6 +137,7 @@ class Config:
   devices: int | None = None
 
   def __post_init__(self):
+    _to_python_values(self)
     check_config(self)
 
   @property
@@ -181,6 +183,19 @@ class Config:
     )
     values.update(overrides)
     return cls(**values)
+
+
+def _to_python_values(config: "Config") -> None:
+  """Replaces numpy scalars in `config`'s fields (`np.int64(1)`, `np.float32(0.5)`,
+  `np.bool_(True)`, and those in the `hidden` and `checkpoint_at` sequences) by the
+  Python values they hold: a run's config is written into its checkpoints as JSON,
+  which takes no numpy scalar."""
+  python = lambda value: value.item() if isinstance(value, np.generic) else value
+  for field in dataclasses.fields(config):
+    value = getattr(config, field.name)
+    if isinstance(value, (list, tuple, np.ndarray)):
+      value = tuple(python(item) for item in value)
+    setattr(config, field.name, python(value))
 
 
 def check_config(config: "Config") -> None:

@@ -15,6 +15,8 @@ _EXPORTS = {
   "search_game": "mcgs_jax.games.adapter",
   "SUPPORTED_GAMES": "mcgs_jax.games.adapter",
   "transposition_key_fn": "mcgs_jax.games.keys",
+  "max_legal_actions": "mcgs_jax.games.bounds",
+  "state_bytes": "mcgs_jax.games.storage",
   "Nim": "mcgs_jax.games.nim",
   "DagGame": "mcgs_jax.games.dag",
   "Evaluator": "mcgs_jax.games.evaluators",

@@ -6,7 +6,9 @@
 batched environment state (a pytree of `[B, ...]` arrays), by default without its
 `observation` (`Game.store_observation`): the graph keeps one embedding per node, and
 the observation is what the evaluator reads of a *new* state, which `step` recomputes
-(pgx's observation is 30 KB of a chess state's 46 KB).
+(pgx's observation is 30 KB of a chess state's 46 KB). In chess, shogi and go, the
+legal-action masks are stored as bits and the boards in narrower integers
+(`Game.storage`, `mcgs_jax.games.storage`), rebuilt bit for bit before `step`.
 
 Conventions of `recurrent_fn(params, rng_key, action, state)`, with
 `mover = state.current_player` and `next_state = step(state, action)`:
@@ -52,6 +54,7 @@ from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.keys import SUPPORTED_ENV_IDS
+from mcgs_jax.games.storage import StateStorage, storage_for
 
 # Every name `make_game` accepts (Nim and the DAG game take arguments after a colon).
 SUPPORTED_GAMES = ("nim", "dag", "2048") + tuple(SUPPORTED_ENV_IDS)
@@ -97,6 +100,9 @@ class Game:
       and `step` put a zero observation back before stepping. That is exact for
       envs whose `step` computes the new state's observation without reading the
       old one: pgx, Nim and the DAG game.
+    storage: the smaller form in which nodes store some leaves of the state
+      (`mcgs_jax.games.storage.StateStorage`: bit-packed legal-action masks,
+      narrower boards), or None to store them as the env returns them.
   """
 
   env: Any
@@ -105,6 +111,7 @@ class Game:
   num_actions: int
   observation_spec: tuple | None = None
   store_observation: bool = True
+  storage: StateStorage | None = None
 
   def _dropped_observation(self) -> tuple | None:
     """`(shape, dtype)` of the observation that nodes do not store, or None."""
@@ -115,7 +122,10 @@ class Game:
 
   def stored(self, state):
     """`state` (batched) as a node stores it: its observation replaced by a `[..., 0]`
-    placeholder unless `store_observation` (see the class doc)."""
+    placeholder unless `store_observation`, and the leaves of `storage` in their
+    smaller form (see the class doc). A stored state is returned as it is."""
+    if self.storage is not None:
+      state = self.storage.store(state)
     spec = self._dropped_observation()
     observation = getattr(state, "observation", None)
     if spec is None or observation is None or observation.shape[-1:] == (0,):
@@ -125,7 +135,10 @@ class Game:
 
   def restored(self, state):
     """A state `step` accepts, from a stored one: a zero observation where the
-    stored state has the placeholder (full states are returned as they are)."""
+    stored state has the placeholder, and the leaves of `storage` as the env holds
+    them, bit for bit (full states are returned as they are)."""
+    if self.storage is not None:
+      state = self.storage.restore(state)
     spec = self._dropped_observation()
     observation = getattr(state, "observation", None)
     if spec is None or observation is None or observation.shape[-1:] != (0,):
@@ -143,12 +156,17 @@ class Game:
     return jax.vmap(self.env.step)(self.restored(state), jnp.asarray(action, jnp.int32))
 
   def invalid_actions(self, state):
-    """`[B, A]` bool, True for the actions that are illegal in `state`, and every
-    action of a finished game (terminated or truncated: pgx marks every action legal
-    there). A search from a finished state thus has a terminal root: no playout,
-    all-zero `action_weights`, action 0."""
+    """`[B, A]` bool, True for the actions that are illegal in `state` (full or
+    stored), and every action of a finished game (terminated or truncated: pgx
+    marks every action legal there). A search from a finished state thus has a
+    terminal root: no playout, all-zero `action_weights`, action 0."""
     finished = evaluators.is_finished(state)
-    return ~state.legal_action_mask | finished[..., None]
+    legal = (
+      state.legal_action_mask
+      if self.storage is None
+      else self.storage.restore(state).legal_action_mask
+    )
+    return ~legal | finished[..., None]
 
   def _evaluate(self, params, rng_key, state):
     """The evaluator at `state`, illegal actions masked, value 0 for finished games."""
@@ -288,6 +306,7 @@ def make_game(
   *,
   lanes: int = hashing.DEFAULT_LANES,
   store_observation: bool = False,
+  compact_state: bool = True,
 ) -> Any:
   """Builds a `Game` from a spec string or an env object.
 
@@ -307,6 +326,11 @@ def make_game(
       stores a placeholder and recomputes nothing extra: `step` computes a new
       state's observation anyway. Bytes per node (`mcgs-jax bench --memory`):
       chess 46,266 -> 15,802 for the state, connect four 285 -> 201.
+    compact_state: store the leaves of `mcgs_jax.games.storage.STORED_AS` (chess,
+      shogi, go) in their smaller form, rebuilt bit for bit before every step;
+      False stores them as pgx returns them. Bytes per stored state (no
+      observation; `storage.state_bytes`): chess 15,802 -> 5,898, shogi 4,824 ->
+      689, go_19x19 19,181 -> 9,479.
 
   Raises:
     ValueError: for an unknown or malformed spec, or a game without a transposition
@@ -320,19 +344,23 @@ def make_game(
   hash_fn = _hash_fn_for_env(env, lanes)
   if evaluator is None:
     evaluator = evaluators.uniform_evaluator()
+  # The shapes of one state: pgx's `env.num_actions` would run `init` eagerly (10 s
+  # for shogi).
+  state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
   return Game(
     env=env,
     evaluator=evaluator,
     hash_fn=hash_fn,
-    num_actions=int(env.num_actions),
-    observation_spec=_observation_spec(env),
+    num_actions=int(state.legal_action_mask.shape[-1]),
+    observation_spec=_observation_spec(state),
     store_observation=store_observation,
+    storage=storage_for(getattr(env, "id", None), state) if compact_state else None,
   )
 
 
-def _observation_spec(env) -> tuple | None:
-  """`(shape, dtype)` of the observation of one `env.init` state, None if it has none."""
-  state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
+def _observation_spec(state) -> tuple | None:
+  """`(shape, dtype)` of the observation of one state (or its shapes), None if it has
+  none."""
   observation = getattr(state, "observation", None)
   if observation is None:
     return None

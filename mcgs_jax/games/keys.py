@@ -96,7 +96,8 @@ def _hex_words(state) -> jax.Array:
 def _go_words(state) -> jax.Array:
   """`[N*N + 5 + 2*T]`: stone signs `[N*N]` (+1 black, -1 white), step count,
   consecutive passes, ko point, superko flag, terminated, and the set of board
-  hashes in pgx's superko history `[2*T]` (T = pgx's step limit)."""
+  hashes in pgx's superko history `[2*T]` (T = pgx's step limit, 2*N*N: 162 for
+  9x9, 722 for 19x19)."""
   x = state._x
   previous_boards = _sorted_hash_rows(
     x.hash_history, jnp.arange(x.hash_history.shape[0]) < x.step_count, distinct=True
@@ -166,15 +167,25 @@ def _animal_shogi_words(state) -> jax.Array:
   )
 
 
+def _shogi_words(state) -> jax.Array:
+  """`[98]`: board `[81]` (from the mover's side: -1 empty, 0-13 the mover's pieces,
+  14-27 the opponent's), hands `[2, 7]` (mover first), colour to move, step count,
+  terminated."""
+  x = state._x
+  return _words(x.board, x.hand, x.color, x.step_count, state.terminated)
+
+
 _WORD_FNS: dict[str, Callable[..., jax.Array]] = {
   "tic_tac_toe": _tic_tac_toe_words,
   "connect_four": _connect_four_words,
   "othello": _othello_words,
   "hex": _hex_words,
   "go_9x9": _go_words,
+  "go_19x19": _go_words,
   "chess": _chess_words,
   "gardner_chess": _gardner_chess_words,
   "animal_shogi": _animal_shogi_words,
+  "shogi": _shogi_words,
 }
 
 SUPPORTED_ENV_IDS = tuple(_WORD_FNS)
@@ -214,6 +225,14 @@ KEY_CONTENTS: dict[str, str] = {
     "same order, and go_9x9 finds almost no transpositions. Capture counts are "
     "dropped (pgx scores by area)."
   ),
+  "go_19x19": (
+    "As go_9x9, on 361 points: stone colours (pgx's chain labels are dropped), step "
+    "count, consecutive passes, ko point, superko flag, terminated, and the set of "
+    "every board of the game so far (positional superko), as pgx's own hashes sorted "
+    "with repeats removed. The step count is kept because pgx ends the game (area "
+    "scoring) at 722 steps. Cost: as in go_9x9, move orders meet only if they "
+    "visited the same set of boards, so go_19x19 finds almost no transpositions."
+  ),
   "chess": (
     "Board (64 squares, signed from the mover's side), colour to move, castling "
     "rights, en-passant square (as pgx records it: after every double pawn push), "
@@ -248,6 +267,16 @@ KEY_CONTENTS: dict[str, str] = {
     "hand term), so the current hash, from which every later one is derived, is kept "
     "too. Cost: move orders meet only if they visited the same hashes, so "
     "animal_shogi finds almost no transpositions."
+  ),
+  "shogi": (
+    "Board (81 squares from the mover's side, as pgx turns it every move: the "
+    "mover's and the opponent's pieces, promoted or not), both hands (mover first), "
+    "colour to move, step count (pgx ends the game as a draw at 512 steps), "
+    "terminated. pgx's shogi reads no history: it has no repetition rule "
+    "(sennichite), no perpetual-check rule and no impasse rule, so the position "
+    "and the step count decide the future; its cached king and major-piece squares "
+    "follow from the board. Move orders that reach the same position in the same "
+    "number of moves meet."
   ),
 }
 
