@@ -98,7 +98,9 @@ def _report_memory(name, game, state, max_children, args) -> None:
       f"| {search} | {size / 1e3:.2f} KB | {16 * GIGABYTE / size:,.0f} | "
       f"{80 * GIGABYTE / size:,.0f} |"
     )
-  print(f"stored state: {stored / 1e3:.2f} KB, {stored / per_node['compact']:.0%} of a compact node")
+  print(
+    f"stored state: {stored / 1e3:.2f} KB, {stored / per_node['compact']:.0%} of a compact node"
+  )
   if args.move_batch:
     moves = move_bytes(game, max_children, args.move_batch, args.move_simulations)
     sizes = ", ".join(f"{search} {size / GIGABYTE:.1f} GB" for search, size in moves.items())

@@ -58,6 +58,8 @@ class Agent:
     make_room: with `reuse`, keep only the `capacity - num_simulations` most
       visited nodes when rerooting (`mcgs_jax.reroot(..., max_nodes=...)`), so that
       no playout of the next search finds the graph full. Default False.
+    max_children: compact edges, `K` slots per node (`mcgs_jax.GraphOptions`;
+      `mcgs` only); None: dense edge tables.
     name: a label for reports; `describe()` is used when empty.
   """
 
@@ -73,6 +75,7 @@ class Agent:
   reuse: bool | None = None
   capacity: int | None = None
   make_room: bool = False
+  max_children: int | None = None
   name: str = ""
 
   def __post_init__(self):
@@ -128,6 +131,7 @@ class Agent:
         ("num_parallel > 1", self.num_parallel > 1),
         ("capacity", self.capacity is not None),
         ("make_room=True", self.make_room),
+        ("max_children", self.max_children is not None),
       )
       if value
     ]
@@ -152,6 +156,7 @@ class Agent:
       solver=cast(bool, self.solver),  # set by __post_init__
       num_parallel=self.num_parallel,
       capacity=self.search_capacity,
+      max_children=self.max_children,
     )
 
   def describe(self) -> str:
@@ -173,6 +178,8 @@ class Agent:
       text += " room"
     if self.num_parallel > 1:
       text += f" K={self.num_parallel}"
+    if self.max_children is not None:
+      text += f" slots={self.max_children}"
     return text
 
 
@@ -233,6 +240,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     solver=agent.solver,
     num_parallel=agent.num_parallel,
     capacity=agent.search_capacity,
+    max_children=agent.max_children,
   )
 
   def search(params, key, state, graph, played):

@@ -46,6 +46,7 @@ from typing import Any
 
 from mcgs_jax.apps import files, partial
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra
+from mcgs_jax.apps import registry
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
@@ -131,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
   )
   parser.add_argument(
     "--seed", type=_seed_int, default=0, help=f"random seed, 0 to {MAX_SEED} (default: 0)"
+  )
+  parser.add_argument(
+    "--max-children",
+    type=int_at_least(0),
+    default=None,
+    help="compact edges for this library's agents: K slots per node, the K most likely "
+    "valid actions (0: dense edge tables; default: 96 for chess and shogi, dense otherwise)",
   )
   parser.add_argument(
     "--equal-time",
@@ -342,6 +350,7 @@ def _agent(args, side: str, apply_fn=None):
   evaluator = _evaluator(args, side)
   _check_parallel(args, side)
   simulations = _simulations(args, side)
+  max_children = registry.default_max_children(args.game, args.max_children)
   name = ""
   if evaluator == "network":
     checkpoint = _checkpoint(args, side) or ""
@@ -358,6 +367,7 @@ def _agent(args, side: str, apply_fn=None):
     name += " room" if get("make_room") else ""
     if get("parallel") > 1:
       name += f" K={get('parallel')}"
+    name += f" slots={max_children}" if max_children and not mctx_engine else ""
   return Agent(
     policy=get("policy"),
     evaluator=evaluator,
@@ -370,6 +380,7 @@ def _agent(args, side: str, apply_fn=None):
     num_parallel=get("parallel"),
     num_rollouts=get("rollouts"),
     apply_fn=apply_fn,
+    max_children=None if mctx_engine else max_children,
     name=name,
   )
 
@@ -403,6 +414,25 @@ def verdict(result) -> str:
   if high < 0.5:
     return "B stronger (95%)"
   return "no significant difference at 95%"
+
+
+def _memory_per_node(args) -> str:
+  """One line: the estimated bytes of one node of each side's graph (mctx: of its
+  tree's nodes), and how this library's agents keep their edges."""
+  import jax
+
+  from mcgs_jax.apps import memory
+
+  game = registry.game_from_spec(args.game)
+  state = jax.eval_shape(lambda key: game.init(key, 1), jax.random.PRNGKey(0))
+  max_children = registry.default_max_children(args.game, args.max_children)
+  sizes = []
+  for side in ("a", "b"):
+    mctx_engine = getattr(args, f"{side}_engine") == "mctx"
+    size = memory.node_bytes(game, state, None if mctx_engine else max_children)
+    sizes.append(f"{side.upper()} {size / 1e3:.1f} KB")
+  note = registry.compact_edges_note(args.game, max_children)
+  return f"memory per node (estimate): {', '.join(sizes)}; {note}"
 
 
 def format_result(game: str, result, openings: int) -> str:
@@ -544,6 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps(report))
   else:
     print(format_result(args.game, result, args.openings))
+    print(_memory_per_node(args))
     if args.plot is not None:
       print(f"plot saved to {args.plot}")
     if _is_default_match(args):

@@ -39,6 +39,8 @@ EDGE_BYTES = 25
 # Per node: its own fields with a 4-lane key, and two hash slots of 4 bytes.
 NODE_FIELD_BYTES = 64
 HASH_SLOT_BYTES = 8
+# Per slot of compact edges, beside its edge: the action it holds.
+SLOT_ACTION_BYTES = 4
 
 
 class InsufficientMemoryError(ValueError):
@@ -57,19 +59,26 @@ def _batch_size(state) -> int:
   return int(state.current_player.shape[0])
 
 
-def node_bytes(game, state) -> int:
-  """Bytes of one node of `game`'s graph: its `A` edges, its own fields and the
-  stored state of one game of `state` (a batch of states or their shapes)."""
+def node_bytes(game, state, max_children: int | None = None) -> int:
+  """Bytes of one node of `game`'s graph: its `A` edges (with compact edges its
+  `min(K, A)` slots, each with its action), its own fields and the stored state of
+  one game of `state` (a batch of states or their shapes)."""
   stored = jax.eval_shape(game.stored, state)
-  edges = EDGE_BYTES * int(game.num_actions)
+  num_actions = int(game.num_actions)
+  if max_children is None:
+    edges = EDGE_BYTES * num_actions
+  else:
+    edges = (EDGE_BYTES + SLOT_ACTION_BYTES) * min(int(max_children), num_actions)
   return edges + NODE_FIELD_BYTES + _bytes_per_game(stored) + HASH_SLOT_BYTES
 
 
-def graph_bytes(game, state, capacity: int, batch_size: int | None = None) -> int:
+def graph_bytes(
+  game, state, capacity: int, batch_size: int | None = None, max_children: int | None = None
+) -> int:
   """Bytes of one graph of `capacity` nodes for each of `batch_size` games (default:
-  the games of `state`)."""
+  the games of `state`), with `max_children` slots per node (None: dense)."""
   games = _batch_size(state) if batch_size is None else int(batch_size)
-  return games * int(capacity) * node_bytes(game, state)
+  return games * int(capacity) * node_bytes(game, state, max_children)
 
 
 def estimated_search_bytes(game, agent, state) -> int:
@@ -79,7 +88,8 @@ def estimated_search_bytes(game, agent, state) -> int:
   nodes), each node with its `A` edges (`EDGE_BYTES` each), its own fields
   (`NODE_FIELD_BYTES`), its embedding and its hash slots."""
   capacity = agent.num_simulations + 1 if agent.engine == "mctx" else agent.search_capacity
-  return GRAPHS_PER_SEARCH * graph_bytes(game, state, capacity)
+  max_children = getattr(agent, "max_children", None)
+  return GRAPHS_PER_SEARCH * graph_bytes(game, state, capacity, max_children=max_children)
 
 
 def self_play_parts(game, config) -> dict[str, int]:

@@ -41,13 +41,25 @@ WEIGHTLESS_EVALUATORS = tuple(name for name in EVALUATOR_NAMES if name != "netwo
 # Longest game of the pgx board games the apps play (every move fills a cell).
 MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
 
+# Compact edges the commands choose by default (`GraphOptions.max_children`), by
+# game; the others search dense edge tables. Chess: 96 slots, above the 72 legal
+# moves the most of any position of 256 random pgx games had
+# (`mcgs_jax.games.bounds.MEASURED_LEGAL_ACTIONS`; 218 is the proven bound): a
+# node of 8.7 KB instead of 133 KB. Shogi: 96 slots, above the 39 legal moves of
+# the benchmark positions 10 plies in (random games that pile pieces in hand reach
+# 236; what a node cannot keep is counted in `Graph.dropped_actions`): 3.5 KB
+# instead of 79 KB (benchmarks/RESULTS.md, "Compact edges").
+DEFAULT_MAX_CHILDREN = {"chess": 96, "shogi": 96}
+
 __all__ = [
+  "DEFAULT_MAX_CHILDREN",
   "EVALUATOR_NAMES",
   "MAX_GAME_LENGTH",
   "PLAYING_OPTIONS",
   "POLICIES",
   "POLICY_NAMES",
   "WEIGHTLESS_EVALUATORS",
+  "default_max_children",
   "game_from_spec",
   "make_evaluator",
   "max_game_length",
@@ -136,6 +148,25 @@ def game_from_spec(spec: str):
   """`make_game(spec)`, built once per spec: the arena's matches and the training
   loop that plays them share one `Game`, so their compiled steps too."""
   return adapter.make_game(spec)
+
+
+def default_max_children(spec: str, requested: int | None) -> int | None:
+  """The `max_children` of a command's search of the game `spec`: `requested` when
+  given (0: dense edge tables, None), else `DEFAULT_MAX_CHILDREN`'s choice for the
+  game (None: dense)."""
+  if requested is not None:
+    return requested or None
+  return DEFAULT_MAX_CHILDREN.get(spec.partition(":")[0])
+
+
+def compact_edges_note(spec: str, max_children: int | None) -> str:
+  """One line for a command's output saying how the nodes keep their edges."""
+  if max_children is None:
+    return f"edges: dense ({spec}: one column per action; --max-children K keeps K slots)"
+  return (
+    f"edges: compact, {max_children} slots per node ({spec}; the most likely valid "
+    "actions, the others counted in dropped_actions; --max-children 0 for dense)"
+  )
 
 
 def max_game_length(game) -> int | None:

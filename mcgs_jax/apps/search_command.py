@@ -134,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     "output then says which root actions are proven",
   )
   parser.add_argument(
+    "--max-children",
+    type=int_at_least(0),
+    default=None,
+    help="compact edges: K slots per node, the K most likely valid actions (0: dense edge "
+    "tables; default: 96 for chess and shogi, dense otherwise)",
+  )
+  parser.add_argument(
     "--json", action="store_true", help="one JSON object per position and line instead of tables"
   )
   return parser
@@ -250,7 +257,14 @@ def _make_game(spec: str, evaluator: str, rollouts: int):
 
 
 @functools.lru_cache(maxsize=8)
-def _jitted_search(game, policy: str, simulations: int, transpositions: bool, solver: bool):
+def _jitted_search(
+  game,
+  policy: str,
+  simulations: int,
+  transpositions: bool,
+  solver: bool,
+  max_children: int | None,
+):
   """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
   import jax
 
@@ -263,6 +277,7 @@ def _jitted_search(game, policy: str, simulations: int, transpositions: bool, so
     solver=solver,
     transpositions=transpositions,
     capacity=simulations + 1,
+    max_children=max_children,
   )
 
   def run(rng_key, state):
@@ -309,11 +324,18 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
   """Searches every position in one batch; returns one report dict per position."""
   import jax
 
+  from mcgs_jax.apps import registry
+
   evaluator = args.evaluator
   game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
   states, batch = _position_batch(game, args, positions)
   search = _jitted_search(
-    game, args.policy, args.simulations, not args.no_transpositions, args.solver
+    game,
+    args.policy,
+    args.simulations,
+    not args.no_transpositions,
+    args.solver,
+    registry.default_max_children(args.game, args.max_children),
   )
   output = search(jax.random.PRNGKey(args.seed), batch)
   roots = _root_statistics(game, output, batch)
@@ -343,7 +365,8 @@ def _position_batch(game, args, positions: list[list[int]]):
 def _root_statistics(game, output, batch) -> dict[str, Any]:
   """The root statistics of the batch's search, numpy, `[B, ...]`: per action
   (`visits`, `q`, `prior`, `legal`, `proven`, `proven_value`, `[B, A]`) and per root
-  (`root_value`, `num_nodes`, `hits`, `chosen`, `root_proven`, `root_proven_value`)."""
+  (`root_value`, `num_nodes`, `hits`, `dropped`, `chosen`, `root_proven`,
+  `root_proven_value`)."""
   import jax
   import numpy as np
 
@@ -352,16 +375,21 @@ def _root_statistics(game, output, batch) -> dict[str, Any]:
   graph = output.search_graph
   summary = graph.summary()
   proven, proven_values = jax.vmap(proofs.proven_edges, in_axes=(0, None))(graph, 0)
+  # By action (with compact edges, an action no slot holds has no prior or proof).
+  proven = graph.root_row_to_actions(proven, False)
+  proven_values = graph.root_row_to_actions(proven_values, 0.0)
+  prior = graph.root_row_to_actions(jax.nn.softmax(graph.children_prior_logits[:, 0], axis=-1), 0)
   arrays = dict(
     visits=summary.visit_counts,
     q=summary.qvalues,
-    prior=jax.nn.softmax(graph.children_prior_logits[:, 0], axis=-1),
+    prior=prior,
     legal=~game.invalid_actions(batch),
     proven=proven,
     proven_value=proven_values,
     root_value=summary.value,
     num_nodes=graph.num_nodes,
     hits=graph.transposition_hits,
+    dropped=graph.dropped_actions,
     chosen=output.action,
     root_proven=graph.node_proven[:, 0],
     root_proven_value=graph.proven_values[:, 0],
@@ -371,6 +399,7 @@ def _root_statistics(game, output, batch) -> dict[str, Any]:
 
 def _position_report(game, args, moves: list[int], state, root: dict[str, Any]) -> dict:
   """The report dict of one position, `root` its `_root_statistics`."""
+  from mcgs_jax.apps import registry
 
   exact = _exact_action_values(game, args.game, moves, state)
   best = max(exact.values()) if exact else None
@@ -391,6 +420,10 @@ def _position_report(game, args, moves: list[int], state, root: dict[str, Any]) 
     "transposition_hits": int(root["hits"]),
     "actions": _action_rows(game, args, root, exact, best),
   }
+  max_children = registry.default_max_children(args.game, args.max_children)
+  if max_children is not None:
+    report["max_children"] = max_children
+    report["dropped_actions"] = int(root["dropped"])
   if args.solver:
     report["root_proven"] = bool(root["root_proven"])
     if report["root_proven"]:
@@ -450,6 +483,8 @@ def format_table(report: dict) -> str:
     f"root value {report['root_value']:+.3f}  nodes {report['num_nodes']}  "
     f"transposition hits {report['transposition_hits']}  action {report['action']}",
   ]
+  if "max_children" in report:
+    lines[0] += f"  slots {report['max_children']} (dropped {report['dropped_actions']})"
   if "minimax_value" in report:
     lines[-1] += f"  minimax {report['minimax_value']:+d}"
   if report.get("root_proven"):
