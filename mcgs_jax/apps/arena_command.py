@@ -44,9 +44,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcgs_jax.apps import files, partial
+from mcgs_jax.apps import files, partial, registry
 from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra
-from mcgs_jax.apps import registry
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
