@@ -11,7 +11,7 @@ import warnings
 from typing import Any
 
 from mcgs_jax._src.forced_playouts import prune_forced_playouts
-from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph
+from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph, edges_by_action
 from mcgs_jax._src.gumbel import (
   GumbelMuZeroExtraData,
   gumbel_muzero_policy,
@@ -75,6 +75,7 @@ __all__ = [
   "Tree",
   "UNEXPANDED",
   "UNVISITED",
+  "edges_by_action",
   "empty_like",
   "gumbel_muzero_interior_action_selection",
   "gumbel_muzero_policy",

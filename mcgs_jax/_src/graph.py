@@ -223,6 +223,14 @@ class Graph:
     invalid = jnp.take_along_axis(self.root_invalid_actions, jnp.maximum(actions, 0), axis=-1)
     return invalid | (actions < 0)
 
+  def root_edge_actions(self, edge: chex.Array) -> chex.Array:
+    """`[B]` int32, the action of each game's root edge `edge [B]`: `edge` itself in a
+    dense graph, the slot's action with compact edges (0 for an empty slot)."""
+    if self.children_actions is None:
+      return edge
+    actions = self.children_actions[:, ROOT_INDEX]
+    return jnp.maximum(jnp.take_along_axis(actions, edge[:, None], axis=-1)[:, 0], 0)
+
   def root_row_to_actions(self, values: chex.Array, fill: chex.Numeric) -> chex.Array:
     """`values [B, W]`, one per root edge, as `[B, A]`, one per action: `fill` for
     actions no slot holds (compact edges); `values` itself in a dense graph."""

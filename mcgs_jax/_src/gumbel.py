@@ -41,7 +41,6 @@ from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.batched import take
 from mcgs_jax._src.compact import slot_width
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.initial import check_inputs, finite_root
@@ -383,9 +382,7 @@ def _sequential_halving_winner(
   action_weights = jax.nn.softmax(mask_invalid_actions(logits_row + completed_qvalues, invalid_row))
   no_valid_action = jnp.all(invalid_row, axis=-1, keepdims=True)
   action_weights = graph.root_row_to_actions(jnp.where(no_valid_action, 0.0, action_weights), 0.0)
-  best = masked_argmax(score, excluded)
-  if graph.compact:
-    best = jnp.maximum(take(graph.children_actions[:, ROOT_INDEX], best), 0)
+  best = graph.root_edge_actions(masked_argmax(score, excluded))
   return types.PolicyOutput(
     action=final_action(graph, best, options),
     action_weights=action_weights,

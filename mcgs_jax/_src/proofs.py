@@ -31,7 +31,6 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import rows
-from mcgs_jax._src.batched import take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 
 # Relative tolerance within which an exact value counts as equal to a bound: exact
@@ -191,6 +190,4 @@ def prefer_proven(graph: Graph, action: chex.Array) -> chex.Array:
   """`action` `[B]`, replaced by the best proven root action where the root is decided
   (proven, or holding an edge that proves it at once)."""
   decided, best = best_proven_action(graph)
-  if graph.compact:
-    best = take(graph.children_actions[:, ROOT_INDEX], best)
-  return jnp.where(decided, best, action)
+  return jnp.where(decided, graph.root_edge_actions(best), action)

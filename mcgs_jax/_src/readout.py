@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import proofs, selection, types
-from mcgs_jax._src.batched import take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.logits import apply_temperature, probs_to_logits
 from mcgs_jax._src.options import GraphOptions
@@ -41,8 +40,7 @@ def fallback_action(
   best_prior = jax.vmap(selection.masked_argmax)(
     graph.children_prior_logits[:, ROOT_INDEX], excluded_root_edges(graph, options)
   )
-  if graph.compact:
-    best_prior = jnp.maximum(take(graph.children_actions[:, ROOT_INDEX], best_prior), 0)
+  best_prior = graph.root_edge_actions(best_prior)
   return jnp.where(jnp.any(weights > 0, axis=-1), action, best_prior).astype(jnp.int32)
 
 

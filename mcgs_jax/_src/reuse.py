@@ -390,7 +390,7 @@ def _root_child(graph: Graph, action: jax.Array) -> jax.Array:
   -1 if unexpanded; with compact edges the edge is the slot holding the action, and
   where no slot does (an action the search left out) the child is -1 too."""
   children = graph.children_index[:, ROOT_INDEX]
-  if not graph.compact:
+  if graph.children_actions is None:
     return take(children, jnp.clip(action, 0, graph.num_actions - 1))
   held = graph.children_actions[:, ROOT_INDEX] == action[:, None]  # [B, K]
   return jnp.where(jnp.any(held, axis=-1), take(children, jnp.argmax(held, axis=-1)), -1)

@@ -76,7 +76,7 @@ def muzero_action_selection(
     value_score + policy_score,
     excluded_actions(graph, node_index, depth, solver),
     ~graph.node_terminal[node_index],
-    graph.children_actions[node_index] if graph.compact else None,
+    None if graph.children_actions is None else graph.children_actions[node_index],
   )
 
 
