@@ -24,7 +24,7 @@ POLICIES = {
   "uct": mg.uct_policy,
 }
 # K at least the most valid actions any node of these searches has.
-GAMES = {"connect_four": 7, "othello": 24, "tic_tac_toe": 9}
+GAMES = {"connect_four": 7, "othello": 24}
 OPTIONS = {
   "default": {},
   "solver": {"solver": True},
@@ -83,7 +83,7 @@ def assert_same_search(dense, compact):
 @pytest.mark.quick_variants(
   "muzero-othello-default",
   "gumbel-connect_four-solver",
-  "uct-tic_tac_toe-fold_catch_up",
+  "uct-othello-fold_catch_up",
   "muzero-connect_four-parallel",
   "gumbel-othello-tree",
 )
@@ -243,18 +243,37 @@ def test_picture_labels_edges_with_actions():
   assert any(action >= 24 for _, action, _, _ in pictures[1].edges)
 
 
-def test_bad_max_children_and_chance_nodes_are_refused():
+def test_bad_max_children_is_refused():
   with pytest.raises(ValueError, match="max_children"):
     mg.GraphOptions(max_children=0)
   with pytest.raises(TypeError, match="max_children"):
     mg.GraphOptions(max_children=2.5)
-  with pytest.raises(ValueError, match="max_children"):
-    mg.stochastic_muzero_policy(
+
+
+def test_chance_nodes_with_covering_slots_search_as_dense():
+  """2048 on a 3x3 board: decision nodes keep their moves, chance nodes their
+  possible tiles in slots (18 outcomes, 4 moves); the search is the dense one."""
+  game = make_game("2048:3")
+  boards = game.init(jax.random.PRNGKey(0), batch_size=2)
+
+  def search(max_children):
+    return mg.stochastic_muzero_policy(
       None,
-      jax.random.PRNGKey(0),
-      mg.RootFnOutput(prior_logits=jnp.zeros((1, 3)), value=jnp.zeros(1), embedding=jnp.zeros(1)),
-      lambda *args: None,
-      lambda *args: None,
-      4,
-      max_children=2,
+      jax.random.PRNGKey(1),
+      game.root(None, jax.random.PRNGKey(2), boards),
+      game.decision_recurrent_fn,
+      game.chance_recurrent_fn,
+      24,
+      invalid_actions=game.invalid_actions(boards),
+      hash_fn=game.hash_fn,
+      afterstate_hash_fn=game.afterstate_hash_fn,
+      max_children=max_children,
     )
+
+  dense, compact = search(None), search(18)
+  assert_same_search(dense, compact)
+  assert compact.search_graph.max_children == 18
+  kept = [mg.reroot(out.search_graph, out.action) for out in (dense, compact)]
+  np.testing.assert_array_equal(
+    kept[0].edge_visits, edges_by_action(kept[1], kept[1].edge_visits, 0)
+  )

@@ -253,8 +253,16 @@ def make_key_fn(hash_fn: Callable, afterstate_hash_fn: Callable) -> types.HashFn
 def columns(graph: Graph, width: int) -> Graph:
   """One game's graph seen through its first `width` columns: every edge table,
   the prior logits and the root's invalid actions sliced to `[..., :width]`, node
-  tables unchanged (mctx's `_mask_tree`)."""
+  tables unchanged (mctx's `_mask_tree`). With compact edges the slots (which hold a
+  node's valid actions or outcomes first) are sliced alike, and the root's invalid
+  actions, read by action, are kept whole."""
   sliced = {name: getattr(graph, name)[..., :width] for name in EDGE_FIELDS}
+  if graph.children_actions is not None:
+    return graph.replace(
+      **sliced,
+      children_prior_logits=graph.children_prior_logits[..., :width],
+      children_actions=graph.children_actions[..., :width],
+    )
   return graph.replace(
     **sliced,
     children_prior_logits=graph.children_prior_logits[..., :width],

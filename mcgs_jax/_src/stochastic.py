@@ -129,11 +129,6 @@ def stochastic_muzero_policy(
   """
   _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn)
   options = options_lib.resolve(CALLER, options, graph_options)
-  if options.max_children is not None:
-    raise ValueError(
-      f"{CALLER}: max_children (compact edges) is not available with chance nodes; "
-      "leave it None (dense edge tables)"
-    )
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
   if options.solver:
     raise ValueError(
