@@ -7,12 +7,13 @@ For each game (uniform evaluator, random positions up to 10 plies in):
   * the games times capacity that fit in 16 GB and in 80 GB at that size, and the
     compiled program's estimate for one AlphaZero move of `--move-batch` games of
     `--move-simulations` simulations (shapes only: nothing is allocated);
-  * with `--time`, the median time of one search at each `--time-sizes` B x S, ours
+  * with `--parts time`, the median time of one search at each `--time-sizes` B x S, ours
     dense, ours compact and `mctx.muzero_policy`, each compiled first, timed alone and
     one after another in this process (run it alone on the machine; the load average
     is printed beside the table); the compact search's `dropped_actions`.
 
-    python -m benchmarks.compact_edges --games chess:96 shogi:96 go_19x19:362 --time
+    python -m benchmarks.compact_edges --games chess:96 shogi:96 go_19x19:362
+    python -m benchmarks.compact_edges --games chess:96 --parts time
 """
 
 import argparse
@@ -129,7 +130,9 @@ def main(argv=None) -> None:
   parser.add_argument("--simulations", type=int, default=64, help="S of the memory part")
   parser.add_argument("--move-batch", type=int, default=1024, help="0: skip the move estimate")
   parser.add_argument("--move-simulations", type=int, default=800)
-  parser.add_argument("--time", action="store_true", help="also time the searches")
+  parser.add_argument(
+    "--parts", nargs="+", choices=("memory", "time"), default=["memory"], help="what to measure"
+  )
   parser.add_argument("--time-sizes", nargs="+", default=["32x256", "8x800"])
   args = parser.parse_args(argv)
   print(f"{time.strftime('%Y-%m-%d')}, jax {jax.__version__}, {platform.processor() or 'cpu'}")
@@ -137,9 +140,11 @@ def main(argv=None) -> None:
     name, _, width = spec.partition(":")
     game = make_game(name)
     max_children = int(width)
-    state = random_positions(game, jax.random.PRNGKey(0), args.batch_size, 10)
-    _report_memory(name, game, state, max_children, args)
-    if args.time:
+    if "memory" in args.parts:
+      state = random_positions(game, jax.random.PRNGKey(0), args.batch_size, 10)
+      _report_memory(name, game, state, max_children, args)
+    if "time" in args.parts:
+      print(f"\n{name}: time per search, K = {max_children}")
       _report_times(game, max_children, args)
 
 

@@ -757,7 +757,7 @@ def one_node_graph(rewards, children, value_bounds):
     edge_rewards=jnp.asarray(edge_rewards),
     edge_discounts=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
     children_prior_logits=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
-    root_invalid_actions=jnp.zeros(num_actions, bool),
+    root_invalid_edges=jnp.zeros(num_actions, bool),
     value_bounds=jnp.asarray(
       (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds, jnp.float32
     ),
