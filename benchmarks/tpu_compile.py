@@ -12,7 +12,7 @@ flops and bytes estimates (`cost_analysis()`), the collectives of the compiled H
 once where it stands, even inside a loop) and how many all-gathers have a graph or
 tree table's rows in their shape, and the seconds spent lowering and compiling here
 (with the load average: the machine may be shared). A program that does not fit a
-chip's memory is reported with the first line of XLA's refusal.
+chip's memory is reported with the start of XLA's refusal.
 
 Programs (`--programs`): `graph` (the default `mcgs_jax.muzero_policy`), `tree`
 (`transpositions=False`), `mctx` (`mctx.muzero_policy`), each from the root that the
@@ -102,13 +102,13 @@ def table_rows(tree) -> set[int]:
 def compile_report(jitted, args: tuple, rows: set[int]) -> dict:
   """Lowers and compiles `jitted` for `args` (abstract, sharded): per-chip bytes,
   XLA's estimates, collectives and the seconds it took; `error` instead of the
-  figures when XLA refuses the program (e.g. it does not fit a chip)."""
+  figures when XLA refuses the program (e.g. it does not fit a chip's memory)."""
   load = os.getloadavg()[0]
   started = time.perf_counter()
   try:
     compiled = jitted.lower(*args).compile()
   except jax.errors.JaxRuntimeError as error:
-    return dict(error=str(error).strip().splitlines()[0], load=load)
+    return dict(error=" ".join(str(error).split())[:600], load=load)
   seconds = time.perf_counter() - started
   memory = compiled.memory_analysis()
   cost = compiled.cost_analysis()
