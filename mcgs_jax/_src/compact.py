@@ -47,11 +47,30 @@ def compact_row(logits: chex.Array, invalid_actions: chex.Array | None, max_chil
   # Empty slots sort past every action, then read -1.
   actions = jnp.sort(jnp.where(best > -jnp.inf, chosen, num_actions), axis=-1)
   actions = jnp.where(actions < num_actions, actions, -1).astype(jnp.int32)
-  lowest = jnp.finfo(logits.dtype).min
-  found = jnp.take_along_axis(logits, jnp.maximum(actions, 0), axis=-1)
   num_valid = jnp.sum(valid, axis=-1, dtype=jnp.int32)
   return Slots(
-    logits=jnp.where(actions < 0, lowest, found),
+    logits=gather_from_actions(logits, actions, jnp.finfo(logits.dtype).min),
     actions=actions,
     dropped=jnp.maximum(num_valid - width, 0),
   )
+
+
+def scatter_to_actions(
+  values: chex.Array, actions: chex.Array, num_actions: int, fill: chex.Numeric
+) -> chex.Array:
+  """`[..., A]`: `values [..., K]` placed at their `actions [..., K]` (-1: none),
+  `fill` elsewhere."""
+  batch_shape = values.shape[:-1]
+  spread = jnp.full((*batch_shape, num_actions), fill, values.dtype)
+  flat = spread.reshape(-1, num_actions)
+  # An empty slot (-1) writes past the end, where mode="drop" discards it.
+  targets = jnp.where(actions < 0, num_actions, actions).reshape(-1, actions.shape[-1])
+  rows = jnp.arange(flat.shape[0])[:, None]
+  flat = flat.at[rows, targets].set(values.reshape(targets.shape), mode="drop")
+  return flat.reshape(spread.shape)
+
+
+def gather_from_actions(values: chex.Array, actions: chex.Array, fill: chex.Numeric) -> chex.Array:
+  """`[..., K]`: `values [..., A]` read at `actions [..., K]`, `fill` where -1."""
+  found = jnp.take_along_axis(values, jnp.maximum(actions, 0), axis=-1)
+  return jnp.where(actions < 0, jnp.asarray(fill, values.dtype), found)

@@ -220,8 +220,7 @@ class Graph:
     if self.children_actions is None:
       return self.root_invalid_actions
     actions = self.children_actions[..., ROOT_INDEX, :]
-    invalid = jnp.take_along_axis(self.root_invalid_actions, jnp.maximum(actions, 0), axis=-1)
-    return invalid | (actions < 0)
+    return compact.gather_from_actions(self.root_invalid_actions, actions, True)
 
   def root_edge_actions(self, edge: chex.Array) -> chex.Array:
     """`[B]` int32, the action of each game's root edge `edge [B]`: `edge` itself in a
@@ -236,7 +235,9 @@ class Graph:
     actions no slot holds (compact edges); `values` itself in a dense graph."""
     if self.children_actions is None:
       return values
-    return scatter_to_actions(values, self.children_actions[:, ROOT_INDEX], self.num_actions, fill)
+    return compact.scatter_to_actions(
+      values, self.children_actions[:, ROOT_INDEX], self.num_actions, fill
+    )
 
   def actions_to_root_row(self, values: chex.Array, fill: chex.Numeric) -> chex.Array:
     """`values [..., A]`, one per action, as one per root edge `[..., W]` (`fill` at
@@ -244,7 +245,7 @@ class Graph:
     batch."""
     if self.children_actions is None:
       return values
-    return gather_from_actions(values, self.children_actions[..., ROOT_INDEX, :], fill)
+    return compact.gather_from_actions(values, self.children_actions[..., ROOT_INDEX, :], fill)
 
   @property
   def num_simulations(self) -> int:
@@ -320,28 +321,7 @@ def edges_by_action(graph: Graph, table: chex.Array, fill: chex.Numeric) -> chex
   pictures: it is `A` wide)."""
   if graph.children_actions is None:
     return table
-  return scatter_to_actions(table, graph.children_actions, graph.num_actions, fill)
-
-
-def scatter_to_actions(
-  values: chex.Array, actions: chex.Array, num_actions: int, fill: chex.Numeric
-) -> chex.Array:
-  """`[..., A]`: `values [..., K]` placed at their `actions [..., K]` (-1: none),
-  `fill` elsewhere."""
-  batch_shape = values.shape[:-1]
-  spread = jnp.full((*batch_shape, num_actions), fill, values.dtype)
-  flat = spread.reshape(-1, num_actions)
-  # An empty slot (-1) writes past the end, where mode="drop" discards it.
-  targets = jnp.where(actions < 0, num_actions, actions).reshape(-1, actions.shape[-1])
-  rows = jnp.arange(flat.shape[0])[:, None]
-  flat = flat.at[rows, targets].set(values.reshape(targets.shape), mode="drop")
-  return flat.reshape(spread.shape)
-
-
-def gather_from_actions(values: chex.Array, actions: chex.Array, fill: chex.Numeric) -> chex.Array:
-  """`[..., K]`: `values [..., A]` read at `actions [..., K]`, `fill` where -1."""
-  found = jnp.take_along_axis(values, jnp.maximum(actions, 0), axis=-1)
-  return jnp.where(actions < 0, jnp.asarray(fill, values.dtype), found)
+  return compact.scatter_to_actions(table, graph.children_actions, graph.num_actions, fill)
 
 
 def _edge_qvalues(graph: Graph, node_index: chex.Array) -> chex.Array:
