@@ -22,9 +22,9 @@ nothing more. An `XLA_FLAGS` that already names any of them is left alone.
 Subprocesses the tests start inherit the choice. Speed is measured in benchmarks/,
 never under pytest.
 
-The session also shares one JAX compilation cache between its pytest-xdist workers and
-the processes they start (a new temporary directory per session, removed at the end):
-many tests jit the same program from separate closures.
+The session also gives each pytest-xdist worker a JAX compilation cache that the
+processes it starts share (a new temporary directory per session, removed at the
+end): many tests jit the same program from separate closures.
 
 With `MCGS_TEST_INSTALLED=1` (set by .ci/run, which tests the built wheel) the
 session stops at once unless `mcgs_jax` is imported from outside this checkout, so a
@@ -89,11 +89,21 @@ def _choose_xla_flags() -> None:
 
 _choose_xla_flags()
 
-# Set by the first process of the session (the xdist controller); workers inherit it.
+# Set by the first process of the session (the xdist controller); workers inherit it
+# and each takes a directory of its own under it, which the processes it starts
+# inherit: two workers never write one cache entry at the same time (a CI run once
+# died of a segmentation fault inside jax's cache write, with both workers sharing
+# one directory).
 _OWN_CACHE = "JAX_COMPILATION_CACHE_DIR" not in os.environ
 if _OWN_CACHE:
   os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="mcgs-jax-test-cache-")
   os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+  os.environ["MCGS_TEST_CACHE_ROOT"] = os.environ["JAX_COMPILATION_CACHE_DIR"]
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and "MCGS_TEST_CACHE_ROOT" in os.environ:
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
+    os.environ["MCGS_TEST_CACHE_ROOT"], _WORKER
+  )
 
 
 def _mcgs_jax_location() -> pathlib.Path:
@@ -118,7 +128,7 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
   if _OWN_CACHE and not hasattr(config, "workerinput"):  # the controller cleans up
-    shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+    shutil.rmtree(os.environ["MCGS_TEST_CACHE_ROOT"], ignore_errors=True)
 
 
 def pytest_report_header(config):
