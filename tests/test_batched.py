@@ -10,6 +10,7 @@ import textwrap
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from mcgs_jax._src.batched import add_at, min_at, set_at, take
 
@@ -102,6 +103,7 @@ SHARDED = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sharded_search_and_reroot_gather_no_table():
   flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
   env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")

@@ -144,6 +144,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_kill_during_writes_never_leaves_half_a_file(tmp_path):
   """A process rewriting a 20 MB checkpoint over and over, killed with SIGKILL at
   three moments: the file is always whole (its checksum holds)."""
@@ -330,6 +331,7 @@ def _assert_same_params(first, second):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.slow
 def test_resume_continues_bit_for_bit(tmp_path):
   """A run stopped after 2 of 3 iterations and resumed ends with the params of the
   uninterrupted run, and its history holds every iteration once."""

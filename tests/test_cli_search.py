@@ -28,6 +28,7 @@ def json_reports(capsys, *argv):
   return [json.loads(line) for line in out.splitlines()]
 
 
+@pytest.mark.slow
 def test_nim_uct_json(capsys):
   (report,) = json_reports(capsys, "--game", "nim:3,4,5", "--policy", "uct", "--simulations", "200")
   for field in (

@@ -84,8 +84,6 @@ def assert_same_search(dense, compact):
   "muzero-othello-default",
   "gumbel-connect_four-solver",
   "uct-othello-fold_catch_up",
-  "muzero-connect_four-parallel",
-  "gumbel-othello-tree",
 )
 @pytest.mark.parametrize("option", OPTIONS)
 @pytest.mark.parametrize("name", GAMES)
@@ -104,6 +102,7 @@ def test_covering_slots_search_as_dense(policy, name, option):
   )
 
 
+@pytest.mark.slow
 def test_forced_playouts_and_their_pruning_as_dense():
   options = {"forced_playouts": 2.0, "dirichlet_fraction": 0.25}
   dense = _search("muzero", "othello", None, **options)
@@ -116,6 +115,7 @@ def test_forced_playouts_and_their_pruning_as_dense():
   np.testing.assert_allclose(pruned[0], pruned[1], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_reroot_continue_and_recycle_as_dense():
   """Reroot by the move played (with `max_nodes`), continue the search, and search
   again recycling the old graph: each step the dense graph's, read by action."""
@@ -225,6 +225,7 @@ def test_slots_hold_the_highest_priors():
   np.testing.assert_array_equal(graph.dropped_actions, 4 * np.asarray(non_terminal))
 
 
+@pytest.mark.slow
 def test_reroot_by_an_action_no_slot_holds_empties_the_game():
   out = _search("muzero", "othello", 3, num_simulations=16)
   graph = out.search_graph
@@ -235,6 +236,7 @@ def test_reroot_by_an_action_no_slot_holds_empties_the_game():
   testing.check_graph(kept, None, tree_mode=False, continued=True)
 
 
+@pytest.mark.slow
 def test_picture_labels_edges_with_actions():
   dense = _search("muzero", "othello", None, num_simulations=16)
   compact = _search("muzero", "othello", 24, num_simulations=16)
@@ -250,6 +252,7 @@ def test_bad_max_children_is_refused():
     mg.GraphOptions(max_children=2.5)
 
 
+@pytest.mark.slow
 def test_chance_nodes_with_covering_slots_search_as_dense():
   """2048 on a 3x3 board: decision nodes keep their moves, chance nodes their
   possible tiles in slots (18 outcomes, 4 moves); the search is the dense one."""

@@ -47,6 +47,7 @@ def _cast_embedding(root, dtype):
   return root.replace(embedding=jax.tree_util.tree_map(lambda x: x.astype(dtype), root.embedding))
 
 
+@pytest.mark.slow
 def test_another_embedding_structure_is_refused():
   graph = _rerooted()
   root = _next_root()
@@ -90,6 +91,7 @@ def test_a_stochastic_graph_is_refused_by_muzero_policy():
     search(jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=odd)
 
 
+@pytest.mark.slow
 def test_value_bounds_given_with_a_graph_apply():
   graph = _rerooted(solver=True)  # built with the default bounds (-1, 1)
   np.testing.assert_array_equal(graph.value_bounds, np.tile([-1.0, 1.0], (BATCH, 1)))
@@ -153,6 +155,7 @@ def _assert_same_search(out, expected, games):
       np.testing.assert_array_equal(leaf[games], expected_leaf[games], err_msg=name)
 
 
+@pytest.mark.slow
 def test_under_jit_a_graph_from_another_position_starts_afresh_and_is_counted():
   """Rerooted by action 0 and continued, under `jit`, from the position before that
   move: each game is counted once in `root_key_mismatches` and searched as from an

@@ -105,6 +105,7 @@ TWO_DEVICES = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_two_devices_train_as_one_device():
   completed = subprocess.run(
     [sys.executable, "-c", TWO_DEVICES],

@@ -100,6 +100,7 @@ def _interrupt_when_held(script: str, argv: list[str], marker: str, cwd) -> tupl
   return held, out, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_an_arena_match_prints_the_games_finished_so_far(tmp_path):
   argv = [
     "arena",
@@ -148,6 +149,7 @@ def test_ctrl_c_during_bench_writes_the_rows_measured_so_far(tmp_path):
   assert payload["environment"]["jax"]
 
 
+@pytest.mark.slow
 def test_a_full_bench_json_says_it_is_not_partial(tmp_path, capsys):
   from mcgs_jax.apps import benchmark
 
@@ -248,6 +250,7 @@ HOLD_ARENA_PLOT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_arena_plots_still_prints_the_whole_result(tmp_path):
   plot = tmp_path / "match.png"
   argv = ["arena", "--game", "tic_tac_toe", "--games", "2", "--openings", "1"]

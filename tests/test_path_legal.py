@@ -53,6 +53,7 @@ def one_simulation(key, graph):
   return recorded, recomputed, path, legal_edges_of(graph, path.nodes)
 
 
+@pytest.mark.slow
 def test_recorded_legal_edges_are_the_proofs_and_prove_the_same():
   root_invalid = jnp.zeros((BATCH, NUM_ACTIONS), bool).at[::2, 0].set(True)
   graph = mg.muzero_policy(

@@ -79,6 +79,7 @@ def test_room_is_left_and_the_invariants_hold(transpositions):
   assert pruned_games > 0, "no graph outgrew the room: the test checks nothing"
 
 
+@pytest.mark.slow
 def test_without_room_the_same_plies_overflow():
   """The control: the same plies with every node kept lose playouts to a full graph."""
   overflows = 0
@@ -95,6 +96,7 @@ def test_a_game_within_the_room_is_rerooted_bit_for_bit():
         np.testing.assert_array_equal(pruned[name][game], every[name][game], err_msg=name)
 
 
+@pytest.mark.slow
 def test_graph_mode_keeps_edges_to_kept_nodes_and_drops_the_least_visited():
   """Checked against the whole rerooted graph node by node (a graph's nodes are
   matched by their keys): a kept node keeps every edge whose child is kept, with
@@ -161,6 +163,7 @@ def test_tree_mode_stays_an_exact_tree(solver):
   assert checked > 0
 
 
+@pytest.mark.slow
 def test_max_nodes_at_least_the_capacity_changes_nothing():
   for searched, _, _ in searched_graphs(True, max_nodes=None, plies=2):
     action = np.zeros(BATCH, np.int32) + 4
@@ -186,6 +189,7 @@ def network_game():
   return dataclasses.replace(board, evaluator=evaluator), params
 
 
+@pytest.mark.slow
 def test_self_play_with_room_drops_no_playout(network_game):
   game, params = network_game
   settings = dict(num_games=8, num_simulations=8, capacity=13, hidden=(16,), eval_games=0)

@@ -466,6 +466,7 @@ def test_rebuilt_hash_table_is_the_one_the_rounds_state(seed, window):
 # --- Self-play with reuse on pgx games ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_tic_tac_toe_self_play_with_reuse():
   batch_size = 8
   _, init, step = make_self_play(

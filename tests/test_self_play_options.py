@@ -36,6 +36,7 @@ def _self_play(network_game, **settings):
   return jax.device_get(train.make_self_play(game, config)(params, jax.random.PRNGKey(1)))
 
 
+@pytest.mark.slow
 def test_playout_cap_searches_fast_moves_with_fewer_simulations_and_drops_their_policy(
   network_game,
 ):
@@ -56,6 +57,7 @@ def test_playout_cap_searches_fast_moves_with_fewer_simulations_and_drops_their_
   np.testing.assert_array_equal(buffer.data["policy_weight"][:count], weight)
 
 
+@pytest.mark.slow
 def test_without_playout_cap_every_move_is_a_full_search(network_game):
   trajectory = _self_play(network_game, **SMALL)
   assert "policy_weight" not in trajectory
@@ -120,6 +122,7 @@ def test_the_solver_reaches_self_play_searches(network_game, solver):
   assert proven.any() == solver
 
 
+@pytest.mark.slow
 def test_gumbel_self_play_with_reuse_keeps_the_graph_invariants(network_game):
   game, _, params = network_game
   config = train.Config.quick(**SMALL, policy="gumbel")
@@ -197,6 +200,7 @@ def _forced_counts(graph, k):
   return visits, np.sqrt(k * prior * visits.sum(-1, keepdims=True))
 
 
+@pytest.mark.slow
 def test_forced_playouts_show_in_the_visit_counts(network_game):
   forced = _noised_search(network_game, 2.0).search_graph
   visits, needed = _forced_counts(forced, 2.0)
@@ -211,6 +215,7 @@ def test_forced_playouts_show_in_the_visit_counts(network_game):
   assert forced_short < plain_short, (forced_short, plain_short)
 
 
+@pytest.mark.slow
 def test_forced_playouts_skip_a_child_puct_has_not_tried():
   # KataGo's rule: only a child with a visit is forced. Here the unvisited child 0
   # (prior 0.6) and the once-visited child 1 (prior 0.1) are both below their forced
@@ -268,6 +273,7 @@ def test_forced_playouts_are_checked():
     train.Config(policy="gumbel", forced_playouts=2.0)
 
 
+@pytest.mark.slow
 def test_self_play_with_forced_playouts_trains_on_pruned_targets(network_game):
   trajectory = _self_play(network_game, **dict(SMALL, num_simulations=16), forced_playouts=2.0)
   valid = trajectory["valid"]

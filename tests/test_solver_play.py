@@ -107,6 +107,7 @@ def test_with_no_visit_left_the_fallback_is_no_proven_loss():
     assert not np.any(lost[games, action[games]])
 
 
+@pytest.mark.slow
 def test_the_search_command_reports_the_move_the_policy_plays(capsys):
   argv = ["search", "--game", "nim:3,4,5", "--policy", "uct", "--evaluator", "rollout"]
   assert cli.main([*argv, "--simulations", "400", "--seed", "0", "--solver", "--json"]) == 0

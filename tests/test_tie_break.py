@@ -68,6 +68,7 @@ def games(draw, batch_size):
 
 @settings(max_examples=150, deadline=None)
 @given(game_batch=games(8), seed=st.integers(0, 2**31 - 1), typed=st.booleans())
+@pytest.mark.slow
 def test_batched_choice_is_the_drawn_choice(game_batch, seed, typed):
   scores, invalid, drawn = game_batch
   base_key = jax.random.key(seed) if typed else jax.random.PRNGKey(seed)

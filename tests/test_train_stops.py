@@ -46,6 +46,7 @@ def _bytes_of(directory) -> dict[str, bytes]:
   return {name: (directory / name).read_bytes() for name in names}
 
 
+@pytest.mark.slow
 def test_a_max_seconds_stop_checkpoints_its_last_iteration(tmp_path):
   """With `checkpoint_every=0` only the last of 3 iterations would be checkpointed;
   a budget that stops the run after iteration 1 checkpoints iteration 1, and the
@@ -63,6 +64,7 @@ def test_a_max_seconds_stop_checkpoints_its_last_iteration(tmp_path):
   assert [entry["iteration"] for entry in resumed] == [1, 2]
 
 
+@pytest.mark.slow
 def test_a_resume_finds_its_directory_by_identity_and_refuses_what_loses_work(
   tmp_path, monkeypatch, capsys
 ):
@@ -166,6 +168,7 @@ HOLD_TRAIN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_the_running_iteration_and_checkpoints_it(tmp_path):
   directory = tmp_path / "ck"
   argv = ["--no-cache", "train", "--quick", "--games", "8", "--simulations", "8"]

@@ -13,6 +13,7 @@ from mcgs_jax.testing import commuting_game
 ROOT, RECURRENT = commuting_game()
 
 
+@pytest.mark.slow
 def test_gumbel_with_the_solver_never_visits_or_plays_an_illegal_action():
   """Once the solver proves the actions Sequential Halving considers, the schedule's
   next step has no candidate left: the root rule must then pick among the other valid
