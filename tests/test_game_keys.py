@@ -1,4 +1,5 @@
-"""Tests of `mcgs_jax.games.keys`: transposition keys of pgx games.
+"""Tests of `mcgs_jax.games.keys`: transposition keys of pgx games, exact history
+(`history="exact"`; tests/test_bounded_keys.py tests the bounded and position keys).
 
 Every game is played by one jitted function (`_Game.play`), a scan of the batched
 pgx step over `[ROWS, steps]` actions, so each game compiles once or twice.
@@ -263,7 +264,8 @@ class _Game:
   def __init__(self, spec: Spec):
     self.spec = spec
     env = pgx.make(spec.env_id)
-    hash_fn = game_keys.transposition_key_fn(spec.env_id)
+    # these tests are about the exact key (tests/test_bounded_keys.py: the others)
+    hash_fn = game_keys.transposition_key_fn(spec.env_id, history="exact")
     self.key = jax.jit(hash_fn)
 
     def play(rng, actions):
@@ -332,10 +334,12 @@ def test_unknown_env_id_raises_value_error_naming_supported_ids():
       game_keys.transposition_key_fn(env_id)
 
 
-def test_key_contents_documents_every_supported_game():
+def test_key_contents_documents_every_supported_game_and_mode():
   assert tuple(SPECS) == game_keys.SUPPORTED_ENV_IDS
   assert tuple(game_keys.KEY_CONTENTS) == game_keys.SUPPORTED_ENV_IDS
-  assert all(len(text) > 40 for text in game_keys.KEY_CONTENTS.values())
+  for modes in game_keys.KEY_CONTENTS.values():
+    assert set(modes) == set(game_keys.HISTORY_MODES)
+    assert all(len(text) > 40 for text in modes.values())
 
 
 @pytest.mark.parametrize("env_id", ["tic_tac_toe", "chess"])
@@ -343,7 +347,7 @@ def test_key_contents_documents_every_supported_game():
 def test_key_is_uint32_batch_by_lanes(env_id, lanes):
   game = _game(env_id)
   final, _, _ = game.play([])
-  keys = jax.jit(game_keys.transposition_key_fn(env_id, lanes=lanes))(final)
+  keys = jax.jit(game_keys.transposition_key_fn(env_id, lanes=lanes, history="exact"))(final)
   assert keys.dtype == jnp.uint32
   assert keys.shape == (ROWS, lanes)
 

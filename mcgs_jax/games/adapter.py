@@ -53,7 +53,12 @@ from mcgs_jax._src import hashing
 from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 from mcgs_jax.games import evaluators
-from mcgs_jax.games.keys import SUPPORTED_ENV_IDS
+from mcgs_jax.games.keys import (
+  DEFAULT_HISTORY,
+  DEFAULT_REPETITION_BOUND,
+  SUPPORTED_ENV_IDS,
+  check_history,
+)
 from mcgs_jax.games.storage import StateStorage, storage_for
 
 # Every name `make_game` accepts (Nim and the DAG game take arguments after a colon).
@@ -237,20 +242,35 @@ def _words_hash_fn(transposition_words: Callable, lanes: int) -> Callable:
   return hash_fn
 
 
-def _pgx_hash_fn(env_id: str, lanes: int) -> Callable:
-  """The key `mcgs_jax.games.keys` defines for a pgx game; ValueError if none."""
+def _pgx_hash_fn(
+  env_id: str,
+  lanes: int,
+  history: str = DEFAULT_HISTORY,
+  repetition_bound: int = DEFAULT_REPETITION_BOUND,
+) -> Callable:
+  """The key `mcgs_jax.games.keys` defines for a pgx game, keeping history as
+  `history` says (`keys.HISTORY_MODES`); ValueError if none."""
   from mcgs_jax.games import keys
 
-  return keys.transposition_key_fn(env_id, lanes=lanes)
+  return keys.transposition_key_fn(
+    env_id, lanes=lanes, history=history, repetition_bound=repetition_bound
+  )
 
 
-def _hash_fn_for_env(env, lanes: int) -> Callable:
-  """The transposition key of an env object (see `make_game`)."""
+def _hash_fn_for_env(
+  env,
+  lanes: int,
+  history: str = DEFAULT_HISTORY,
+  repetition_bound: int = DEFAULT_REPETITION_BOUND,
+) -> Callable:
+  """The transposition key of an env object (see `make_game`); `history` and
+  `repetition_bound` apply to pgx games (Nim's and the DAG game's keys read no
+  history)."""
   if hasattr(env, "transposition_words"):
     return _words_hash_fn(env.transposition_words, lanes)
   env_id = getattr(env, "id", None)
   if isinstance(env_id, str):
-    return _pgx_hash_fn(env_id, lanes)
+    return _pgx_hash_fn(env_id, lanes, history, repetition_bound)
   raise ValueError(
     f"cannot derive a transposition key for {env!r}: it has neither a "
     "transposition_words method nor a pgx id; build a Game with your own hash_fn"
@@ -307,6 +327,8 @@ def make_game(
   lanes: int = hashing.DEFAULT_LANES,
   store_observation: bool = False,
   compact_state: bool = True,
+  history: str = DEFAULT_HISTORY,
+  repetition_bound: int = DEFAULT_REPETITION_BOUND,
 ) -> Any:
   """Builds a `Game` from a spec string or an env object.
 
@@ -331,17 +353,26 @@ def make_game(
       False stores them as pgx returns them. Bytes per stored state (no
       observation; `storage.state_bytes`): chess 15,802 -> 5,898, shogi 4,824 ->
       689, go_19x19 19,181 -> 9,479.
+    history: how much history the transposition key of a pgx game keeps
+      (`mcgs_jax.games.keys.HISTORY_MODES`): `"bounded"` (default; KataGo's rule:
+      history only while a cycle of at most `repetition_bound` plies through the
+      last move is possible), `"exact"` (all a rule may read) or `"position"`
+      (CrazyAra's rule: the position alone until a position repeats). See
+      docs/games.md, "Keys per game".
+    repetition_bound: R, the plies within which `"bounded"` and `"position"` keep
+      every difference that history, clocks and step limits make (default 11).
 
   Raises:
-    ValueError: for an unknown or malformed spec, or a game without a transposition
-      key.
+    ValueError: for an unknown or malformed spec, a game without a transposition
+      key, an unknown `history` or a `repetition_bound` that is not an int >= 1.
   """
+  check_history(history, repetition_bound)
   if isinstance(game, str) and game.partition(":")[0] == "2048":
     from mcgs_jax.games import play2048
 
     return play2048.make_from_spec(game, evaluator)  # type: ignore[arg-type]
   env = _env_from_spec(game) if isinstance(game, str) else game
-  hash_fn = _hash_fn_for_env(env, lanes)
+  hash_fn = _hash_fn_for_env(env, lanes, history, repetition_bound)
   if evaluator is None:
     evaluator = evaluators.uniform_evaluator()
   # The shapes of one state: pgx's `env.num_actions` would run `init` eagerly (10 s
