@@ -21,11 +21,13 @@ EDITS = {
   "shogi": {
     "board": lambda s: _replace_x(s, board=s._x.board.at[:, 40].set(0)),  # a pawn in the centre
     "hand": lambda s: _replace_x(s, hand=s._x.hand.at[:, 0, 0].add(1)),
-    "step count": lambda s: _replace_x(s, step_count=s._x.step_count + 2),
+    # near pgx's step limit (512): the default key ("bounded") keeps step counts
+    # only within its repetition bound of the limit
+    "step count": lambda s: _replace_x(s, step_count=s._x.step_count + 510),
   },
   "go_19x19": {
     "board": lambda s: _replace_x(s, board=s._x.board.at[:, 180].set(181)),  # black tengen
-    "step count": lambda s: _replace_x(s, step_count=s._x.step_count + 2),
+    "step count": lambda s: _replace_x(s, step_count=s._x.step_count + 720),  # limit 722
     "passes": lambda s: _replace_x(s, consecutive_pass_count=s._x.consecutive_pass_count + 1),
   },
 }
