@@ -11,8 +11,9 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
+from mcgs_jax._src import hashing
 from mcgs_jax.apps import registry
-from mcgs_jax.games import adapter, evaluators
+from mcgs_jax.games import adapter, evaluators, keys
 
 ENGINES = ("mcgs", "mctx")
 # What mctx's search offers of the arena's policies (it has no UCT).
@@ -60,6 +61,11 @@ class Agent:
       no playout of the next search finds the graph full. Default False.
     max_children: compact edges, `K` slots per node (`mcgs_jax.GraphOptions`;
       `mcgs` only); None: dense edge tables.
+    key_history: the history mode of the game's transposition key
+      (`mcgs_jax.games.keys.HISTORY_MODES`: `"bounded"`, `"exact"`, `"position"`;
+      `mcgs` only); None: the key the game was built with (`make_game`'s default).
+    repetition_bound: R of the `"bounded"` and `"position"` keys (`mcgs` only); None:
+      the game's (11 by default).
     name: a label for reports; `describe()` is used when empty.
   """
 
@@ -76,6 +82,8 @@ class Agent:
   capacity: int | None = None
   make_room: bool = False
   max_children: int | None = None
+  key_history: str | None = None
+  repetition_bound: int | None = None
   name: str = ""
 
   def __post_init__(self):
@@ -92,6 +100,8 @@ class Agent:
       raise ValueError(f"capacity must be at least 2, got {self.capacity}")
     if not isinstance(self.make_room, bool):
       raise ValueError(f"make_room must be True or False, got {self.make_room!r}")
+    if self.key_history is not None or self.repetition_bound is not None:
+      keys.check_history(*self._key_options().values())
     mctx_engine = self.engine == "mctx"
     if mctx_engine:
       self._check_mctx()
@@ -132,6 +142,8 @@ class Agent:
         ("capacity", self.capacity is not None),
         ("make_room=True", self.make_room),
         ("max_children", self.max_children is not None),
+        ("key_history", self.key_history is not None),
+        ("repetition_bound", self.repetition_bound is not None),
       )
       if value
     ]
@@ -140,6 +152,17 @@ class Agent:
         f"engine 'mctx' searches a tree from scratch at every move: "
         f"{', '.join(unsupported)} is for engine 'mcgs'"
       )
+
+  def _key_options(self) -> dict:
+    """`make_game`'s key keywords of the agent, the library's defaults filled in."""
+    return dict(
+      history=self.key_history if self.key_history is not None else keys.DEFAULT_HISTORY,
+      repetition_bound=(
+        self.repetition_bound
+        if self.repetition_bound is not None
+        else keys.DEFAULT_REPETITION_BOUND
+      ),
+    )
 
   @property
   def search_capacity(self) -> int:
@@ -180,6 +203,10 @@ class Agent:
       text += f" K={self.num_parallel}"
     if self.max_children is not None:
       text += f" slots={self.max_children}"
+    if self.key_history is not None:
+      text += f" key={self.key_history}"
+    if self.repetition_bound is not None:
+      text += f" R={self.repetition_bound}"
     return text
 
 
@@ -275,11 +302,19 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
 
 
 def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
-  """`game` with the agent's evaluator."""
+  """`game` with the agent's evaluator, and its key where the agent names a history
+  mode or bound."""
   evaluator = registry.make_evaluator(
     agent.evaluator, game.env, num_rollouts=agent.num_rollouts, apply_fn=agent.apply_fn
   )
-  return dataclasses.replace(game, evaluator=evaluator)
+  game = dataclasses.replace(game, evaluator=evaluator)
+  if agent.key_history is None and agent.repetition_bound is None:
+    return game
+  options = agent._key_options()
+  hash_fn = adapter._hash_fn_for_env(
+    game.env, hashing.DEFAULT_LANES, options["history"], options["repetition_bound"]
+  )
+  return dataclasses.replace(game, hash_fn=hash_fn)
 
 
 def _mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:

@@ -45,7 +45,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcgs_jax.apps import files, partial, registry
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra
+from mcgs_jax.apps.cli_args import (
+  OneLineErrorParser,
+  add_key_history_arguments,
+  int_at_least,
+  missing_extra,
+)
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
@@ -139,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     help="compact edges for this library's agents: K slots per node, the K most likely "
     "valid actions (0: dense edge tables; default: 96 for chess and shogi, dense otherwise)",
   )
+  add_key_history_arguments(parser)
   parser.add_argument(
     "--equal-time",
     action="store_true",
@@ -367,6 +373,9 @@ def _agent(args, side: str, apply_fn=None):
     if get("parallel") > 1:
       name += f" K={get('parallel')}"
     name += f" slots={max_children}" if max_children and not mctx_engine else ""
+    if not mctx_engine:
+      name += f" key={args.key_history}" if args.key_history else ""
+      name += f" R={args.repetition_bound}" if args.repetition_bound else ""
   return Agent(
     policy=get("policy"),
     evaluator=evaluator,
@@ -380,6 +389,8 @@ def _agent(args, side: str, apply_fn=None):
     num_rollouts=get("rollouts"),
     apply_fn=apply_fn,
     max_children=None if mctx_engine else max_children,
+    key_history=None if mctx_engine else args.key_history,
+    repetition_bound=None if mctx_engine else args.repetition_bound,
     name=name,
   )
 

@@ -49,6 +49,42 @@ def int_at_least(minimum: int, maximum: int | None = None):
   return parse
 
 
+# The history modes of the pgx games' transposition keys (`mcgs_jax.games.keys.
+# HISTORY_MODES`; named here so that parsing the command line imports no jax).
+KEY_HISTORY_MODES = ("exact", "bounded", "position")
+
+
+def add_key_history_arguments(parser: argparse.ArgumentParser) -> None:
+  """`--key-history` and `--repetition-bound`: how much history the transposition
+  key of a pgx game keeps (`make_game(history=..., repetition_bound=...)`); None
+  when not given (the library's defaults)."""
+  parser.add_argument(
+    "--key-history",
+    choices=KEY_HISTORY_MODES,
+    default=None,
+    help="history in the transposition key of pgx games: bounded (default; KataGo's "
+    "rule: history only while a short cycle through the last move is possible), "
+    "exact, or position (CrazyAra's rule: the position alone until one repeats)",
+  )
+  parser.add_argument(
+    "--repetition-bound",
+    type=int_at_least(1),
+    default=None,
+    help="R: plies within which the bounded and position keys keep every difference "
+    "of history, clocks and step limits (default: 11)",
+  )
+
+
+def key_history_options(args) -> dict:
+  """The `make_game` keywords of `add_key_history_arguments`' flags that were given."""
+  options = {}
+  if getattr(args, "key_history", None) is not None:
+    options["history"] = args.key_history
+  if getattr(args, "repetition_bound", None) is not None:
+    options["repetition_bound"] = args.repetition_bound
+  return options
+
+
 def progress_bar(**tqdm_arguments):
   """A `tqdm.auto` bar, or None where tqdm is not installed: it comes with the train
   and bench extras, and a progress bar is not worth failing a command for."""

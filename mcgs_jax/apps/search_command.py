@@ -28,7 +28,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.cli_args import (
+  OneLineErrorParser,
+  add_key_history_arguments,
+  int_at_least,
+  key_history_options,
+)
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
 PROG = "mcgs-jax search"
@@ -140,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     help="compact edges: K slots per node, the K most likely valid actions (0: dense edge "
     "tables; default: 96 for chess and shogi, dense otherwise)",
   )
+  add_key_history_arguments(parser)
   parser.add_argument(
     "--json", action="store_true", help="one JSON object per position and line instead of tables"
   )
@@ -235,14 +241,15 @@ def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
 
 
 @functools.lru_cache(maxsize=8)
-def _make_game(spec: str, evaluator: str, rollouts: int):
-  """The `Game` for `spec` with the named evaluator (cached, so repeated in-process
+def _make_game(spec: str, evaluator: str, rollouts: int, key_options: tuple = ()):
+  """The `Game` for `spec` with the named evaluator and the key's history options
+  (`(name, value)` pairs of `make_game` keywords; cached, so repeated in-process
   calls reuse the env and hence the compiled search)."""
   from mcgs_jax.apps import registry
   from mcgs_jax.games import adapter
 
   try:
-    game = adapter.make_game(spec)
+    game = adapter.make_game(spec, **dict(key_options))
   except ValueError as error:
     if str(error).startswith("unknown game"):
       raise ValueError(f"--game: {error}") from None
@@ -327,7 +334,12 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
   from mcgs_jax.apps import registry
 
   evaluator = args.evaluator
-  game = _make_game(args.game, evaluator, args.rollouts if evaluator == "rollout" else 1)
+  game = _make_game(
+    args.game,
+    evaluator,
+    args.rollouts if evaluator == "rollout" else 1,
+    tuple(sorted(key_history_options(args).items())),
+  )
   states, batch = _position_batch(game, args, positions)
   search = _jitted_search(
     game,
