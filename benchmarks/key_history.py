@@ -64,7 +64,8 @@ def positions(game: adapter.Game, params, plies: int, batch: int, seed: int):
   """`batch` states `plies` into games whose moves are sampled from the prior."""
   step = jax.jit(game.step)
   root = jax.jit(game.root)
-  found, attempt = [], 0
+  found: list = []
+  attempt = 0
   while len(found) < batch:
     key = jax.random.PRNGKey(seed * 1000 + attempt)
     attempt += 1
@@ -150,7 +151,7 @@ def table(rows: list[dict]) -> list[str]:
   for row in rows:
     groups.setdefault((row["game"], row["plies"], row["simulations"]), {})[row["key"]] = row
   for (game, plies, simulations), by_key in groups.items():
-    cells = [by_key.get(mode, by_key.get("any")) for mode in keys.HISTORY_MODES]
+    cells = [by_key.get(mode) or by_key["any"] for mode in keys.HISTORY_MODES]
     tree = by_key["tree"]
     hits = [f"{c['hits']:.3f}" for c in cells]
     nodes = [f"{c['nodes']:.3f}" for c in cells] + [f"{tree['nodes']:.3f}"]
