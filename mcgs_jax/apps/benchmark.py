@@ -116,6 +116,7 @@ def run(
   probe_simulations: int = 64,
   repeats: int = 3,
   seed: int = 0,
+  max_children: int | None = None,
   progress=print,
 ):
   """Measures every part (see the module doc); returns a list of result rows.
@@ -127,6 +128,8 @@ def run(
   simulation, against the smallest capacity of the same impl) or `time_vs_first`
   (probe windows, against the first window given). Graph-mode rows also carry the
   mean nodes, transposition hits, dropped inserts and capacity overflows per game.
+  `max_children`: compact edges (`GraphOptions.max_children`) in every search of
+  ours; None keeps dense edge tables.
 
   Raises:
     memory.InsufficientMemoryError: (a `ValueError`) before any work, when a group's
@@ -150,7 +153,9 @@ def run(
   )
   network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
   game, params = _network_game(game_id, network_key)
-  measure = functools.partial(_measure_group, game, params, search_key, positions_key, repeats)
+  measure = functools.partial(
+    _measure_group, game, params, search_key, positions_key, repeats, max_children
+  )
   rows = []
 
   def finish(group):
@@ -194,6 +199,7 @@ def _measure_group(
   search_key,
   positions_key,
   repeats: int,
+  max_children: int | None,
   kind: str,
   configs,
   batch_size,
@@ -211,6 +217,8 @@ def _measure_group(
       options["capacity"] = capacity
     if probe_window is not None:
       options["probe_window"] = probe_window
+    if max_children is not None and impl != "mctx":
+      options["max_children"] = max_children
     policies[label] = make_policy(
       game, impl, num_simulations, recycle=label in recycling, **options
     )

@@ -98,6 +98,12 @@ def build_parser():
   )
   parser.add_argument("--seed", type=int_at_least(0, 2**32 - 1), default=0)
   parser.add_argument(
+    "--max-children",
+    type=positive,
+    default=None,
+    help="compact edges: K slots per node in every search of ours (default: dense tables)",
+  )
+  parser.add_argument(
     "--quick", action="store_true", help="B=64, S=16, scaling S=16,128: a short smoke run"
   )
   parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -147,6 +153,7 @@ def _run_arguments(parser, args) -> dict[str, Any]:
     probe_simulations=args.probe_simulations or simulations[0],
     repeats=args.repeats,
     seed=args.seed,
+    max_children=args.max_children,
   )
 
 
