@@ -9,14 +9,13 @@ data read per step does not depend on `N`. Run it as it is, then pinned to one c
   python -m benchmarks.cpu_gather --one-core   # os.sched_setaffinity to one core
 
 `--stacked` also times the same 12 tables stacked into one `[B, N, 12, 7]` table, read
-once per step (`--batch-size` sets B). On a 2-core machine (2026-12-01,
-benchmarks/RESULTS.md) the step took 5 us for N <= 257
-and 38-40 us for N >= 513 with both cores, and 4.5-5.5 us at every N on one core. The
-compiled program says why (`--hlo`): from N = 513 on (a table of 0.9 MB), XLA's CPU
-compiler splits every one of these gathers into two parallel tasks
-(`outer_dimension_partitions`), because its cost model counts the bytes of the whole
-table the gather reads from, not of the rows it reads; handing 64 rows to two threads
-costs far more than reading them. With one core it splits nothing.
+once per step (`--batch-size` sets B). What it showed (benchmarks/RESULTS.md, "Scale
+on CPU"): with several cores the step costs several times more once the tables pass
+about 0.5 MB, and on one core it does not. The compiled program says why (`--hlo`):
+XLA's CPU compiler splits every one of these gathers of a large table into parallel
+tasks (`outer_dimension_partitions`), because its cost model counts the bytes of the
+whole table the gather reads from, not of the rows it reads; handing a few rows to
+several threads costs far more than reading them. With one core it splits nothing.
 
 `--forms` also times two other forms of the same reads, which XLA compiles differently:
 the reads inside a `lax.cond` whose predicate is traced (always true), and each row

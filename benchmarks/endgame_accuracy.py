@@ -4,7 +4,7 @@ Positions come from uniformly random play from the empty board, stopped when 10-
 cells are empty (drawn per position); a position is kept when it is not over and the
 exact solver (`solvers.connect_four_values`) says its moves are not all equally good
 (some optimal, some not). For each number of simulations S and each mode, one jitted
-`uct_policy` call (c = 1.41, random-rollout evaluator, as in `nim_uct_findings.py`)
+`uct_policy` call (c = 1.41, random-rollout evaluator, as in `tests/test_nim_uct_findings.py`)
 searches all positions as one batch; the score is the share of positions whose chosen
 move (the most visited root action) is optimal according to the solver.
 

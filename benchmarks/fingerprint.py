@@ -9,10 +9,12 @@ reuse over three moves (`mg.reroot` and `graph=`); `recycle=`; `mg.search` itsel
 and Stochastic MuZero on 2048. Batches are small and keys fixed; only the public
 API is used, so the same script runs on an older commit.
 
-Run it from the root of the checkout to fingerprint (it imports `mcgs_jax` from the
-current directory), with the same XLA flags on both sides:
+Run it as a module from the root of the checkout to fingerprint, with the same XLA
+flags on both sides; `python -m` puts the current directory first on `sys.path`, so
+it imports that checkout's `mcgs_jax` (copy this file into an older checkout's
+`benchmarks/` first if it lacks it):
 
-  cd /path/to/checkout && python /path/to/benchmarks/fingerprint.py [--json FILE]
+  cd /path/to/checkout && python -m benchmarks.fingerprint [--json FILE]
 
 Hashes depend on the platform and the jax version; compare runs on one machine.
 """
@@ -20,10 +22,6 @@ Hashes depend on the platform and the jax version; compare runs on one machine.
 import argparse
 import hashlib
 import json
-import os
-import sys
-
-sys.path.insert(0, os.getcwd())
 
 import jax
 import numpy as np

@@ -1,6 +1,6 @@
 """How many simulations the MCTS-solver needs on Nim 3-4-5, graph vs tree.
 
-Nim 3-4-5 is the position where random rollouts mislead UCT (`nim_uct_findings.py`;
+Nim 3-4-5 is the position where random rollouts mislead UCT (`tests/test_nim_uct_findings.py`;
 the only winning move is to take 2 from the first heap). With `solver=True`, proofs
 climb from the terminal states; on the graph (120 states) they settle the root, on the
 tree (about a million nodes) they cannot at these budgets. For each S: 12 seeds (one

@@ -2,7 +2,8 @@
 search; its author is not named) on UCT with random rollouts on Nim, checked against
 minimax, with fixed seeds.
 
-See `benchmarks/nim_uct_findings.py` for the measurement these thresholds come from.
+The measurement these thresholds come from is in benchmarks/RESULTS.md, "UCT + random
+rollouts on Nim, checked against minimax".
 Each test searches 12 identical roots as one batch (12 "seeds") with c = 1.41, one
 random rollout per leaf and 400 simulations.
 """

@@ -2,8 +2,8 @@
 one renumbered, continued searches keep the invariants, finished games restart, and a
 tic-tac-toe self-play loop with reuse plays legal games to the end.
 
-`benchmarks/reuse.py` measures, with `make_self_play`, the root visits carried over
-from one move to the next on connect four (recorded in benchmarks/RESULTS.md).
+benchmarks/RESULTS.md, "Graph reuse", records the root visits carried over from one
+move to the next on connect four.
 """
 
 import dataclasses
