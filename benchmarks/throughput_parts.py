@@ -33,10 +33,10 @@ import jax.numpy as jnp
 
 import mcgs_jax as mg
 from benchmarks.profile_ply import median_seconds
+from mcgs_jax._src import action_selection
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src import selection
 from mcgs_jax._src.backup import backup
-from mcgs_jax._src.select import select
+from mcgs_jax._src.descent import select
 from mcgs_jax.apps.benchmark import _network_game, make_policy, random_positions
 from mcgs_jax.apps.files import write_atomically
 
@@ -55,7 +55,7 @@ def _parts(games: int, simulations: int, seed: int) -> tuple[dict, dict]:
   )
   # The rule `muzero_policy` builds with its defaults, as in the searches timed.
   defaults = inspect.signature(mg.muzero_policy).parameters
-  root_rule, interior_rule = selection.make_muzero_selection(
+  root_rule, interior_rule = action_selection.make_muzero_selection(
     **{name: defaults[name].default for name in ("pb_c_init", "pb_c_base", "qtransform")}
   )
   select_once = functools.partial(

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax._src import random_bits
+from mcgs_jax._src import numerics as random_bits
 
 
 def _bits(values):

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax._src import rows
+from mcgs_jax._src import numerics as rows
 
 FUNCTIONS = {
   "row_sum": (rows.row_sum, lambda x: jnp.sum(x, axis=-1)),

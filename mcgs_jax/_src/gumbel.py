@@ -41,18 +41,18 @@ from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.compact import slot_width
-from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.initial import check_inputs, finite_root
-from mcgs_jax._src.logits import mask_invalid_actions
-from mcgs_jax._src.options import GraphKeywords, GraphOptions
-from mcgs_jax._src.readout import excluded_root_edges, final_action
-from mcgs_jax._src.search import search_with_checked_inputs
-from mcgs_jax._src.selection import (
+from mcgs_jax._src.action_selection import (
   excluded_actions,
   gumbel_muzero_interior_action_selection,
   masked_argmax,
 )
+from mcgs_jax._src.checks import check_inputs
+from mcgs_jax._src.compact import slot_width
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.initial import finite_root
+from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.policies import excluded_root_edges, final_action, mask_invalid_actions
+from mcgs_jax._src.search import search_with_checked_inputs
 
 # Floor of a root score before the Sequential-Halving mask (as mctx): keeps
 # `gumbel + logits + q` finite for actions whose logit is the lowest float.

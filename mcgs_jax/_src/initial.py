@@ -8,21 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks, hashing, types
+from mcgs_jax._src import checks, hashing, numerics, types
 from mcgs_jax._src.graph import ROOT_INDEX, Graph, empty_graph
 from mcgs_jax._src.options import MAX_CAPACITY, GraphOptions
 from mcgs_jax._src.per_game import where_per_game
-
-
-def small_enough_to_sum(x: chex.Array) -> chex.Array:
-  """`x` is finite and small enough that the search's sums of visit-weighted values
-  cannot overflow: `|x| <= sqrt(largest float)` of its dtype (1.8e19 in float32).
-  Larger values (a reward of 3e38 is finite, but twice it is not) count as
-  non-finite."""
-  x = jnp.asarray(x)
-  dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
-  # `<=` is False for NaN too.
-  return jnp.abs(x) <= jnp.sqrt(jnp.finfo(dtype).max).astype(dtype)
 
 
 def finite_root(
@@ -33,7 +22,7 @@ def finite_root(
   finite entry, taken as uniform over the valid actions, and which games needed
   either."""
   value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
-  bad_value = ~small_enough_to_sum(value)
+  bad_value = ~numerics.small_enough_to_sum(value)
   # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
   bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
   uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
@@ -43,39 +32,6 @@ def finite_root(
       prior_logits=jnp.where(bad_logits[:, None], uniform, logits),
     ),
     bad_value | bad_logits,
-  )
-
-
-def check_inputs(
-  root: types.RootFnOutput,
-  invalid_actions: chex.Array | None,
-  graph: Graph | None,
-  recycle: Graph | None,
-) -> tuple[types.RootFnOutput, chex.Array]:
-  """Checks, at trace time, the root, `invalid_actions`, and that `graph` and
-  `recycle` are graphs or None and not both given; returns the root with its prior
-  logits as an array and `invalid_actions` as bool `[B, A]` (all False when None).
-
-  What depends on the search's settings (capacity, the continued graph's shapes) is
-  checked by `initial_graph`.
-  """
-  for name, value in (("graph", graph), ("recycle", recycle)):
-    if value is not None and not isinstance(value, Graph):
-      raise TypeError(
-        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
-        f"or None, got {type(value).__name__}"
-      )
-    if value is not None and isinstance(value.node_visits, jax.ShapeDtypeStruct):
-      raise TypeError(
-        f"{name} holds shapes only (jax.eval_shape); pass mcgs_jax.empty_like(shapes) "
-        f"for a graph in which every game is empty"
-      )
-  if graph is not None and recycle is not None:
-    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
-  batch_size, num_actions = checks.check_root(root)
-  return (
-    root.replace(prior_logits=jnp.asarray(root.prior_logits)),
-    checks.check_invalid_actions(invalid_actions, batch_size, num_actions),
   )
 
 
@@ -105,7 +61,7 @@ def initial_graph(
   capacity = options.capacity
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
-      capacity = _check_continued_graph(
+      capacity = checks.check_continued_graph(
         given, capacity, batch_size, num_actions, options.transpositions, name
       )
   capacity = checks.check_int(
@@ -134,86 +90,12 @@ def initial_graph(
   )
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
-      _check_tables(name, given, jax.eval_shape(new_graph))
+      checks.check_tables(name, given, jax.eval_shape(new_graph))
   if graph is not None and options.transpositions:
-    _check_root_key(graph, root_key)
+    checks.check_root_key(graph, root_key)
   fresh = new_graph(recycle=recycle)
   start = fresh if graph is None else _continue(graph, fresh, extra_data, root.prior_logits)
   return start.replace(non_finite_roots=start.non_finite_roots + root_non_finite)
-
-
-def _check_continued_graph(
-  graph: Graph,
-  capacity: int | None,
-  batch_size: int,
-  num_actions: int,
-  transpositions: bool,
-  name: str,
-) -> int:
-  """Checks that `graph` (the argument `name`, `graph` or `recycle`) fits a search
-  with these arguments; returns its capacity."""
-  if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
-    raise ValueError(
-      f"{name} holds B = {graph.batch_size} games of A = {graph.num_actions} "
-      f"actions; root has B = {batch_size}, A = {num_actions}"
-    )
-  if capacity is not None and capacity != graph.capacity:
-    raise ValueError(
-      f"capacity = {capacity} differs from the capacity of {name} "
-      f"({graph.capacity}); a search on {name} keeps its capacity"
-    )
-  if transpositions != (graph.hash_slots.shape[1] > 0):
-    raise ValueError(
-      f"transpositions = {transpositions}, but {name} was built with "
-      f"transpositions = {not transpositions}"
-    )
-  return graph.capacity
-
-
-def _check_root_key(graph: Graph, root_key: chex.Array) -> None:
-  """ValueError naming `graph` when a game whose graph is kept (`num_nodes > 0`)
-  stores another key at its root than the root being searched has: the graph belongs
-  to another position (e.g. rerooted by a move and continued from the position
-  before it). Checked where the values are known (outside `jit`); under `jit`
-  `_continue` starts such a game afresh and counts it in `root_key_mismatches`."""
-  values = (graph.node_keys, graph.num_nodes, root_key)
-  if any(isinstance(value, jax.core.Tracer) for value in values):
-    return
-  stored = np.asarray(graph.node_keys[:, ROOT_INDEX])  # same width: `_check_tables` ran
-  kept = np.asarray(graph.num_nodes) > 0
-  wrong = np.flatnonzero(kept & np.any(stored != np.asarray(root_key), axis=-1))
-  if wrong.size:
-    raise ValueError(
-      f"graph: game {int(wrong[0])}'s root holds another state's key than the root "
-      f"searched ({wrong.size} of {kept.size} games): the graph belongs to another "
-      "position (rerooted by another move, or not rerooted); reroot it by the move "
-      "played, or pass an empty graph"
-    )
-
-
-def _check_tables(name: str, given: Graph, expected: Graph) -> None:
-  """ValueError naming `name` (`graph` or `recycle`) and the first table of `given`
-  whose shape or dtype differs from those of the graph this search builds
-  (`expected`, from `jax.eval_shape`): another embedding structure, key width, leaf
-  dtype or number of actions, or a graph of the other policy kind (stochastic or
-  not), is refused at trace time instead of failing later in a broadcast."""
-  found = jax.tree_util.tree_leaves_with_path(given.replace(extra_data=None))
-  wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
-  if type(given) is not type(expected) or [path for path, _ in found] != [
-    path for path, _ in wanted
-  ]:
-    raise ValueError(
-      f"{name} holds other tables than this search builds (a different embedding "
-      "structure, or a graph of the other policy kind?); pass a graph from a search "
-      "with the same root, game and options"
-    )
-  for (path, old), (_, new) in zip(found, wanted, strict=True):
-    if (old.shape, old.dtype) != (new.shape, new.dtype):
-      raise ValueError(
-        f"{name}{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
-        f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
-        f"A, transpositions, key width and embedding)"
-      )
 
 
 def _continue(

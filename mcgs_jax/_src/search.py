@@ -17,27 +17,16 @@ import functools
 import chex
 import jax
 
-from mcgs_jax._src import checks, random_bits, types
+from mcgs_jax._src import checks, numerics, types
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.backup import backup
-from mcgs_jax._src.expand import expand, link
+from mcgs_jax._src.checks import check_inputs
+from mcgs_jax._src.descent import select
+from mcgs_jax._src.expand import expand
 from mcgs_jax._src.graph import Graph
-from mcgs_jax._src.initial import check_inputs, initial_graph
+from mcgs_jax._src.initial import initial_graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
 from mcgs_jax._src.parallel import simulate_in_parallel
-from mcgs_jax._src.select import Path, select
-
-# The steps, importable from here as before the split.
-__all__ = [
-  "Path",
-  "backup",
-  "expand",
-  "link",
-  "search",
-  "search_with_checked_inputs",
-  "select",
-  "simulate",
-]
 
 
 def simulate(
@@ -53,7 +42,7 @@ def simulate(
 ) -> tuple[chex.PRNGKey, Graph]:
   """One playout in every game: `select`, `expand`, `backup`. Returns the key for
   the next step and the graph."""
-  rng_key, select_key, expand_key = random_bits.split(rng_key, 3)
+  rng_key, select_key, expand_key = numerics.split(rng_key, 3)
   graph, path = select(
     select_key,
     graph,

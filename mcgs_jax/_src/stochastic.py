@@ -28,12 +28,12 @@ import jax
 import jax.numpy as jnp
 from typing_extensions import Unpack
 
-from mcgs_jax._src import chance, hashing, policies, qtransforms, readout, selection, types
+from mcgs_jax._src import action_selection, chance, hashing, policies, qtransforms, types
 from mcgs_jax._src import options as options_lib
+from mcgs_jax._src.checks import check_inputs
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.initial import check_inputs
-from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.policies import mask_invalid_actions
 from mcgs_jax._src.search import search_with_checked_inputs
 from mcgs_jax._src.stochastic_types import (
   ChanceData,
@@ -156,7 +156,7 @@ def stochastic_muzero_policy(
   )
   wide_logits = chance.pad_columns(noisy_logits, width)
   root_rule, interior_rule = chance.make_selection(
-    selection.make_muzero_selection(
+    action_selection.make_muzero_selection(
       pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
     )[1],
     num_actions=num_actions,
@@ -187,7 +187,7 @@ def stochastic_muzero_policy(
     graph=None if graph is None else _continuable(graph, width),
     recycle=None if recycle is None else _plain(recycle),
   )
-  return readout.sample_from_visits(
+  return policies.sample_from_visits(
     rng_key, StochasticGraph.from_graph(searched), options=options, temperature=temperature
   )
 

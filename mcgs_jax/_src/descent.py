@@ -13,11 +13,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, random_bits, types
+from mcgs_jax._src import numerics, proofs, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.numerics import masked_argmax
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
-from mcgs_jax._src.tie_break import masked_argmax
 
 # `fold_in` constant that derives the stop_leak coin from a game's selection key at
 # one depth, so the coin is independent of the key the selection rule receives.
@@ -166,7 +166,7 @@ def _checked_actions(name: str, actions: chex.Array) -> chex.Array:
 
 def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`[B]` keys -> `([B] keys to go on with, [B] keys for this depth)`."""
-  pairs = random_bits.split_each(keys)
+  pairs = numerics.split_each(keys)
   return pairs[:, 0], pairs[:, 1]
 
 
@@ -347,7 +347,7 @@ def select(
   take_edges = functools.partial(
     _take_edges, graph, stamp=stamp, max_depth=max_depth, options=options
   )
-  keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
+  keys, selection_keys = _split_keys(numerics.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
   record_legal = options.solver and buffer_depth * graph.max_children <= MAX_RECORDED_LEGAL

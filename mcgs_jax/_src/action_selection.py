@@ -16,9 +16,9 @@ from typing import Any
 import chex
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, qtransforms, random_bits, rows, types
+from mcgs_jax._src import numerics, proofs, qtransforms, types
 from mcgs_jax._src.graph import Graph
-from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax, tie_broken_argmax
+from mcgs_jax._src.numerics import TIE_BREAK_SCALE, masked_argmax, tie_broken_argmax
 
 
 def excluded_actions(
@@ -38,10 +38,10 @@ def excluded_actions(
 def action_uniforms(rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[W]` floats in [0, 1), one per edge of one game's node: `uniform(rng_key, [A])`
   in a dense graph, and with compact edges the float of each slot's action in that
-  row (`random_bits.uniform_at`), so a slot's tie-break is its action's."""
+  row (`numerics.uniform_at`), so a slot's tie-break is its action's."""
   if not graph.compact:
-    return random_bits.uniform(rng_key, (graph.max_children,))
-  return random_bits.uniform_at(rng_key, jnp.maximum(graph.edge_actions(node_index), 0))
+    return numerics.uniform(rng_key, (graph.max_children,))
+  return numerics.uniform_at(rng_key, jnp.maximum(graph.edge_actions(node_index), 0))
 
 
 def muzero_action_selection(
@@ -92,7 +92,7 @@ def puct_terms(
   edge_visits = graph.edge_visits[node_index]
   node_visits = graph.node_visits[node_index]
   exploration = pb_c_init + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
-  prior = rows.softmax(graph.children_prior_logits[node_index])
+  prior = numerics.softmax(graph.children_prior_logits[node_index])
   policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
   return qtransform(graph, node_index), policy_score
 
@@ -149,7 +149,7 @@ def uct_action_selection(
   # Unvisited edges outrank every visited one (scores of visited edges stay below 1e6).
   scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
   tie_break = TIE_BREAK_SCALE * action_uniforms(rng_key, graph, node_index)
-  illegal = rows.softmax(graph.children_prior_logits[node_index]) == 0
+  illegal = numerics.softmax(graph.children_prior_logits[node_index]) == 0
   return masked_argmax(
     scores + tie_break * jnp.maximum(scores, 1.0),
     illegal | excluded_actions(graph, node_index, depth, solver),
@@ -188,7 +188,9 @@ def gumbel_muzero_interior_action_selection(
   """
   del rng_key
   visits = graph.edge_visits[node_index]
-  improved = rows.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
+  improved = numerics.softmax(
+    graph.children_prior_logits[node_index] + qtransform(graph, node_index)
+  )
   lag = improved - visits / (1 + jnp.sum(visits))
   if solver:
     # Masked as illegal too: once the solver excludes edges, an unvisited illegal edge
@@ -203,6 +205,6 @@ def chance_selection(graph: Graph, node_index: chex.Array, depth: chex.Array) ->
   columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
   outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
   are skipped."""
-  probs = rows.softmax(graph.children_prior_logits[node_index])
+  probs = numerics.softmax(graph.children_prior_logits[node_index])
   scores = probs / (graph.edge_visits[node_index] + 1)
   return masked_argmax(scores, excluded_actions(graph, node_index, depth, False))
