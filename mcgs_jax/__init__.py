@@ -33,8 +33,9 @@ from mcgs_jax._src.qtransforms import (
 from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.search import search
 from mcgs_jax._src.stochastic import stochastic_muzero_policy
-from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
 from mcgs_jax._src.types import (
+  ChanceRecurrentFnOutput,
+  DecisionRecurrentFnOutput,
   HashFn,
   InteriorActionSelectionFn,
   LoopFn,

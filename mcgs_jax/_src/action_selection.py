@@ -8,17 +8,23 @@ A root rule is called as `fn(rng_key, graph, node_index)`, an interior rule as
 `fn(rng_key, graph, node_index, depth)`, with an unbatched graph (the search vmaps
 them), exactly as in mctx, so custom mctx rules port by renaming
 `tree.children_visits` to `graph.edge_visits`.
+
+Beside them the stop rule (`stop_rule_ends_playout`), batched: whether a playout
+ends at a child that other parents have visited more often than its edge.
 """
 
 import functools
 from typing import Any
 
 import chex
+import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import numerics, proofs, qtransforms, types
+from mcgs_jax._src.batched import take
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.numerics import TIE_BREAK_SCALE, masked_argmax, tie_broken_argmax
+from mcgs_jax._src.options import GraphOptions
 
 
 def excluded_actions(
@@ -208,3 +214,54 @@ def chance_selection(graph: Graph, node_index: chex.Array, depth: chex.Array) ->
   probs = numerics.softmax(graph.children_prior_logits[node_index])
   scores = probs / (graph.edge_visits[node_index] + 1)
   return masked_argmax(scores, excluded_actions(graph, node_index, depth, False))
+
+
+# `fold_in` constant that derives the stop_leak coin from a game's selection key at
+# one depth, so the coin is independent of the key the selection rule receives.
+_LEAK_STREAM = 0x6C65616B
+
+
+def stop_rule_ends_playout(
+  graph: Graph,
+  node: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  keys: chex.Array,
+  options: GraphOptions,
+) -> chex.Array:
+  """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
+  `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
+  (visits came through other parents) before it stops, where `N(child)` counts
+  `1 + sum_b N(child, b)`: the child's folded evaluations (`fold_evaluations`) are
+  left out, or a stop, which folds one more, would never let the edge catch up.
+
+  - `"catch_up"` stops there, except that with probability `stop_leak` (a coin per
+    game per depth, drawn from that game's selection key) the playout continues;
+  - `"value_lag"` stops there only when `|edge_values(n, a) - Q(n, a)| >
+    stop_epsilon`: `Q(n)` still reflects an edge value the child has since moved
+    away from. The backup that follows recomputes `n` from the live `Q(n, a)`, which
+    is the correction;
+  - `"never"` does not stop.
+
+  Args:
+    graph: the batch of graphs.
+    node, action, child: `[B]` int32, the edge and its (existing) child.
+    keys: `[B]` per-game keys of this depth.
+    options: `GraphOptions`.
+  """
+  if options.stop_rule == "never":
+    return jnp.zeros((graph.batch_size,), jnp.bool_)
+  # k(child) = 1 without folding: then this is N(child) itself.
+  edge = (node, action)
+  child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
+  # From the row the selection rule read (one gather fewer per step, as `child`).
+  caught_up = child_visits > take(take(graph.edge_visits, node), action)
+  if options.stop_rule == "catch_up":
+    if options.stop_leak == 0:
+      return caught_up
+    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
+    return caught_up & ~(coins < options.stop_leak)
+  reward, discount = take(graph.edge_rewards, edge), take(graph.edge_discounts, edge)
+  live = reward + discount * take(graph.node_values, child)
+  lag = jnp.abs(take(graph.edge_values, edge) - live)
+  return caught_up & (lag > options.stop_epsilon)

@@ -19,7 +19,7 @@ import numpy as np
 
 from mcgs_jax._src import action_selection, checks, types
 from mcgs_jax._src.graph import EDGE_FIELDS, Graph
-from mcgs_jax._src.stochastic_types import (
+from mcgs_jax._src.types import (
   ChanceRecurrentFn,
   ChanceRecurrentFnOutput,
   DecisionRecurrentFn,

@@ -216,8 +216,8 @@ def dirichlet_prior(
 
   A `fraction` known at trace time to be 0 draws no noise: the result is the same to
   the bit (the noise's weight is an exact 0, and `p + 0.0 == p`), and the program
-  compiles without the Gamma sampler, faster (benchmarks/RESULTS.md, "Root
-  noise known to be zero: compile time against mctx"). `rng_key` is not used then.
+  compiles without the Gamma sampler, which takes long to compile. `rng_key` is not
+  used then.
   """
   # Checked when known at trace time; a traced value (jit argument) is taken as given.
   checks.check_real("dirichlet_fraction", fraction, low=0, high=1)

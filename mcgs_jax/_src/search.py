@@ -8,8 +8,9 @@ read and write of a table at a row that differs per game goes through `batched`
 (game by game), so a batch sharded over devices on its games axis searches with no
 gather of the tables between devices.
 
-The steps live in their own modules (`select`, `expand`, `backup`, and `parallel`
-for `num_parallel`); this one runs them and checks the search's arguments.
+The steps live in their own modules (`descent` for `select`, `expand`, `backup`,
+and `parallel` for `num_parallel`), the graph a search starts from in `initial`;
+this one runs them and checks the search's arguments.
 """
 
 import functools

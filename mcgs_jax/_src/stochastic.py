@@ -35,7 +35,7 @@ from mcgs_jax._src.graph import ROOT_INDEX, Graph
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
 from mcgs_jax._src.policies import mask_invalid_actions
 from mcgs_jax._src.search import search_with_checked_inputs
-from mcgs_jax._src.stochastic_types import (
+from mcgs_jax._src.types import (
   ChanceData,
   ChanceRecurrentFn,
   DecisionRecurrentFn,
