@@ -22,12 +22,24 @@ from mcgs_jax._src import checks, numerics, types
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.backup import backup
 from mcgs_jax._src.checks import check_inputs
-from mcgs_jax._src.descent import select
-from mcgs_jax._src.expand import expand
+from mcgs_jax._src.descent import Path, select
+from mcgs_jax._src.expand import expand, link
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.initial import initial_graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
 from mcgs_jax._src.parallel import simulate_in_parallel
+
+# The steps, importable from here as before the split.
+__all__ = [
+  "Path",
+  "backup",
+  "expand",
+  "link",
+  "search",
+  "search_with_checked_inputs",
+  "select",
+  "simulate",
+]
 
 
 def simulate(
