@@ -10,6 +10,11 @@ import importlib
 import warnings
 from typing import Any
 
+from mcgs_jax._src.action_selection import (
+  gumbel_muzero_interior_action_selection,
+  muzero_action_selection,
+  uct_action_selection,
+)
 from mcgs_jax._src.forced_playouts import prune_forced_playouts
 from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph, edges_by_action
 from mcgs_jax._src.gumbel import (
@@ -27,14 +32,10 @@ from mcgs_jax._src.qtransforms import (
 )
 from mcgs_jax._src.reuse import empty_like, reroot
 from mcgs_jax._src.search import search
-from mcgs_jax._src.selection import (
-  gumbel_muzero_interior_action_selection,
-  muzero_action_selection,
-  uct_action_selection,
-)
 from mcgs_jax._src.stochastic import stochastic_muzero_policy
-from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
 from mcgs_jax._src.types import (
+  ChanceRecurrentFnOutput,
+  DecisionRecurrentFnOutput,
   HashFn,
   InteriorActionSelectionFn,
   LoopFn,

@@ -11,9 +11,10 @@ import pytest
 from helpers import select_and_expand
 
 import mcgs_jax as mg
-from mcgs_jax._src import proofs, selection
+from mcgs_jax._src import action_selection as selection
+from mcgs_jax._src import descent as select_lib
+from mcgs_jax._src import proofs
 from mcgs_jax._src import search as search_steps
-from mcgs_jax._src import select as select_lib
 from mcgs_jax.testing import commuting_game
 
 BATCH = 6

@@ -16,6 +16,7 @@ import pytest
 
 import mcgs_jax as mg
 from mcgs_jax._src import graph as graph_lib
+from mcgs_jax._src import initial
 from mcgs_jax.testing import check_graph, commuting_game
 
 ROOT, RECURRENT = commuting_game()
@@ -31,7 +32,7 @@ def small_blocks():
   """Every search of this module is traced with blocks of 4 rows, so that it takes
   the path of large graphs (the block size is read when a search is traced)."""
   with pytest.MonkeyPatch.context() as patch:
-    patch.setattr(graph_lib, "_CLEAR_BYTES", SMALL_BLOCK_BYTES)
+    patch.setattr(initial, "_CLEAR_BYTES", SMALL_BLOCK_BYTES)
     yield
 
 
@@ -127,7 +128,7 @@ def test_a_full_graph_and_a_rerooted_or_empty_one_recycle_cleanly(monkeypatch, b
   """A graph filled to capacity (small enough to be filled anew, or cleared in blocks
   of 4 rows whose last one is moved back to end at the capacity), a rerooted graph,
   and `empty_like` all recycle to a fresh search."""
-  monkeypatch.setattr(graph_lib, "_CLEAR_BYTES", block_bytes)
+  monkeypatch.setattr(initial, "_CLEAR_BYTES", block_bytes)
   capacity = 9
   full = fresh_search(jax.random.PRNGKey(2), ROOT(BATCH), 30, capacity=capacity)
   assert np.all(np.asarray(full.num_nodes) == capacity)
@@ -152,14 +153,14 @@ def test_clearing_writes_every_used_row_in_blocks(monkeypatch, block_bytes, bloc
   """Blocks of one row, of a few rows, or the whole capacity: every used row is
   empty afterwards, and rows above the last block are not written (they hold a
   sentinel here that must survive)."""
-  monkeypatch.setattr(graph_lib, "_CLEAR_BYTES", block_bytes)
+  monkeypatch.setattr(initial, "_CLEAR_BYTES", block_bytes)
   # 20 playouts: the fullest game uses 15 rows, so its last block of 4 is partly used.
   old = fresh_search(jax.random.PRNGKey(4), ROOT(BATCH), 20, capacity=CAPACITY)
-  assert graph_lib.clear_block_rows(old) == block_rows
+  assert initial.clear_block_rows(old) == block_rows
   used = int(np.max(np.asarray(old.num_nodes)))
   assert 0 < used < CAPACITY and (block_rows == 1 or used % block_rows)
   sentinel = old.replace(node_visits=old.node_visits.at[:, used:].set(-7))
-  cleared = graph_lib.clear_used_rows(sentinel)
+  cleared = initial.clear_used_rows(sentinel)
   for name, fill in graph_lib.ROW_FIELDS.items():
     for leaf in jax.tree_util.tree_leaves(cleared[name]):
       np.testing.assert_array_equal(np.asarray(leaf)[:, :used], fill, err_msg=name)

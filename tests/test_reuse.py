@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import mcgs_jax as mg
 from mcgs_jax._src import hashing
-from mcgs_jax._src.reuse import reachable_nodes, rebuild_hash_slots, reroot
+from mcgs_jax._src.graph import reachable_nodes
+from mcgs_jax._src.hashing import rebuild_hash_slots
+from mcgs_jax._src.reuse import reroot
 from mcgs_jax.testing import check_graph, commuting_game, make_self_play, node_formula, to_numpy
 
 ROOT, RECURRENT = commuting_game()

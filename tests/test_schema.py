@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import graph as graph_lib
-from mcgs_jax._src.stochastic_types import StochasticGraph
+from mcgs_jax._src import initial
+from mcgs_jax._src.types import StochasticGraph
 from mcgs_jax.testing import commuting_game
 
 BATCH, CAPACITY, SLOTS, LANES = 2, 5, 8, 2
@@ -19,7 +20,7 @@ ROLES = {"node", "edge", "counter", "other"}
 def small_graph():
   root_fn, _ = commuting_game()
   root = root_fn(BATCH)
-  return graph_lib.empty_graph(
+  return initial.empty_graph(
     root,
     capacity=CAPACITY,
     num_slots=SLOTS,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
+from mcgs_jax._src import action_selection as selection
 from mcgs_jax._src import search as search_steps
-from mcgs_jax._src import selection
 from mcgs_jax.testing import check_graph, commuting_game, to_numpy
 
 ROOT, RECURRENT = commuting_game()

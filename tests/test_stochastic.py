@@ -13,12 +13,13 @@ import pytest
 
 from mcgs_jax._src import reuse
 from mcgs_jax._src.stochastic import stochastic_muzero_policy
-from mcgs_jax._src.stochastic_types import (
+from mcgs_jax._src.types import (
   ChanceRecurrentFnOutput,
   DecisionRecurrentFnOutput,
+  RecurrentFnOutput,
+  RootFnOutput,
   StochasticGraph,
 )
-from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 from mcgs_jax.testing import check_graph
 
 KEY = jax.random.PRNGKey(0)

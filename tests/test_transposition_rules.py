@@ -11,8 +11,8 @@ import pytest
 from helpers import select_and_expand
 
 import mcgs_jax as mg
+from mcgs_jax._src import action_selection as selection
 from mcgs_jax._src import search as search_steps
-from mcgs_jax._src import selection
 from mcgs_jax.games import make_game
 from mcgs_jax.testing import check_graph, commuting_game, to_numpy
 

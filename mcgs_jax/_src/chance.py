@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks, selection, types
+from mcgs_jax._src import action_selection, checks, types
 from mcgs_jax._src.graph import EDGE_FIELDS, Graph
-from mcgs_jax._src.stochastic_types import (
+from mcgs_jax._src.types import (
   ChanceRecurrentFn,
   ChanceRecurrentFnOutput,
   DecisionRecurrentFn,
@@ -274,7 +274,7 @@ def make_selection(
   decision_rule: types.InteriorActionSelectionFn, *, num_actions: int, num_chance_outcomes: int
 ) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
   """`(root_fn, interior_fn)`: `decision_rule(key, graph, node, depth)` (e.g. PUCT)
-  on the `A` action columns of a decision node, `selection.chance_selection` on the `C`
+  on the `A` action columns of a decision node, `action_selection.chance_selection` on the `C`
   outcome columns of a chance node."""
 
   def interior_fn(
@@ -282,7 +282,9 @@ def make_selection(
   ) -> chex.Array:
     is_decision = graph.embeddings.is_decision_node[node_index]
     decision = decision_rule(rng_key, columns(graph, num_actions), node_index, depth)
-    chance = selection.chance_selection(columns(graph, num_chance_outcomes), node_index, depth)
+    chance = action_selection.chance_selection(
+      columns(graph, num_chance_outcomes), node_index, depth
+    )
     return jnp.where(is_decision, decision, chance).astype(jnp.int32)
 
   def root_fn(rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array) -> chex.Array:

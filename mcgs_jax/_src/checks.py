@@ -1,10 +1,16 @@
-"""Input checks that run at trace time and name the argument at fault."""
+"""Input checks that run at trace time and name the argument at fault: the root, the
+invalid actions, what `recurrent_fn` returns, and a graph a search continues or
+recycles."""
 
 from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from mcgs_jax._src import types
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -222,3 +228,110 @@ def check_key(key: Any, batch_size: int, name: str = "hash_fn") -> jax.Array:
   if jnp.result_type(key) != jnp.uint32:
     raise TypeError(f"{name} must return uint32 [B, L], got dtype {jnp.result_type(key)}")
   return key
+
+
+def check_inputs(
+  root: types.RootFnOutput,
+  invalid_actions: chex.Array | None,
+  graph: Graph | None,
+  recycle: Graph | None,
+) -> tuple[types.RootFnOutput, chex.Array]:
+  """Checks, at trace time, the root, `invalid_actions`, and that `graph` and
+  `recycle` are graphs or None and not both given; returns the root with its prior
+  logits as an array and `invalid_actions` as bool `[B, A]` (all False when None).
+
+  What depends on the search's settings (capacity, the continued graph's shapes) is
+  checked by `initial_graph`.
+  """
+  for name, value in (("graph", graph), ("recycle", recycle)):
+    if value is not None and not isinstance(value, Graph):
+      raise TypeError(
+        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
+        f"or None, got {type(value).__name__}"
+      )
+    if value is not None and isinstance(value.node_visits, jax.ShapeDtypeStruct):
+      raise TypeError(
+        f"{name} holds shapes only (jax.eval_shape); pass mcgs_jax.empty_like(shapes) "
+        f"for a graph in which every game is empty"
+      )
+  if graph is not None and recycle is not None:
+    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
+  batch_size, num_actions = check_root(root)
+  return (
+    root.replace(prior_logits=jnp.asarray(root.prior_logits)),
+    check_invalid_actions(invalid_actions, batch_size, num_actions),
+  )
+
+
+def check_continued_graph(
+  graph: Graph,
+  capacity: int | None,
+  batch_size: int,
+  num_actions: int,
+  transpositions: bool,
+  name: str,
+) -> int:
+  """Checks that `graph` (the argument `name`, `graph` or `recycle`) fits a search
+  with these arguments; returns its capacity."""
+  if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
+    raise ValueError(
+      f"{name} holds B = {graph.batch_size} games of A = {graph.num_actions} "
+      f"actions; root has B = {batch_size}, A = {num_actions}"
+    )
+  if capacity is not None and capacity != graph.capacity:
+    raise ValueError(
+      f"capacity = {capacity} differs from the capacity of {name} "
+      f"({graph.capacity}); a search on {name} keeps its capacity"
+    )
+  if transpositions != (graph.hash_slots.shape[1] > 0):
+    raise ValueError(
+      f"transpositions = {transpositions}, but {name} was built with "
+      f"transpositions = {not transpositions}"
+    )
+  return graph.capacity
+
+
+def check_root_key(graph: Graph, root_key: chex.Array) -> None:
+  """ValueError naming `graph` when a game whose graph is kept (`num_nodes > 0`)
+  stores another key at its root than the root being searched has: the graph belongs
+  to another position (e.g. rerooted by a move and continued from the position
+  before it). Checked where the values are known (outside `jit`); under `jit`
+  `_continue` starts such a game afresh and counts it in `root_key_mismatches`."""
+  values = (graph.node_keys, graph.num_nodes, root_key)
+  if any(isinstance(value, jax.core.Tracer) for value in values):
+    return
+  stored = np.asarray(graph.node_keys[:, ROOT_INDEX])  # same width: `check_tables` ran
+  kept = np.asarray(graph.num_nodes) > 0
+  wrong = np.flatnonzero(kept & np.any(stored != np.asarray(root_key), axis=-1))
+  if wrong.size:
+    raise ValueError(
+      f"graph: game {int(wrong[0])}'s root holds another state's key than the root "
+      f"searched ({wrong.size} of {kept.size} games): the graph belongs to another "
+      "position (rerooted by another move, or not rerooted); reroot it by the move "
+      "played, or pass an empty graph"
+    )
+
+
+def check_tables(name: str, given: Graph, expected: Graph) -> None:
+  """ValueError naming `name` (`graph` or `recycle`) and the first table of `given`
+  whose shape or dtype differs from those of the graph this search builds
+  (`expected`, from `jax.eval_shape`): another embedding structure, key width, leaf
+  dtype or number of actions, or a graph of the other policy kind (stochastic or
+  not), is refused at trace time instead of failing later in a broadcast."""
+  found = jax.tree_util.tree_leaves_with_path(given.replace(extra_data=None))
+  wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
+  if type(given) is not type(expected) or [path for path, _ in found] != [
+    path for path, _ in wanted
+  ]:
+    raise ValueError(
+      f"{name} holds other tables than this search builds (a different embedding "
+      "structure, or a graph of the other policy kind?); pass a graph from a search "
+      "with the same root, game and options"
+    )
+  for (path, old), (_, new) in zip(found, wanted, strict=True):
+    if (old.shape, old.dtype) != (new.shape, new.dtype):
+      raise ValueError(
+        f"{name}{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
+        f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
+        f"A, transpositions, key width and embedding)"
+      )

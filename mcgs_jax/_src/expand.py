@@ -11,10 +11,10 @@ import jax.numpy as jnp
 
 from mcgs_jax._src import checks, compact, hashing, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
+from mcgs_jax._src.descent import Path, last_edge
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
-from mcgs_jax._src.initial import small_enough_to_sum
+from mcgs_jax._src.numerics import small_enough_to_sum
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
-from mcgs_jax._src.select import Path, last_edge
 
 
 def expand(

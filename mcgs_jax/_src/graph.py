@@ -1,26 +1,28 @@
-"""The search graph: fixed-capacity node, edge and hash-slot arrays per game."""
+"""The search graph: fixed-capacity node, edge and hash-slot arrays per game, the
+field lists read from their declared roles, and the nodes reachable from a node
+(`reachable_nodes`)."""
 
 import dataclasses
-import math
 from typing import Any, ClassVar
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import base, batched, compact
+from mcgs_jax._src import base, compact
+from mcgs_jax._src.batched import set_at, take
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 
 
 # Every `Graph` field declares in its metadata its role and its empty value, the value
-# of a row no node uses: `empty_graph` fills with it (or `clear_used_rows` writes it
-# over the rows a recycled graph used), `expand` writes a new node's row of every node
-# table (`path_marks` with its empty value), `reroot` moves rows and refills freed
-# ones, `empty_like` fills every field with it, and `mcgs_jax.testing` checks that
-# unused rows hold it. The field lists (`NODE_FIELDS`, ...) below the class are read
-# from this metadata.
+# of a row no node uses: `empty_graph` (in `initial`) fills with it (or
+# `clear_used_rows` writes it over the rows a recycled graph used), `expand` writes a
+# new node's row of every node table (`path_marks` with its empty value), `reroot`
+# moves rows and refills freed ones, `empty_like` fills every field with it, and
+# `mcgs_jax.testing` checks that unused rows hold it. The field lists (`NODE_FIELDS`,
+# ...) below the class are read from this metadata.
 def _node_table(empty: Any) -> dict[str, Any]:
   """A `[B, N, ...]` table, one row per node, written whole when the node is created."""
   return {"role": "node", "empty": empty}
@@ -350,188 +352,44 @@ EMPTY_VALUES: dict[str, Any] = {
 }
 
 
-def empty_graph(
-  root: base.RootFnOutput,
-  *,
-  capacity: int,
-  num_slots: int,
-  root_key: chex.Array,
-  root_invalid_actions: chex.Array,
-  value_bounds: tuple[float, float] | None = None,
-  extra_data: chex.ArrayTree = None,
-  recycle: Graph | None = None,
-  max_children: int | None = None,
-) -> Graph:
-  """A graph whose only node is the root.
+def reachable_nodes(children_index: jax.Array, start: jax.Array, active: jax.Array) -> jax.Array:
+  """The nodes reachable from `start` in every game.
 
   Args:
-    root: the root evaluation, `[B, A]` logits, `[B]` value, `[B, ...]` embedding.
-    capacity: `N`, nodes per game including the root.
-    num_slots: `C`, hash slots per game, a power of two (0 in tree mode).
-    root_key: `[B, L]` uint32 key of the root state (`L = 0` in tree mode).
-    root_invalid_actions: `[B, A]` bool. A root whose every action is invalid is
-      terminal: playouts end there and no node is ever added.
-    value_bounds: `(lowest, highest)` or None (unbounded).
-    recycle: a graph of these shapes whose arrays are overwritten instead of
-      allocating new ones (see `clear_used_rows`); the result is the same. Ignored
-      when the whole graph fits in one clearing block (`_CLEAR_BYTES`).
-    max_children: `K`, compact edges (`GraphOptions.max_children`), or None (dense).
+    children_index: `[B, N, A]` int32, child of each edge, -1 when unexpanded.
+    start: `[B]` int32, the node to start from (ignored where not `active`).
+    active: `[B]` bool, games to search; the others get no node at all.
+
+  Returns:
+    `[B, N]` bool, True for `start` and every node reachable from it.
+
+  The set grows by sweeps over the nodes in index order: a reached node marks its
+  children, in all games at once. A search numbers a node when it first adds it, so
+  most edges lead to a higher index, and one sweep follows them all, however deep
+  the graph. An edge to a lower index (a transposition into an older part of the
+  graph) whose source was reached late needs another sweep; sweeps repeat until no
+  reached node has an unreached child. (Growing the set one edge per step over
+  the whole `[B, N, A]` table instead cost a step per level of the graph, which
+  made reachability most of `reroot`'s time.)
   """
-  batch_size, num_actions = root.prior_logits.shape
-  value_dtype = root.value.dtype
-  root_rows, slots = _root_rows(root, root_key, root_invalid_actions, max_children)
-  edge_dtypes = _edge_dtypes(value_dtype)
-  width = compact.slot_width(max_children, num_actions)
-  # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
-  # writes new buffers directly instead of broadcasting and copying into old ones.
-  if recycle is None or clear_block_rows(recycle) >= capacity:
-    empty_tables = _filled_tables(root, root_rows, edge_dtypes, capacity, width)
-    hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
-  else:
-    empty_tables = clear_used_rows(recycle)
-    hash_slots = jnp.full_like(recycle.hash_slots, -1)
+  batch_size, capacity, _ = children_index.shape
+  reached = jnp.zeros((batch_size, capacity), jnp.bool_)
+  reached = set_at(reached, jnp.where(active, start, capacity), True, mode="drop")
+  expanded = children_index >= 0
 
-  def set_root(table: chex.Array, root_entry: chex.Numeric) -> chex.Array:
-    return table.at[:, ROOT_INDEX].set(jnp.asarray(root_entry, table.dtype))
+  def visit(node: jax.Array, reached: jax.Array) -> jax.Array:
+    children = jax.lax.dynamic_index_in_dim(children_index, node, axis=1, keepdims=False)
+    marked = jax.lax.dynamic_index_in_dim(reached, node, axis=1, keepdims=True) & (children >= 0)
+    return set_at(reached, jnp.where(marked, children, capacity), True, mode="drop")
 
-  tables = {name: set_root(empty_tables[name], entry) for name, (entry, _) in root_rows.items()}
-  tables["embeddings"] = jax.tree_util.tree_map(
-    set_root, empty_tables["embeddings"], root.embedding
-  )
-  tables.setdefault("children_actions", None)
-  for name in edge_dtypes:
-    tables[name] = empty_tables[name]
-  for name in COUNTER_FIELDS:
-    tables[name] = jnp.zeros((batch_size,), jnp.int32)
-  if slots is not None:
-    tables["dropped_actions"] = slots.dropped
-  if num_slots:
-    start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
-    hash_slots = batched.set_at(hash_slots, start, ROOT_INDEX)
-  lowest, highest = (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds
-  return Graph(
-    **tables,
-    hash_slots=hash_slots,
-    num_nodes=jnp.ones((batch_size,), jnp.int32),
-    root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
-    value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype), (batch_size, 2)),
-    extra_data=extra_data,
-  )
+  def incomplete(reached: jax.Array) -> jax.Array:
+    children_reached = take(reached, jnp.maximum(children_index, 0))  # [B, N, A]
+    return jnp.any(reached[:, :, None] & expanded & ~children_reached)
 
+  def sweep(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    reached, _ = carry
+    reached = jax.lax.fori_loop(0, capacity, visit, reached)
+    return reached, incomplete(reached)
 
-def _root_rows(
-  root: base.RootFnOutput,
-  root_key: chex.Array,
-  root_invalid_actions: chex.Array,
-  max_children: int | None,
-) -> tuple[dict[str, tuple[chex.Array, Any]], compact.Slots | None]:
-  """`({name: (the root's entry [B, ...], dtype)}, slots)` of every node table but
-  the embeddings (and `children_actions` in a dense graph) in a new graph, and the
-  root's compact `Slots` (None in a dense graph)."""
-  batch_size = root.prior_logits.shape[0]
-  value_dtype = root.value.dtype
-  root_terminal = jnp.all(root_invalid_actions, axis=-1)
-  slots = None
-  prior_logits = root.prior_logits
-  if max_children is not None:
-    slots = compact.compact_row(prior_logits, root_invalid_actions, max_children)
-    prior_logits = slots.logits
-  rows = {
-    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
-    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
-    "raw_values": (root.value, value_dtype),
-    "node_values": (root.value, value_dtype),
-    "node_keys": (root_key, jnp.uint32),
-    "node_terminal": (root_terminal, jnp.bool_),
-    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
-    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
-    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
-    "children_prior_logits": (prior_logits, prior_logits.dtype),
-  }
-  if slots is not None:
-    rows["children_actions"] = (slots.actions, jnp.int32)
-  return rows, slots
-
-
-def _edge_dtypes(value_dtype: Any) -> dict[str, Any]:
-  """`{name: dtype}` of every edge table, values in `value_dtype`."""
-  return {
-    "children_index": jnp.int32,
-    "edge_visits": jnp.int32,
-    "edge_rewards": value_dtype,
-    "edge_discounts": value_dtype,
-    "edge_values": value_dtype,
-    "edge_non_finite": jnp.bool_,
-  }
-
-
-def _filled_tables(
-  root: base.RootFnOutput,
-  root_rows: dict[str, tuple[chex.Array, Any]],
-  edge_dtypes: dict[str, Any],
-  capacity: int,
-  width: int,
-) -> dict[str, Any]:
-  """Every node and edge table of a new graph of `capacity` nodes and `width` edges
-  per node, each filled with its empty value (the root's row not yet set)."""
-  batch_size = root.prior_logits.shape[0]
-  empty_tables = {
-    name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
-    for name, (entry, dtype) in root_rows.items()
-  }
-  empty_tables["embeddings"] = jax.tree_util.tree_map(
-    lambda leaf: jnp.full(
-      (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
-    ),
-    root.embedding,
-  )
-  for name, dtype in edge_dtypes.items():
-    empty_tables[name] = jnp.full((batch_size, capacity, width), EDGE_FIELDS[name], dtype)
-  return empty_tables
-
-
-# Rows written per step by `clear_used_rows`: at most this many bytes over all tables.
-_CLEAR_BYTES = 1 << 22
-
-
-def clear_block_rows(graph: Graph) -> int:
-  """Rows per block of `clear_used_rows`: as many as fit in `_CLEAR_BYTES` over all
-  node and edge tables of all games, at least one, at most the capacity."""
-  tables = [getattr(graph, name) for name in ROW_FIELDS]
-  leaves = jax.tree_util.tree_leaves(tables)
-  row_bytes = graph.batch_size * sum(
-    math.prod(leaf.shape[2:]) * leaf.dtype.itemsize for leaf in leaves
-  )
-  return max(1, min(graph.capacity, _CLEAR_BYTES // max(row_bytes, 1)))
-
-
-def clear_used_rows(graph: Graph) -> dict[str, Any]:
-  """Every node and edge table of `graph` (a dict by field name, `embeddings` a
-  pytree) with its empty values written over rows `[0, max_b num_nodes[b])`.
-
-  Rows from `num_nodes` up must hold their empty values already, as in every graph
-  a search, `reroot` or `empty_like` returns; the cost is then proportional to the
-  rows used, not to the capacity. Rows are cleared in blocks of at most
-  `_CLEAR_BYTES` over all tables, the last block ending at the capacity (blocks may
-  overlap: every row below the used count is cleared, rows above it are empty).
-  Under an outer `jax.vmap` the loop's length is batched, and JAX then selects over
-  whole tables at every block: the result is the same, the saving is lost.
-  """
-  tables = {name: getattr(graph, name) for name in ROW_FIELDS}
-  batch_size, capacity = graph.batch_size, graph.capacity
-  block = clear_block_rows(graph)
-
-  def clear_block(index: chex.Array, tables: dict[str, Any]) -> dict[str, Any]:
-    start = jnp.minimum(index * block, capacity - block)
-
-    def clear(table: chex.Array, fill: chex.Numeric) -> chex.Array:
-      empty = jnp.full((batch_size, block) + table.shape[2:], fill, table.dtype)
-      return jax.lax.dynamic_update_slice_in_dim(table, empty, start, axis=1)
-
-    return {
-      name: jax.tree_util.tree_map(lambda table, fill=fill: clear(table, fill), tables[name])
-      for name, fill in ROW_FIELDS.items()
-    }
-
-  rows_used = jnp.max(graph.num_nodes)
-  return jax.lax.fori_loop(0, (rows_used + block - 1) // block, clear_block, tables)
+  reached, _ = jax.lax.while_loop(lambda carry: carry[1], sweep, (reached, jnp.array(True)))
+  return reached

@@ -25,10 +25,9 @@ graph was full: that edge is not counted, `i` stays, and the next playout retrie
 the same step.
 
 When a search continues a previous graph (`graph=`), the root may already hold
-visits. Sequential Halving then runs afresh over the `num_simulations` playouts of
-this call: it counts only the visits made since the call began (the earlier ones are
-kept in `GumbelMuZeroExtraData.root_visits_before`), while the completed Q-values
-still use everything the graph knows.
+visits. Sequential Halving then runs afresh over this call's playouts: it counts only
+the visits made since the call began (the earlier ones are kept in
+`GumbelMuZeroExtraData.root_visits_before`); the completed Q-values use them all.
 """
 
 import functools
@@ -41,21 +40,21 @@ from typing_extensions import Unpack
 
 from mcgs_jax._src import checks, qtransforms, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.compact import slot_width
-from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.initial import check_inputs, finite_root
-from mcgs_jax._src.logits import mask_invalid_actions
-from mcgs_jax._src.options import GraphKeywords, GraphOptions
-from mcgs_jax._src.readout import excluded_root_edges, final_action
-from mcgs_jax._src.search import search_with_checked_inputs
-from mcgs_jax._src.selection import (
+from mcgs_jax._src.action_selection import (
   excluded_actions,
   gumbel_muzero_interior_action_selection,
   masked_argmax,
 )
+from mcgs_jax._src.checks import check_inputs
+from mcgs_jax._src.compact import slot_width
+from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.initial import finite_root
+from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.policies import excluded_root_edges, final_action, mask_invalid_actions
+from mcgs_jax._src.search import search_with_checked_inputs
 
-# Floor of a root score before the Sequential-Halving mask (as mctx): keeps
-# `gumbel + logits + q` finite for actions whose logit is the lowest float.
+# Floor of a root score before the Sequential-Halving mask (as mctx): keeps the sum
+# finite for actions whose logit is the lowest float.
 _LOW_SCORE = -1e9
 
 
@@ -242,7 +241,6 @@ def gumbel_muzero_policy(
   options: GraphOptions | None = None,
   **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
-  # Long: mctx's signature, then the policy's steps in order, read top to bottom.
   """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
   keywords of `mcgs_jax.muzero_policy`.
 
@@ -292,16 +290,8 @@ def gumbel_muzero_policy(
   """
   options = options_lib.resolve("gumbel_muzero_policy", options, graph_options)
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
-  checked_max = checks.check_int(
-    "max_num_considered_actions", max_num_considered_actions, minimum=1
-  )
-  # Checked when known at trace time; a traced scale (jit argument) is taken as given.
-  checks.check_real("gumbel_scale", gumbel_scale, low=0)
-  checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] completed Q-values")
-  # The scores read the root logits: a NaN there must not reach them (the search
-  # replaces and counts it the same way, in `non_finite_roots`).
-  finite, _ = finite_root(root, invalid_actions)
-  logits = mask_invalid_actions(finite.prior_logits, invalid_actions)
+  checked_max = _check_arguments(max_num_considered_actions, gumbel_scale, qtransform)
+  logits = _scored_logits(root, invalid_actions)
   root_rule, interior_rule = make_gumbel_selection(
     num_simulations=num_simulations,
     max_num_considered_actions=checked_max,
@@ -339,6 +329,26 @@ def gumbel_muzero_policy(
     qtransform=qtransform,
     options=options,
   )
+
+
+def _check_arguments(
+  max_num_considered_actions: int, gumbel_scale: float, qtransform: types.QTransform
+) -> int:
+  """Checks the policy's own arguments; returns `max_num_considered_actions`."""
+  checked_max = checks.check_int(
+    "max_num_considered_actions", max_num_considered_actions, minimum=1
+  )
+  # Checked when known at trace time; a traced scale (jit argument) is taken as given.
+  checks.check_real("gumbel_scale", gumbel_scale, low=0)
+  checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] completed Q-values")
+  return checked_max
+
+
+def _scored_logits(root: types.RootFnOutput, invalid_actions: chex.Array) -> chex.Array:
+  """`[B, A]` root logits the scores read: invalid actions masked, a NaN replaced as
+  the search replaces (and counts in `non_finite_roots`) it."""
+  finite, _ = finite_root(root, invalid_actions)
+  return mask_invalid_actions(finite.prior_logits, invalid_actions)
 
 
 def _root_visits_before(graph: Graph | None, shape: tuple[int, int]) -> chex.Array:

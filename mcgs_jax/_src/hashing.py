@@ -9,6 +9,8 @@ states; it cannot hang or crash the search (the path-membership check ends cycle
 The table of a game has `C` slots (a power of two, at least twice the capacity). A key
 may live in the `probe_window` slots that follow `key[0] mod C`; lookup reads the whole
 window with one gather, so it costs the same whatever the table holds.
+`rebuild_hash_slots` builds a game's table anew from the keys of the nodes `reroot`
+keeps.
 """
 
 from typing import Any
@@ -16,6 +18,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from mcgs_jax._src.batched import min_at, set_at, take
 
 DEFAULT_LANES = 2
 DEFAULT_PROBE_WINDOW = 16
@@ -139,3 +143,86 @@ def probe(
   empty = candidates < 0
   free_slot = jnp.where(jnp.any(empty), window[jnp.argmax(empty)], -1)
   return node, free_slot
+
+
+def rebuild_hash_slots(
+  node_keys: jax.Array, num_nodes: jax.Array, num_slots: int, probe_window: int
+) -> tuple[jax.Array, jax.Array]:
+  """A hash table holding nodes `0 .. num_nodes - 1` of every game.
+
+  Args:
+    node_keys: `[B, N, L]` uint32 keys.
+    num_nodes: `[B]` int32, nodes to insert per game.
+    num_slots: `C`, a power of two.
+    probe_window: slots a key may use, starting at `key[0] mod C`.
+
+  Returns:
+    `(hash_slots [B, C] int32, dropped [B] int32)`: the table (-1 = empty) and the
+    number of nodes left out because their window was full.
+
+  Every round, each node not yet placed claims the first free slot of its window;
+  the smallest node index claiming a slot gets it. A node whose window has no free
+  slot is dropped. Each round places or drops at least one node of every game that
+  has any left, so the loop ends; with a table at most half full it takes a few.
+
+  Slots are only ever filled, so a node's first free slot never moves back: each
+  node keeps the offset in its window where the last round found it, and a round
+  moves that offset on past the slots filled since, one slot per step, instead of
+  reading the whole window again (`[B, N]` reads per step, not `[B, N, W]`).
+  """
+  batch_size, capacity, _ = node_keys.shape
+  window_size = min(probe_window, num_slots)
+  nodes = jnp.broadcast_to(jnp.arange(capacity, dtype=jnp.int32)[None], (batch_size, capacity))
+  start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
+
+  def slot_at(offset: jax.Array) -> jax.Array:
+    """`[B, N]` slot at `offset` in every node's window."""
+    return (start + offset) & (num_slots - 1)
+
+  def first_free(
+    slots: jax.Array, pending: jax.Array, offset: jax.Array
+  ) -> tuple[jax.Array, jax.Array]:
+    """`offset` moved on to the first free slot of each pending node's window
+    (`window_size` where none is free), and that slot."""
+
+    def blocked(offset: jax.Array) -> jax.Array:
+      return pending & (offset < window_size) & (take(slots, slot_at(offset)) >= 0)
+
+    offset = jax.lax.while_loop(
+      lambda offset: jnp.any(blocked(offset)),
+      lambda offset: offset + blocked(offset).astype(jnp.int32),
+      offset,
+    )
+    return offset, slot_at(offset)
+
+  def insert_round(
+    carry: tuple[jax.Array, jax.Array, jax.Array, jax.Array],
+  ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    slots, pending, offset, dropped = carry
+    offset, free_slot = first_free(slots, pending, offset)
+    has_free = offset < window_size
+    claiming = pending & has_free
+    claims = min_at(
+      jnp.full((batch_size, num_slots), capacity, jnp.int32),
+      jnp.where(claiming, free_slot, num_slots),
+      nodes,
+      mode="drop",
+    )
+    won = claiming & (take(claims, free_slot) == nodes)
+    slots = set_at(slots, jnp.where(won, free_slot, num_slots), nodes, mode="drop")
+    dropped_now = pending & ~has_free
+    return (
+      slots,
+      pending & ~won & ~dropped_now,
+      offset,
+      dropped + jnp.sum(dropped_now, axis=1, dtype=jnp.int32),
+    )
+
+  slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
+  pending = nodes < num_nodes[:, None]
+  offset = jnp.zeros((batch_size, capacity), jnp.int32)
+  dropped = jnp.zeros((batch_size,), jnp.int32)
+  slots, _, _, dropped = jax.lax.while_loop(
+    lambda carry: jnp.any(carry[1]), insert_round, (slots, pending, offset, dropped)
+  )
+  return slots, dropped

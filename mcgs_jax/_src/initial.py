@@ -1,28 +1,27 @@
-"""The graph a search starts from: a fresh one holding the root, a graph it continues,
-or a fresh one written into the arrays of a graph it recycles."""
+"""The graph a search starts from: a fresh one holding the root (`empty_graph`), a
+graph it continues, or a fresh one written into the arrays of a graph it recycles
+(`clear_used_rows`)."""
 
 import functools
+import math
+from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks, hashing, types
-from mcgs_jax._src.graph import ROOT_INDEX, Graph, empty_graph
+from mcgs_jax._src import batched, checks, compact, hashing, numerics, types
+from mcgs_jax._src.graph import (
+  COUNTER_FIELDS,
+  EDGE_FIELDS,
+  NODE_FIELDS,
+  ROOT_INDEX,
+  ROW_FIELDS,
+  Graph,
+)
 from mcgs_jax._src.options import MAX_CAPACITY, GraphOptions
 from mcgs_jax._src.per_game import where_per_game
-
-
-def small_enough_to_sum(x: chex.Array) -> chex.Array:
-  """`x` is finite and small enough that the search's sums of visit-weighted values
-  cannot overflow: `|x| <= sqrt(largest float)` of its dtype (1.8e19 in float32).
-  Larger values (a reward of 3e38 is finite, but twice it is not) count as
-  non-finite."""
-  x = jnp.asarray(x)
-  dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
-  # `<=` is False for NaN too.
-  return jnp.abs(x) <= jnp.sqrt(jnp.finfo(dtype).max).astype(dtype)
 
 
 def finite_root(
@@ -33,7 +32,7 @@ def finite_root(
   finite entry, taken as uniform over the valid actions, and which games needed
   either."""
   value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
-  bad_value = ~small_enough_to_sum(value)
+  bad_value = ~numerics.small_enough_to_sum(value)
   # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
   bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
   uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
@@ -43,39 +42,6 @@ def finite_root(
       prior_logits=jnp.where(bad_logits[:, None], uniform, logits),
     ),
     bad_value | bad_logits,
-  )
-
-
-def check_inputs(
-  root: types.RootFnOutput,
-  invalid_actions: chex.Array | None,
-  graph: Graph | None,
-  recycle: Graph | None,
-) -> tuple[types.RootFnOutput, chex.Array]:
-  """Checks, at trace time, the root, `invalid_actions`, and that `graph` and
-  `recycle` are graphs or None and not both given; returns the root with its prior
-  logits as an array and `invalid_actions` as bool `[B, A]` (all False when None).
-
-  What depends on the search's settings (capacity, the continued graph's shapes) is
-  checked by `initial_graph`.
-  """
-  for name, value in (("graph", graph), ("recycle", recycle)):
-    if value is not None and not isinstance(value, Graph):
-      raise TypeError(
-        f"{name} must be a mcgs_jax.Graph (a search_graph, or what reroot returns) "
-        f"or None, got {type(value).__name__}"
-      )
-    if value is not None and isinstance(value.node_visits, jax.ShapeDtypeStruct):
-      raise TypeError(
-        f"{name} holds shapes only (jax.eval_shape); pass mcgs_jax.empty_like(shapes) "
-        f"for a graph in which every game is empty"
-      )
-  if graph is not None and recycle is not None:
-    raise ValueError("pass graph (to continue it) or recycle (to reuse its arrays), not both")
-  batch_size, num_actions = checks.check_root(root)
-  return (
-    root.replace(prior_logits=jnp.asarray(root.prior_logits)),
-    checks.check_invalid_actions(invalid_actions, batch_size, num_actions),
   )
 
 
@@ -105,7 +71,7 @@ def initial_graph(
   capacity = options.capacity
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
-      capacity = _check_continued_graph(
+      capacity = checks.check_continued_graph(
         given, capacity, batch_size, num_actions, options.transpositions, name
       )
   capacity = checks.check_int(
@@ -134,86 +100,12 @@ def initial_graph(
   )
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
-      _check_tables(name, given, jax.eval_shape(new_graph))
+      checks.check_tables(name, given, jax.eval_shape(new_graph))
   if graph is not None and options.transpositions:
-    _check_root_key(graph, root_key)
+    checks.check_root_key(graph, root_key)
   fresh = new_graph(recycle=recycle)
   start = fresh if graph is None else _continue(graph, fresh, extra_data, root.prior_logits)
   return start.replace(non_finite_roots=start.non_finite_roots + root_non_finite)
-
-
-def _check_continued_graph(
-  graph: Graph,
-  capacity: int | None,
-  batch_size: int,
-  num_actions: int,
-  transpositions: bool,
-  name: str,
-) -> int:
-  """Checks that `graph` (the argument `name`, `graph` or `recycle`) fits a search
-  with these arguments; returns its capacity."""
-  if (graph.batch_size, graph.num_actions) != (batch_size, num_actions):
-    raise ValueError(
-      f"{name} holds B = {graph.batch_size} games of A = {graph.num_actions} "
-      f"actions; root has B = {batch_size}, A = {num_actions}"
-    )
-  if capacity is not None and capacity != graph.capacity:
-    raise ValueError(
-      f"capacity = {capacity} differs from the capacity of {name} "
-      f"({graph.capacity}); a search on {name} keeps its capacity"
-    )
-  if transpositions != (graph.hash_slots.shape[1] > 0):
-    raise ValueError(
-      f"transpositions = {transpositions}, but {name} was built with "
-      f"transpositions = {not transpositions}"
-    )
-  return graph.capacity
-
-
-def _check_root_key(graph: Graph, root_key: chex.Array) -> None:
-  """ValueError naming `graph` when a game whose graph is kept (`num_nodes > 0`)
-  stores another key at its root than the root being searched has: the graph belongs
-  to another position (e.g. rerooted by a move and continued from the position
-  before it). Checked where the values are known (outside `jit`); under `jit`
-  `_continue` starts such a game afresh and counts it in `root_key_mismatches`."""
-  values = (graph.node_keys, graph.num_nodes, root_key)
-  if any(isinstance(value, jax.core.Tracer) for value in values):
-    return
-  stored = np.asarray(graph.node_keys[:, ROOT_INDEX])  # same width: `_check_tables` ran
-  kept = np.asarray(graph.num_nodes) > 0
-  wrong = np.flatnonzero(kept & np.any(stored != np.asarray(root_key), axis=-1))
-  if wrong.size:
-    raise ValueError(
-      f"graph: game {int(wrong[0])}'s root holds another state's key than the root "
-      f"searched ({wrong.size} of {kept.size} games): the graph belongs to another "
-      "position (rerooted by another move, or not rerooted); reroot it by the move "
-      "played, or pass an empty graph"
-    )
-
-
-def _check_tables(name: str, given: Graph, expected: Graph) -> None:
-  """ValueError naming `name` (`graph` or `recycle`) and the first table of `given`
-  whose shape or dtype differs from those of the graph this search builds
-  (`expected`, from `jax.eval_shape`): another embedding structure, key width, leaf
-  dtype or number of actions, or a graph of the other policy kind (stochastic or
-  not), is refused at trace time instead of failing later in a broadcast."""
-  found = jax.tree_util.tree_leaves_with_path(given.replace(extra_data=None))
-  wanted = jax.tree_util.tree_leaves_with_path(expected.replace(extra_data=None))
-  if type(given) is not type(expected) or [path for path, _ in found] != [
-    path for path, _ in wanted
-  ]:
-    raise ValueError(
-      f"{name} holds other tables than this search builds (a different embedding "
-      "structure, or a graph of the other policy kind?); pass a graph from a search "
-      "with the same root, game and options"
-    )
-  for (path, old), (_, new) in zip(found, wanted, strict=True):
-    if (old.shape, old.dtype) != (new.shape, new.dtype):
-      raise ValueError(
-        f"{name}{jax.tree_util.keystr(path)} has shape {old.shape} and dtype "
-        f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
-        f"A, transpositions, key width and embedding)"
-      )
 
 
 def _continue(
@@ -250,3 +142,190 @@ def _continue(
     root_key_mismatches=root_key_mismatches,
     extra_data=extra_data,
   )
+
+
+def empty_graph(
+  root: types.RootFnOutput,
+  *,
+  capacity: int,
+  num_slots: int,
+  root_key: chex.Array,
+  root_invalid_actions: chex.Array,
+  value_bounds: tuple[float, float] | None = None,
+  extra_data: chex.ArrayTree = None,
+  recycle: Graph | None = None,
+  max_children: int | None = None,
+) -> Graph:
+  """A graph whose only node is the root.
+
+  Args:
+    root: the root evaluation, `[B, A]` logits, `[B]` value, `[B, ...]` embedding.
+    capacity: `N`, nodes per game including the root.
+    num_slots: `C`, hash slots per game, a power of two (0 in tree mode).
+    root_key: `[B, L]` uint32 key of the root state (`L = 0` in tree mode).
+    root_invalid_actions: `[B, A]` bool. A root whose every action is invalid is
+      terminal: playouts end there and no node is ever added.
+    value_bounds: `(lowest, highest)` or None (unbounded).
+    recycle: a graph of these shapes whose arrays are overwritten instead of
+      allocating new ones (see `clear_used_rows`); the result is the same. Ignored
+      when the whole graph fits in one clearing block (`_CLEAR_BYTES`).
+    max_children: `K`, compact edges (`GraphOptions.max_children`), or None (dense).
+  """
+  batch_size, num_actions = root.prior_logits.shape
+  value_dtype = root.value.dtype
+  root_rows, slots = _root_rows(root, root_key, root_invalid_actions, max_children)
+  edge_dtypes = _edge_dtypes(value_dtype)
+  width = compact.slot_width(max_children, num_actions)
+  # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
+  # writes new buffers directly instead of broadcasting and copying into old ones.
+  if recycle is None or clear_block_rows(recycle) >= capacity:
+    empty_tables = _filled_tables(root, root_rows, edge_dtypes, capacity, width)
+    hash_slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
+  else:
+    empty_tables = clear_used_rows(recycle)
+    hash_slots = jnp.full_like(recycle.hash_slots, -1)
+
+  def set_root(table: chex.Array, root_entry: chex.Numeric) -> chex.Array:
+    return table.at[:, ROOT_INDEX].set(jnp.asarray(root_entry, table.dtype))
+
+  tables = {name: set_root(empty_tables[name], entry) for name, (entry, _) in root_rows.items()}
+  tables["embeddings"] = jax.tree_util.tree_map(
+    set_root, empty_tables["embeddings"], root.embedding
+  )
+  tables.setdefault("children_actions", None)
+  for name in edge_dtypes:
+    tables[name] = empty_tables[name]
+  for name in COUNTER_FIELDS:
+    tables[name] = jnp.zeros((batch_size,), jnp.int32)
+  if slots is not None:
+    tables["dropped_actions"] = slots.dropped
+  if num_slots:
+    start = (root_key[:, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
+    hash_slots = batched.set_at(hash_slots, start, ROOT_INDEX)
+  lowest, highest = (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds
+  return Graph(
+    **tables,
+    hash_slots=hash_slots,
+    num_nodes=jnp.ones((batch_size,), jnp.int32),
+    root_invalid_actions=jnp.asarray(root_invalid_actions, jnp.bool_),
+    value_bounds=jnp.broadcast_to(jnp.asarray([lowest, highest], value_dtype), (batch_size, 2)),
+    extra_data=extra_data,
+  )
+
+
+def _root_rows(
+  root: types.RootFnOutput,
+  root_key: chex.Array,
+  root_invalid_actions: chex.Array,
+  max_children: int | None,
+) -> tuple[dict[str, tuple[chex.Array, Any]], compact.Slots | None]:
+  """`({name: (the root's entry [B, ...], dtype)}, slots)` of every node table but
+  the embeddings (and `children_actions` in a dense graph) in a new graph, and the
+  root's compact `Slots` (None in a dense graph)."""
+  batch_size = root.prior_logits.shape[0]
+  value_dtype = root.value.dtype
+  root_terminal = jnp.all(root_invalid_actions, axis=-1)
+  slots = None
+  prior_logits = root.prior_logits
+  if max_children is not None:
+    slots = compact.compact_row(prior_logits, root_invalid_actions, max_children)
+    prior_logits = slots.logits
+  rows = {
+    "node_visits": (jnp.ones((batch_size,)), jnp.int32),
+    "node_evaluations": (jnp.ones((batch_size,)), jnp.int32),
+    "raw_values": (root.value, value_dtype),
+    "node_values": (root.value, value_dtype),
+    "node_keys": (root_key, jnp.uint32),
+    "node_terminal": (root_terminal, jnp.bool_),
+    "node_proven": (jnp.zeros((batch_size,)), jnp.bool_),
+    "proven_values": (jnp.zeros((batch_size,)), value_dtype),
+    "path_marks": (jnp.full((batch_size,), NODE_FIELDS["path_marks"]), jnp.int32),
+    "children_prior_logits": (prior_logits, prior_logits.dtype),
+  }
+  if slots is not None:
+    rows["children_actions"] = (slots.actions, jnp.int32)
+  return rows, slots
+
+
+def _edge_dtypes(value_dtype: Any) -> dict[str, Any]:
+  """`{name: dtype}` of every edge table, values in `value_dtype`."""
+  return {
+    "children_index": jnp.int32,
+    "edge_visits": jnp.int32,
+    "edge_rewards": value_dtype,
+    "edge_discounts": value_dtype,
+    "edge_values": value_dtype,
+    "edge_non_finite": jnp.bool_,
+  }
+
+
+def _filled_tables(
+  root: types.RootFnOutput,
+  root_rows: dict[str, tuple[chex.Array, Any]],
+  edge_dtypes: dict[str, Any],
+  capacity: int,
+  width: int,
+) -> dict[str, Any]:
+  """Every node and edge table of a new graph of `capacity` nodes and `width` edges
+  per node, each filled with its empty value (the root's row not yet set)."""
+  batch_size = root.prior_logits.shape[0]
+  empty_tables = {
+    name: jnp.full((batch_size, capacity) + jnp.shape(entry)[1:], NODE_FIELDS[name], dtype)
+    for name, (entry, dtype) in root_rows.items()
+  }
+  empty_tables["embeddings"] = jax.tree_util.tree_map(
+    lambda leaf: jnp.full(
+      (batch_size, capacity) + leaf.shape[1:], NODE_FIELDS["embeddings"], leaf.dtype
+    ),
+    root.embedding,
+  )
+  for name, dtype in edge_dtypes.items():
+    empty_tables[name] = jnp.full((batch_size, capacity, width), EDGE_FIELDS[name], dtype)
+  return empty_tables
+
+
+# Rows written per step by `clear_used_rows`: at most this many bytes over all tables.
+_CLEAR_BYTES = 1 << 22
+
+
+def clear_block_rows(graph: Graph) -> int:
+  """Rows per block of `clear_used_rows`: as many as fit in `_CLEAR_BYTES` over all
+  node and edge tables of all games, at least one, at most the capacity."""
+  tables = [getattr(graph, name) for name in ROW_FIELDS]
+  leaves = jax.tree_util.tree_leaves(tables)
+  row_bytes = graph.batch_size * sum(
+    math.prod(leaf.shape[2:]) * leaf.dtype.itemsize for leaf in leaves
+  )
+  return max(1, min(graph.capacity, _CLEAR_BYTES // max(row_bytes, 1)))
+
+
+def clear_used_rows(graph: Graph) -> dict[str, Any]:
+  """Every node and edge table of `graph` (a dict by field name, `embeddings` a
+  pytree) with its empty values written over rows `[0, max_b num_nodes[b])`.
+
+  Rows from `num_nodes` up must hold their empty values already, as in every graph
+  a search, `reroot` or `empty_like` returns; the cost is then proportional to the
+  rows used, not to the capacity. Rows are cleared in blocks of at most
+  `_CLEAR_BYTES` over all tables, the last block ending at the capacity (blocks may
+  overlap: every row below the used count is cleared, rows above it are empty).
+  Under an outer `jax.vmap` the loop's length is batched, and JAX then selects over
+  whole tables at every block: the result is the same, the saving is lost.
+  """
+  tables = {name: getattr(graph, name) for name in ROW_FIELDS}
+  batch_size, capacity = graph.batch_size, graph.capacity
+  block = clear_block_rows(graph)
+
+  def clear_block(index: chex.Array, tables: dict[str, Any]) -> dict[str, Any]:
+    start = jnp.minimum(index * block, capacity - block)
+
+    def clear(table: chex.Array, fill: chex.Numeric) -> chex.Array:
+      empty = jnp.full((batch_size, block) + table.shape[2:], fill, table.dtype)
+      return jax.lax.dynamic_update_slice_in_dim(table, empty, start, axis=1)
+
+    return {
+      name: jax.tree_util.tree_map(lambda table, fill=fill: clear(table, fill), tables[name])
+      for name, fill in ROW_FIELDS.items()
+    }
+
+  rows_used = jnp.max(graph.num_nodes)
+  return jax.lax.fori_loop(0, (rows_used + block - 1) // block, clear_block, tables)

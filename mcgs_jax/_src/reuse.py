@@ -55,7 +55,7 @@ import numpy as np
 
 from mcgs_jax._src import checks, hashing
 from mcgs_jax._src.backup import node_update, recompute_node_and_edges
-from mcgs_jax._src.batched import min_at, set_at, take
+from mcgs_jax._src.batched import set_at, take
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
   EMPTY_VALUES,
@@ -64,6 +64,7 @@ from mcgs_jax._src.graph import (
   ROW_FIELDS,
   UNEXPANDED,
   Graph,
+  reachable_nodes,
 )
 
 
@@ -97,49 +98,6 @@ def _check_action(graph: Graph, action: Any) -> jax.Array:
   if not jnp.issubdtype(action.dtype, jnp.integer):
     raise ValueError(f"action must be integer, got dtype {action.dtype}")
   return action.astype(jnp.int32)
-
-
-def reachable_nodes(children_index: jax.Array, start: jax.Array, active: jax.Array) -> jax.Array:
-  """The nodes reachable from `start` in every game.
-
-  Args:
-    children_index: `[B, N, A]` int32, child of each edge, -1 when unexpanded.
-    start: `[B]` int32, the node to start from (ignored where not `active`).
-    active: `[B]` bool, games to search; the others get no node at all.
-
-  Returns:
-    `[B, N]` bool, True for `start` and every node reachable from it.
-
-  The set grows by sweeps over the nodes in index order: a reached node marks its
-  children, in all games at once. A search numbers a node when it first adds it, so
-  most edges lead to a higher index, and one sweep follows them all, however deep
-  the graph. An edge to a lower index (a transposition into an older part of the
-  graph) whose source was reached late needs another sweep; sweeps repeat until no
-  reached node has an unreached child. (Growing the set one edge per step over
-  the whole `[B, N, A]` table instead cost a step per level of the graph, most of
-  `reroot`'s time: benchmarks/RESULTS.md, "Where a move's time goes".)
-  """
-  batch_size, capacity, _ = children_index.shape
-  reached = jnp.zeros((batch_size, capacity), jnp.bool_)
-  reached = set_at(reached, jnp.where(active, start, capacity), True, mode="drop")
-  expanded = children_index >= 0
-
-  def visit(node: jax.Array, reached: jax.Array) -> jax.Array:
-    children = jax.lax.dynamic_index_in_dim(children_index, node, axis=1, keepdims=False)
-    marked = jax.lax.dynamic_index_in_dim(reached, node, axis=1, keepdims=True) & (children >= 0)
-    return set_at(reached, jnp.where(marked, children, capacity), True, mode="drop")
-
-  def incomplete(reached: jax.Array) -> jax.Array:
-    children_reached = take(reached, jnp.maximum(children_index, 0))  # [B, N, A]
-    return jnp.any(reached[:, :, None] & expanded & ~children_reached)
-
-  def sweep(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-    reached, _ = carry
-    reached = jax.lax.fori_loop(0, capacity, visit, reached)
-    return reached, incomplete(reached)
-
-  reached, _ = jax.lax.while_loop(lambda carry: carry[1], sweep, (reached, jnp.array(True)))
-  return reached
 
 
 def _check_max_nodes(max_nodes: Any) -> int | None:
@@ -263,7 +221,7 @@ def _rebuilt_hash_slots(
   """`rebuild_hash_slots` of the kept nodes, or in tree mode (no table) the empty
   table and no drop."""
   if graph.hash_slots.shape[1]:
-    return rebuild_hash_slots(node_keys, num_kept, graph.hash_slots.shape[1], probe_window)
+    return hashing.rebuild_hash_slots(node_keys, num_kept, graph.hash_slots.shape[1], probe_window)
   return graph.hash_slots, jnp.zeros((graph.batch_size,), jnp.int32)
 
 
@@ -277,89 +235,6 @@ def _kept_nodes(
   if max_nodes is None or max_nodes >= graph.capacity:
     return graph, kept
   return drop_least_visited(graph, kept, new_root, active, max_nodes)
-
-
-def rebuild_hash_slots(
-  node_keys: jax.Array, num_nodes: jax.Array, num_slots: int, probe_window: int
-) -> tuple[jax.Array, jax.Array]:
-  """A hash table holding nodes `0 .. num_nodes - 1` of every game.
-
-  Args:
-    node_keys: `[B, N, L]` uint32 keys.
-    num_nodes: `[B]` int32, nodes to insert per game.
-    num_slots: `C`, a power of two.
-    probe_window: slots a key may use, starting at `key[0] mod C`.
-
-  Returns:
-    `(hash_slots [B, C] int32, dropped [B] int32)`: the table (-1 = empty) and the
-    number of nodes left out because their window was full.
-
-  Every round, each node not yet placed claims the first free slot of its window;
-  the smallest node index claiming a slot gets it. A node whose window has no free
-  slot is dropped. Each round places or drops at least one node of every game that
-  has any left, so the loop ends; with a table at most half full it takes a few.
-
-  Slots are only ever filled, so a node's first free slot never moves back: each
-  node keeps the offset in its window where the last round found it, and a round
-  moves that offset on past the slots filled since, one slot per step, instead of
-  reading the whole window again (`[B, N]` reads per step, not `[B, N, W]`).
-  """
-  batch_size, capacity, _ = node_keys.shape
-  window_size = min(probe_window, num_slots)
-  nodes = jnp.broadcast_to(jnp.arange(capacity, dtype=jnp.int32)[None], (batch_size, capacity))
-  start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
-
-  def slot_at(offset: jax.Array) -> jax.Array:
-    """`[B, N]` slot at `offset` in every node's window."""
-    return (start + offset) & (num_slots - 1)
-
-  def first_free(
-    slots: jax.Array, pending: jax.Array, offset: jax.Array
-  ) -> tuple[jax.Array, jax.Array]:
-    """`offset` moved on to the first free slot of each pending node's window
-    (`window_size` where none is free), and that slot."""
-
-    def blocked(offset: jax.Array) -> jax.Array:
-      return pending & (offset < window_size) & (take(slots, slot_at(offset)) >= 0)
-
-    offset = jax.lax.while_loop(
-      lambda offset: jnp.any(blocked(offset)),
-      lambda offset: offset + blocked(offset).astype(jnp.int32),
-      offset,
-    )
-    return offset, slot_at(offset)
-
-  def insert_round(
-    carry: tuple[jax.Array, jax.Array, jax.Array, jax.Array],
-  ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    slots, pending, offset, dropped = carry
-    offset, free_slot = first_free(slots, pending, offset)
-    has_free = offset < window_size
-    claiming = pending & has_free
-    claims = min_at(
-      jnp.full((batch_size, num_slots), capacity, jnp.int32),
-      jnp.where(claiming, free_slot, num_slots),
-      nodes,
-      mode="drop",
-    )
-    won = claiming & (take(claims, free_slot) == nodes)
-    slots = set_at(slots, jnp.where(won, free_slot, num_slots), nodes, mode="drop")
-    dropped_now = pending & ~has_free
-    return (
-      slots,
-      pending & ~won & ~dropped_now,
-      offset,
-      dropped + jnp.sum(dropped_now, axis=1, dtype=jnp.int32),
-    )
-
-  slots = jnp.full((batch_size, num_slots), -1, jnp.int32)
-  pending = nodes < num_nodes[:, None]
-  offset = jnp.zeros((batch_size, capacity), jnp.int32)
-  dropped = jnp.zeros((batch_size,), jnp.int32)
-  slots, _, _, dropped = jax.lax.while_loop(
-    lambda carry: jnp.any(carry[1]), insert_round, (slots, pending, offset, dropped)
-  )
-  return slots, dropped
 
 
 def _renumbering(kept: jax.Array, new_root: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:

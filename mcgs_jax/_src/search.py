@@ -8,8 +8,9 @@ read and write of a table at a row that differs per game goes through `batched`
 (game by game), so a batch sharded over devices on its games axis searches with no
 gather of the tables between devices.
 
-The steps live in their own modules (`select`, `expand`, `backup`, and `parallel`
-for `num_parallel`); this one runs them and checks the search's arguments.
+The steps live in their own modules (`descent` for `select`, `expand`, `backup`,
+and `parallel` for `num_parallel`), the graph a search starts from in `initial`;
+this one runs them and checks the search's arguments.
 """
 
 import functools
@@ -17,15 +18,16 @@ import functools
 import chex
 import jax
 
-from mcgs_jax._src import checks, random_bits, types
+from mcgs_jax._src import checks, numerics, types
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.backup import backup
+from mcgs_jax._src.checks import check_inputs
+from mcgs_jax._src.descent import Path, select
 from mcgs_jax._src.expand import expand, link
 from mcgs_jax._src.graph import Graph
-from mcgs_jax._src.initial import check_inputs, initial_graph
+from mcgs_jax._src.initial import initial_graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
 from mcgs_jax._src.parallel import simulate_in_parallel
-from mcgs_jax._src.select import Path, select
 
 # The steps, importable from here as before the split.
 __all__ = [
@@ -53,7 +55,7 @@ def simulate(
 ) -> tuple[chex.PRNGKey, Graph]:
   """One playout in every game: `select`, `expand`, `backup`. Returns the key for
   the next step and the graph."""
-  rng_key, select_key, expand_key = random_bits.split(rng_key, 3)
+  rng_key, select_key, expand_key = numerics.split(rng_key, 3)
   graph, path = select(
     select_key,
     graph,

@@ -28,14 +28,14 @@ import jax
 import jax.numpy as jnp
 from typing_extensions import Unpack
 
-from mcgs_jax._src import chance, hashing, policies, qtransforms, readout, selection, types
+from mcgs_jax._src import action_selection, chance, hashing, policies, qtransforms, types
 from mcgs_jax._src import options as options_lib
+from mcgs_jax._src.checks import check_inputs
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.initial import check_inputs
-from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.policies import mask_invalid_actions
 from mcgs_jax._src.search import search_with_checked_inputs
-from mcgs_jax._src.stochastic_types import (
+from mcgs_jax._src.types import (
   ChanceData,
   ChanceRecurrentFn,
   DecisionRecurrentFn,
@@ -69,7 +69,6 @@ def stochastic_muzero_policy(
   options: GraphOptions | None = None,
   **graph_options: Unpack[GraphKeywords],
 ) -> types.PolicyOutput:
-  # Long: mctx's signature, then the policy's steps in order, read top to bottom.
   """Stochastic MuZero search with chance nodes on a graph.
 
   Same arguments and defaults as `mctx.stochastic_muzero_policy`, plus the keys
@@ -130,12 +129,7 @@ def stochastic_muzero_policy(
   _check_functions(decision_recurrent_fn, chance_recurrent_fn, afterstate_hash_fn)
   options = options_lib.resolve(CALLER, options, graph_options)
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
-  if options.solver:
-    raise ValueError(
-      f"{CALLER}: solver=True is not supported with chance nodes (a "
-      "chance node's value is an expectation over outcomes, which the "
-      "MCTS-solver's proof rules do not compute); use solver=False"
-    )
+  _refuse_solver(options)
   policies.check_puct(
     pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
   )
@@ -147,28 +141,63 @@ def stochastic_muzero_policy(
     dirichlet_key, root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
   )
   options = _chance_options(options, root.embedding, afterstate_template, afterstate_hash_fn)
-  # Decision and chance nodes share `W = max(A, C)` columns: the root is a decision
-  # node whose columns past `A` are invalid.
-  num_actions = invalid_actions.shape[1]
-  width = max(num_actions, num_chance_outcomes)
-  wide_invalid_actions = jnp.pad(
-    invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
-  )
-  wide_logits = chance.pad_columns(noisy_logits, width)
-  root_rule, interior_rule = chance.make_selection(
-    selection.make_muzero_selection(
+  searched = _search(
+    params,
+    search_key,
+    root.replace(prior_logits=noisy_logits),
+    invalid_actions,
+    decision_recurrent_fn=decision_recurrent_fn,
+    chance_recurrent_fn=chance_recurrent_fn,
+    num_chance_outcomes=num_chance_outcomes,
+    afterstate_template=afterstate_template,
+    puct=action_selection.make_muzero_selection(
       pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
     )[1],
+    num_simulations=num_simulations,
+    max_depth=max_depth,
+    options=options,
+    loop_fn=loop_fn,
+    graph=graph,
+    recycle=recycle,
+  )
+  return policies.sample_from_visits(
+    rng_key, StochasticGraph.from_graph(searched), options=options, temperature=temperature
+  )
+
+
+def _search(
+  params: types.Params,
+  search_key: chex.PRNGKey,
+  root: types.RootFnOutput,
+  invalid_actions: chex.Array,
+  *,
+  decision_recurrent_fn: DecisionRecurrentFn,
+  chance_recurrent_fn: ChanceRecurrentFn,
+  num_chance_outcomes: int,
+  afterstate_template: chex.ArrayTree,
+  puct: types.InteriorActionSelectionFn,
+  num_simulations: int,
+  max_depth: int | None,
+  options: GraphOptions,
+  loop_fn: types.LoopFn,
+  graph: Graph | None,
+  recycle: Graph | None,
+) -> Graph:
+  """The search on the graph of decision and chance nodes, from `root` (`[B, A]`
+  logits, noise added) and `invalid_actions [B, A]`, checked; decision nodes select
+  by the PUCT rule `puct`, chance nodes by their outcome probabilities."""
+  num_actions = invalid_actions.shape[1]
+  width = max(num_actions, num_chance_outcomes)
+  wide_root, wide_invalid_actions = _wide_root(root, invalid_actions, width, afterstate_template)
+  root_rule, interior_rule = chance.make_selection(
+    puct,
     num_actions=num_actions,
     num_chance_outcomes=num_chance_outcomes,
   )
-  searched = search_with_checked_inputs(
+  return search_with_checked_inputs(
     params,
     search_key,
-    root=_decision_root(
-      root.replace(prior_logits=mask_invalid_actions(wide_logits, wide_invalid_actions)),
-      afterstate_template,
-    ),
+    root=wide_root,
     recurrent_fn=chance.make_recurrent_fn(
       decision_recurrent_fn,
       chance_recurrent_fn,
@@ -187,9 +216,6 @@ def stochastic_muzero_policy(
     graph=None if graph is None else _continuable(graph, width),
     recycle=None if recycle is None else _plain(recycle),
   )
-  return readout.sample_from_visits(
-    rng_key, StochasticGraph.from_graph(searched), options=options, temperature=temperature
-  )
 
 
 def _check_functions(
@@ -207,6 +233,38 @@ def _check_functions(
       f"{CALLER}: afterstate_hash_fn must be callable (afterstate "
       f"embedding -> uint32 [B, L]), got {afterstate_hash_fn!r}"
     )
+
+
+def _refuse_solver(options: GraphOptions) -> None:
+  """ValueError for `solver=True`: a chance node's value is an expectation over
+  outcomes, which the MCTS-solver's proof rules do not compute."""
+  if options.solver:
+    raise ValueError(
+      f"{CALLER}: solver=True is not supported with chance nodes (a "
+      "chance node's value is an expectation over outcomes, which the "
+      "MCTS-solver's proof rules do not compute); use solver=False"
+    )
+
+
+def _wide_root(
+  root: types.RootFnOutput,
+  invalid_actions: chex.Array,
+  width: int,
+  afterstate_template: chex.ArrayTree,
+) -> tuple[types.RootFnOutput, chex.Array]:
+  """`(root, invalid_actions [B, W])` of the stochastic graph: decision and chance
+  nodes share `W = max(A, C)` columns, so the root (`[B, A]` logits, noise added)
+  is a decision node whose columns past `A` are invalid."""
+  num_actions = invalid_actions.shape[1]
+  wide_invalid_actions = jnp.pad(
+    invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
+  )
+  wide_logits = chance.pad_columns(root.prior_logits, width)
+  wide_root = _decision_root(
+    root.replace(prior_logits=mask_invalid_actions(wide_logits, wide_invalid_actions)),
+    afterstate_template,
+  )
+  return wide_root, wide_invalid_actions
 
 
 def _decision_root(

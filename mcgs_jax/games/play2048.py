@@ -48,9 +48,8 @@ import numpy as np
 
 from mcgs_jax._src import hashing
 from mcgs_jax._src.batched import take
-from mcgs_jax._src.logits import mask_invalid_actions
-from mcgs_jax._src.stochastic_types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput
-from mcgs_jax._src.types import RootFnOutput
+from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax._src.types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput, RootFnOutput
 
 NUM_ACTIONS = 4
 TILE_PROBS = (0.9, 0.1)  # new tile 2 (log2 1) and 4 (log2 2)

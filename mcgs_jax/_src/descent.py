@@ -1,9 +1,10 @@
 """Selection, the first step of a simulation: every game's playout descends from the
 root, one edge per depth, until it ends (`select`), recorded as a `Path`.
 
-The per-game rules (the selection rules, the stop rule) are written for one game and
-lifted with `jax.vmap`; the loop over depth runs at batch level with a scalar trip
-condition, so XLA never selects over the graph arrays per game.
+The rules it applies are in `action_selection`: the selection rules, written for one
+game and lifted with `jax.vmap`, and the stop rule. The loop over depth runs at batch
+level with a scalar trip condition, so XLA never selects over the graph arrays per
+game.
 """
 
 import functools
@@ -13,20 +14,15 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import proofs, random_bits, types
+from mcgs_jax._src import action_selection, numerics, proofs, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.numerics import masked_argmax
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
-from mcgs_jax._src.tie_break import masked_argmax
-
-# `fold_in` constant that derives the stop_leak coin from a game's selection key at
-# one depth, so the coin is independent of the key the selection rule receives.
-_LEAK_STREAM = 0x6C65616B
 
 # Most entries `D * A` of one game's `Path.legal`. The buffer is cleared at every
 # simulation and holds `D * A` bytes per game; past this size (chess: A = 4672) backup
-# reads the prior again instead (benchmarks/RESULTS.md, "The legal edges recorded by
-# selection for backup's proofs").
+# reads the prior again instead of clearing a larger buffer.
 MAX_RECORDED_LEGAL = 1 << 14
 
 
@@ -86,52 +82,6 @@ class _Descent:
   legal: chex.Array | None  # [B, D, A] bool, `Path.legal` so far, or None.
 
 
-def _stop_rule_ends_playout(
-  graph: Graph,
-  node: chex.Array,
-  action: chex.Array,
-  child: chex.Array,
-  keys: chex.Array,
-  options: GraphOptions,
-) -> chex.Array:
-  """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
-  `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
-  (visits came through other parents) before it stops, where `N(child)` counts
-  `1 + sum_b N(child, b)`: the child's folded evaluations (`fold_evaluations`) are
-  left out, or a stop, which folds one more, would never let the edge catch up.
-
-  - `"catch_up"` stops there, except that with probability `stop_leak` (a coin per
-    game per depth, drawn from that game's selection key) the playout continues;
-  - `"value_lag"` stops there only when `|edge_values(n, a) - Q(n, a)| >
-    stop_epsilon`: `Q(n)` still reflects an edge value the child has since moved
-    away from. The backup that follows recomputes `n` from the live `Q(n, a)`, which
-    is the correction;
-  - `"never"` does not stop.
-
-  Args:
-    graph: the batch of graphs.
-    node, action, child: `[B]` int32, the edge and its (existing) child.
-    keys: `[B]` per-game keys of this depth.
-    options: `GraphOptions`.
-  """
-  if options.stop_rule == "never":
-    return jnp.zeros((graph.batch_size,), jnp.bool_)
-  # k(child) = 1 without folding: then this is N(child) itself.
-  edge = (node, action)
-  child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
-  # From the row the selection rule read (one gather fewer per step, as `child`).
-  caught_up = child_visits > take(take(graph.edge_visits, node), action)
-  if options.stop_rule == "catch_up":
-    if options.stop_leak == 0:
-      return caught_up
-    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
-    return caught_up & ~(coins < options.stop_leak)
-  reward, discount = take(graph.edge_rewards, edge), take(graph.edge_discounts, edge)
-  live = reward + discount * take(graph.node_values, child)
-  lag = jnp.abs(take(graph.edge_values, edge) - live)
-  return caught_up & (lag > options.stop_epsilon)
-
-
 def _usable_actions(
   graph: Graph, node: chex.Array, actions: chex.Array, *, at_root: bool
 ) -> chex.Array:
@@ -166,7 +116,7 @@ def _checked_actions(name: str, actions: chex.Array) -> chex.Array:
 
 def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`[B]` keys -> `([B] keys to go on with, [B] keys for this depth)`."""
-  pairs = random_bits.split_each(keys)
+  pairs = numerics.split_each(keys)
   return pairs[:, 0], pairs[:, 1]
 
 
@@ -244,10 +194,9 @@ def _stamp(
     mark = jnp.where(backing_out, descent.entered_marks, stamp)
   # One write per game, rows in order: declaring it lets XLA update the marks in
   # place; without it the table was copied at every step, and a simulation cost
-  # more as the capacity grew (benchmarks/RESULTS.md, "Speed against mctx
-  # (`mcgs-jax bench`)", capacity alone). Written game by game, the
-  # other scatters of one row per game get the same flags from XLA itself; these
-  # stay declared, since the in-place update depends on them.
+  # more as the capacity grew. Written game by game, the other scatters of one row
+  # per game get the same flags from XLA itself; these stay declared, since the
+  # in-place update depends on them.
   return set_at(
     descent.path_marks, marked, mark, mode="drop", unique_indices=True, indices_are_sorted=True
   )
@@ -273,7 +222,7 @@ def _take_edges(
   rule = "root_action_selection_fn" if at_root else "interior_action_selection_fn"
   actions = _usable_actions(graph, node, _checked_actions(rule, actions), at_root=at_root)
   # From the row the rule read (XLA reads it once for both), not as an edge of its own:
-  # one gather fewer per step (benchmarks/RESULTS.md, "The child from the row read").
+  # one gather fewer per step.
   child = take(take(graph.children_index, node), actions)
   clamped_child = jnp.maximum(child, 0)
   proceed = (
@@ -289,7 +238,9 @@ def _take_edges(
   child_mark = take(descent.path_marks, clamped_child)
   if options.transpositions:
     proceed &= child_mark != stamp
-    proceed &= ~_stop_rule_ends_playout(graph, node, actions, clamped_child, descent.keys, options)
+    proceed &= ~action_selection.stop_rule_ends_playout(
+      graph, node, actions, clamped_child, descent.keys, options
+    )
   entered_marks = descent.entered_marks
   if options.solver:
     entered_marks = jnp.where(proceed, child_mark, entered_marks)
@@ -321,7 +272,7 @@ def select(
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
   already on this path (cycle guard), is visited more often than the edge
-  (`N(child) > N(n, a)`, as `options.stop_rule` says: `_stop_rule_ends_playout`), is
+  (`N(child) > N(n, a)`, as `options.stop_rule` says: `action_selection.stop_rule_ends_playout`), is
   proven (`options.solver`), or at `max_depth` edges. An edge marked
   `edge_non_finite` is taken only when every valid action is marked
   (`_usable_actions`); its playout is then dropped again.
@@ -347,7 +298,7 @@ def select(
   take_edges = functools.partial(
     _take_edges, graph, stamp=stamp, max_depth=max_depth, options=options
   )
-  keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
+  keys, selection_keys = _split_keys(numerics.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
   record_legal = options.solver and buffer_depth * graph.max_children <= MAX_RECORDED_LEGAL
