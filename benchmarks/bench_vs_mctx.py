@@ -4,7 +4,7 @@ Same as `mcgs-jax bench`; see `mcgs_jax/benchmark.py` for what is measured.
 Example: python -m benchmarks.bench_vs_mctx --batch-sizes 1024 --simulations 64
 """
 
-from mcgs_jax.apps.benchmark import main
+from mcgs_jax.apps.benchmark.speed import main
 
 if __name__ == "__main__":
   main()

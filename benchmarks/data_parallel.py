@@ -35,7 +35,9 @@ import jax
 import numpy as np
 import optax
 
-from mcgs_jax.apps import arena_command, data_parallel, train
+from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.train import data_parallel
+from mcgs_jax.apps.train import loop as train
 from mcgs_jax.games import evaluators, make_game
 
 

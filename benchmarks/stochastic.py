@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from mcgs_jax import stochastic_muzero_policy
-from mcgs_jax.apps import play_command
+from mcgs_jax.apps.cli import play as play_command
 from mcgs_jax.games import expectimax, play2048
 
 

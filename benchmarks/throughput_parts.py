@@ -37,7 +37,7 @@ from mcgs_jax._src import options as options_lib
 from mcgs_jax._src import selection
 from mcgs_jax._src.backup import backup
 from mcgs_jax._src.select import select
-from mcgs_jax.apps.benchmark import _network_game, make_policy, random_positions
+from mcgs_jax.apps.benchmark.speed import make_policy, network_game, random_positions
 from mcgs_jax.apps.files import write_atomically
 
 PARTS = ("mctx", "tree", "graph", "selection", "backup", "evaluations")
@@ -46,7 +46,7 @@ PARTS = ("mctx", "tree", "graph", "selection", "backup", "evaluations")
 def _parts(games: int, simulations: int, seed: int) -> tuple[dict, dict]:
   """`({name: (jitted fn, args)}, facts)` for every part of `PARTS`."""
   network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
-  game, params = _network_game("connect_four", network_key)
+  game, params = network_game("connect_four", network_key)
   state = random_positions(game, positions_key, games, 8)
   policies = {impl: make_policy(game, impl, simulations) for impl in ("mctx", "tree", "graph")}
   final = policies["graph"](params, search_key, state).search_graph

@@ -30,7 +30,7 @@ import time
 import jax
 
 from benchmarks import results_section
-from mcgs_jax.apps import arena
+from mcgs_jax.apps.arena import match as arena
 
 # game:evaluator:simulations:opening plies.
 DEFAULT_ROWS = (
@@ -101,7 +101,7 @@ def main(argv=None):
   ]
   started = time.perf_counter()
   for game_name, evaluator, simulations, openings in rows:
-    game = arena._game_from_spec(game_name)
+    game = arena.two_player_game(game_name)
     team = agents(evaluator, simulations)
     for opponent in opponents:
       result = arena.play_match(

@@ -142,7 +142,7 @@ def check_self_play_memory(
   is in the host's memory: their sum against `available` (default: the host's
   available memory). On accelerators the graphs and trajectories are split over
   `devices` (default: the `config.devices` first of `jax.devices()`, all of them for
-  None; `mcgs_jax.apps.data_parallel`), so one device's share of them is compared
+  None; `mcgs_jax.apps.train.data_parallel`), so one device's share of them is compared
   with `available` (default: one device's limit), and the replay buffer, numpy on
   the host, with the host's memory.
   """

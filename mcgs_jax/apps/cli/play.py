@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from mcgs_jax.apps import files, memory
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
+from mcgs_jax.apps.cli.args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
@@ -514,7 +514,3 @@ def main(argv: Sequence[str] | None = None) -> int:
   else:
     print(format_results(result))
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mcgs_jax.apps.cli_args import (
+from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_key_history_arguments,
   int_at_least,
@@ -37,7 +37,7 @@ from mcgs_jax.apps.cli_args import (
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
 PROG = "mcgs-jax search"
-# Exact solving is quick up to here (benchmarks/RESULTS.md, "Connect-four end-game accuracy").
+# Exact solving is quick up to this many empty cells.
 CONNECT_FOUR_MAX_EMPTY = 16
 _CONNECT_FOUR_CELLS = 42
 

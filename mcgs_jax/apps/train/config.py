@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from mcgs_jax.apps import registry
+
 # Policies whose `action_weights` are a training target (see `make_self_play`).
-TRAINING_POLICIES = ("muzero", "gumbel")
+TRAINING_POLICIES = registry.TRAINING_POLICY_NAMES
 
 ENGINES = ("mcgs", "mctx")
 POLICY_TARGETS = ("all", "new")
@@ -46,8 +48,7 @@ class Config:
       node is kept.
     policy_target: with `reuse`, what the muzero policy target counts at a reused
       root: `"new"` (only this search's `num_simulations` root visits; the default,
-      stronger than `"all"` at equal wall time: `benchmarks/RESULTS.md`, "With the
-      policy target of the search's own visits")
+      stronger than `"all"` at equal wall time)
       or `"all"` (the visit distribution over every root edge visit, those the
       previous searches left included: `action_weights`). Without reuse both are
       the same. Gumbel's target is its improved policy whatever this says.
@@ -67,7 +68,7 @@ class Config:
       (`mcgs_jax.muzero_policy(..., forced_playouts=k)`), and the policy target is
       `mcgs_jax.prune_forced_playouts` of the visits it counts (`policy_target`).
       None (default): 2 with policy `"muzero"` on engine `"mcgs"`, the best variant of
-      the training race (`benchmarks/RESULTS.md`, "Forced playouts by default"), else
+      the training race (`benchmarks/training_race.py`), else
       0 (`self_play_forced_playouts`).
     fast_simulations: simulations of a fast search (default `num_simulations // 4`,
       at least 1); used only with `full_search_probability < 1`.
@@ -96,7 +97,7 @@ class Config:
       (None: run every iteration); the last iteration played is checkpointed. With
       it, runs that differ in speed can be compared at equal wall time.
     progress: show a tqdm bar (where tqdm is installed; else a line per iteration).
-    devices: devices to train on, data-parallel (`mcgs_jax.apps.data_parallel`):
+    devices: devices to train on, data-parallel (`mcgs_jax.apps.train.data_parallel`):
       None for every device of every process (`jax.devices()`), 1 for one device.
       With several, `num_games` and `train_batch_size` must be multiples of the
       count; self-play plays the same games as on one device, and the params agree

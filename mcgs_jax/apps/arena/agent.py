@@ -1,6 +1,6 @@
 """The arena's agents: `Agent` (an engine, a policy, an evaluator and the search's
 settings) and the jittable search each agent plays with (`_make_search`), on the
-game with the agent's evaluator (`_agent_game`)."""
+game with the agent's evaluator (`agent_game`)."""
 
 import dataclasses
 import functools
@@ -17,7 +17,7 @@ from mcgs_jax.games import adapter, evaluators, keys
 
 ENGINES = ("mcgs", "mctx")
 # What mctx's search offers of the arena's policies (it has no UCT).
-MCTX_POLICIES = ("muzero", "gumbel")
+MCTX_POLICIES = registry.MCTX_POLICY_NAMES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Agent:
   The defaults are this library's default agent: a graph search (MCGS) that keeps its
   graph between moves (`reuse`) and proves exact values (`solver`), UCT with
   random-rollout leaves, 512 simulations.
-  `mcgs-jax arena` plays `muzero` with a trained network (see `arena_command`).
+  `mcgs-jax arena` plays `muzero` with a trained network (see `mcgs_jax.apps.cli.arena`).
 
   Attributes:
     policy: `"muzero"`, `"gumbel"` or `"uct"`.
@@ -44,15 +44,14 @@ class Agent:
     solver: prove exact values during the search (MCTS-solver; `mcgs` only).
       Default: True for `mcgs` (every game the arena plays has exact terminal
       values, and the solver plays stronger at equal time per move and at equal
-      simulations: `benchmarks/RESULTS.md`, "The solver in play"); `mctx` cannot.
+      simulations); `mctx` cannot.
     num_parallel: playouts per game per search step (virtual visits; `mcgs` only).
     num_rollouts: random playouts per evaluation with `evaluator="rollout"`.
     apply_fn: `apply_fn(params, observation) -> (logits, value)` for
       `evaluator="network"`.
     reuse: keep the graph between plies (`mcgs_jax.reroot` by the move played, the
       agent's own and the opponent's) and continue it at the next search. Default:
-      True for `mcgs` (much stronger at equal simulations: `benchmarks/RESULTS.md`,
-      "Switching from mctx: the default agent against mctx"); `mctx` cannot.
+      True for `mcgs` (stronger at equal simulations); `mctx` cannot.
     capacity: nodes per game of the graph; default `num_simulations + 1`, or
       `4 * num_simulations + 1` with `reuse` (what does not fit is counted in the
       graph's `capacity_overflows`, never corrupts it; `mcgs` only).
@@ -214,7 +213,7 @@ class Agent:
 # Agents as jittable functions
 
 
-def _game_from_spec(spec: str) -> adapter.Game:
+def two_player_game(spec: str) -> adapter.Game:
   """`make_game(spec)`, built once per spec (`registry.game_from_spec`) so that
   repeated matches reuse compiled steps; ValueError for a game with chance (2048:
   `mcgs-jax play`)."""
@@ -245,7 +244,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   this search's transposition hits only. Without reuse `graph` is None and returned
   as None.
   """
-  game = _agent_game(game, agent)
+  game = agent_game(game, agent)
   if agent.engine == "mctx":
     mctx_policy = _mctx_search_policy(game, agent)
 
@@ -301,7 +300,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   return search
 
 
-def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
+def agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   """`game` with the agent's evaluator, and its key where the agent names a history
   mode or bound."""
   evaluator = registry.make_evaluator(

@@ -12,8 +12,9 @@ from typing import Any
 import jax
 import jax.extend.backend
 
-from mcgs_jax.apps import cli_args, files, partial
-from mcgs_jax.apps.benchmark_tables import environment, markdown, scaling_table
+from mcgs_jax.apps import files, partial
+from mcgs_jax.apps.benchmark.tables import environment, markdown, scaling_table
+from mcgs_jax.apps.cli import args as cli_args
 
 # `--help`'s description: the first line of `mcgs_jax.apps.benchmark`'s doc.
 DESCRIPTION = "Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_policy`."
@@ -22,7 +23,7 @@ DESCRIPTION = "Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_p
 def build_parser():
   # Long: one add_argument per flag.
   """The `mcgs-jax bench` parser."""
-  from mcgs_jax.apps.cli_args import (
+  from mcgs_jax.apps.cli.args import (
     OneLineErrorParser,
     int_at_least,
   )
