@@ -12,10 +12,10 @@ import jax.numpy as jnp
 
 import mcgs_jax as mg
 from mcgs_jax._src import hashing
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import engines, registry
 from mcgs_jax.games import adapter, evaluators, keys
 
-ENGINES = ("mcgs", "mctx")
+ENGINES = engines.ENGINE_NAMES
 # What mctx's search offers of the arena's policies (it has no UCT).
 MCTX_POLICIES = registry.MCTX_POLICY_NAMES
 
@@ -88,8 +88,7 @@ class Agent:
   def __post_init__(self):
     registry.check_policy(self.policy)
     registry.check_evaluator(self.evaluator)
-    if self.engine not in ENGINES:
-      raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
+    engine = engines.get_engine(self.engine)
     if self.evaluator == "network" and self.apply_fn is None:
       raise ValueError("evaluator 'network' needs apply_fn")
     for field in ("num_simulations", "num_rollouts"):
@@ -101,16 +100,15 @@ class Agent:
       raise ValueError(f"make_room must be True or False, got {self.make_room!r}")
     if self.key_history is not None or self.repetition_bound is not None:
       keys.check_history(*self._key_options().values())
-    mctx_engine = self.engine == "mctx"
-    if mctx_engine:
-      self._check_mctx()
+    if engine.external:
+      self._check_external(engine)
     # Frozen: the engine's defaults are written once, here.
     if self.transpositions is None:
-      object.__setattr__(self, "transpositions", not mctx_engine)
+      object.__setattr__(self, "transpositions", engine.keeps_graph)
     if self.reuse is None:
-      object.__setattr__(self, "reuse", not mctx_engine)
+      object.__setattr__(self, "reuse", engine.keeps_graph)
     if self.solver is None:
-      object.__setattr__(self, "solver", not mctx_engine)
+      object.__setattr__(self, "solver", engine.solver)
     if self.make_room and not self.reuse:
       raise ValueError("make_room=True needs reuse (there is no kept graph to make room in)")
     if self.make_room and self.search_capacity <= self.num_simulations:
@@ -125,8 +123,8 @@ class Agent:
         f"num_parallel ({self.num_parallel})"
       )
 
-  def _check_mctx(self) -> None:
-    """ValueError for what mctx's search cannot do."""
+  def _check_external(self, engine: engines.Engine) -> None:
+    """ValueError for what an external engine's search (mctx's) cannot do."""
     if self.policy not in MCTX_POLICIES:
       raise ValueError(
         f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
@@ -190,8 +188,8 @@ class Agent:
       f"{self.policy}/{self.evaluator}/{self.num_simulations} "
       f"{'graph' if self.transpositions else 'tree'}"
     )
-    if self.engine == "mctx":
-      return f"mctx {self.policy}/{self.evaluator}/{self.num_simulations}"
+    if engines.get_engine(self.engine).external:
+      return f"{self.engine} {self.policy}/{self.evaluator}/{self.num_simulations}"
     if self.solver:
       text += " solver"
     if self.reuse:
@@ -245,7 +243,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   as None.
   """
   game = agent_game(game, agent)
-  if agent.engine == "mctx":
+  if engines.get_engine(agent.engine).external:
     mctx_policy = _mctx_search_policy(game, agent)
 
     def search_mctx(params, key, state, graph, played):

@@ -43,7 +43,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcgs_jax.apps import files, partial, registry
+from mcgs_jax.apps import engines, files, partial, registry
 from mcgs_jax.apps.cli.arena_parser import (
   BUILTIN_NETWORKS,
   DEFAULTS,
@@ -92,7 +92,7 @@ def _evaluator(args, side: str) -> str:
 def _check_engine(args, side: str) -> None:
   """ValueError naming the flags that the side's engine cannot honour."""
   get = lambda name: getattr(args, f"{side}_{name}")
-  if get("engine") != "mctx":
+  if not engines.get_engine(get("engine")).external:
     return
   if get("policy") not in registry.MCTX_POLICY_NAMES:
     raise ValueError(
@@ -147,7 +147,7 @@ def _agent(args, side: str, apply_fn=None):
 
   get = lambda name: getattr(args, f"{side}_{name}")
   _check_engine(args, side)
-  mctx_engine = get("engine") == "mctx"
+  tree_engine = not engines.get_engine(get("engine")).keeps_graph
   mode = get("mode") or ("graph" if side == "a" else "tree")
   transpositions = mode == "graph" and not get("no_transpositions")
   evaluator = _evaluator(args, side)
@@ -160,18 +160,18 @@ def _agent(args, side: str, apply_fn=None):
     label = (
       "built-in" if checkpoint == builtin_checkpoint(args.game) else os.path.basename(checkpoint)
     )
-    search = "mctx" if mctx_engine else "graph" if transpositions else "tree"
-    reuse = get("reuse") if get("reuse") is not None else not mctx_engine
-    solver = get("solver") if get("solver") is not None else not mctx_engine
+    search = get("engine") if tree_engine else "graph" if transpositions else "tree"
+    reuse = get("reuse") if get("reuse") is not None else not tree_engine
+    solver = get("solver") if get("solver") is not None else not tree_engine
     # The order of Agent.describe().
     name = f"{get('policy')}/network {label}/{simulations} {search}"
     name += " solver" if solver else ""
-    name += " reuse" if reuse and not mctx_engine else ""
+    name += " reuse" if reuse and not tree_engine else ""
     name += " room" if get("make_room") else ""
     if get("parallel") > 1:
       name += f" K={get('parallel')}"
-    name += f" slots={max_children}" if max_children and not mctx_engine else ""
-    if not mctx_engine:
+    name += f" slots={max_children}" if max_children and not tree_engine else ""
+    if not tree_engine:
       name += f" key={args.key_history}" if args.key_history else ""
       name += f" R={args.repetition_bound}" if args.repetition_bound else ""
   return Agent(
@@ -179,16 +179,16 @@ def _agent(args, side: str, apply_fn=None):
     evaluator=evaluator,
     num_simulations=simulations,
     engine=get("engine"),
-    transpositions=None if mctx_engine else transpositions,
-    solver=get("solver") if not mctx_engine else None,
-    reuse=get("reuse") if not mctx_engine else None,
+    transpositions=None if tree_engine else transpositions,
+    solver=get("solver") if not tree_engine else None,
+    reuse=get("reuse") if not tree_engine else None,
     make_room=bool(get("make_room")),
     num_parallel=get("parallel"),
     num_rollouts=get("rollouts"),
     apply_fn=apply_fn,
-    max_children=None if mctx_engine else max_children,
-    key_history=None if mctx_engine else args.key_history,
-    repetition_bound=None if mctx_engine else args.repetition_bound,
+    max_children=None if tree_engine else max_children,
+    key_history=None if tree_engine else args.key_history,
+    repetition_bound=None if tree_engine else args.repetition_bound,
     name=name,
   )
 
@@ -236,8 +236,8 @@ def _memory_per_node(args) -> str:
   max_children = registry.default_max_children(args.game, args.max_children)
   sizes = []
   for side in ("a", "b"):
-    mctx_engine = getattr(args, f"{side}_engine") == "mctx"
-    size = memory.node_bytes(game, state, None if mctx_engine else max_children)
+    engine = engines.get_engine(getattr(args, f"{side}_engine"))
+    size = memory.node_bytes(game, state, max_children if engine.keeps_graph else None)
     sizes.append(f"{side.upper()} {size / 1e3:.1f} KB")
   note = registry.compact_edges_note(args.game, max_children)
   return f"memory per node (estimate): {', '.join(sizes)}; {note}"
@@ -430,7 +430,7 @@ def _partial_json(args, results_so_far: list[Callable]):
 
 def _is_default_match(args) -> bool:
   """Whether the sides are the default agents (A: mcgs, B: mctx)."""
-  return args.a_engine == "mcgs" and args.b_engine == "mctx"
+  return (args.a_engine, args.b_engine) == (DEFAULTS["engine_a"], DEFAULTS["engine_b"])
 
 
 def _check_output(args) -> None:

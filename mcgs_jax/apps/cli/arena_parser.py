@@ -6,12 +6,13 @@ import argparse
 import os
 from typing import Any
 
+from mcgs_jax.apps import engines
 from mcgs_jax.apps.cli.args import OneLineErrorParser, add_key_history_arguments, int_at_least
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
 EVALUATORS = EVALUATOR_NAMES  # "network" needs a checkpoint (or the game's built-in one)
-ENGINES = ("mcgs", "mctx")
+ENGINES = engines.ENGINE_NAMES
 DEFAULTS: dict[str, Any] = dict(
   game="connect_four",
   policy="muzero",
@@ -65,6 +66,29 @@ def build_parser() -> argparse.ArgumentParser:
       "simulations each, on connect four."
     ),
   )
+  _add_match_arguments(parser)
+  parser.add_argument(
+    "--simulations",
+    type=_simulations_int,
+    help="simulations per move of both agents (--a-simulations and "
+    f"--b-simulations override it; default: "
+    f"{DEFAULTS['simulations']})",
+  )
+  for side, mode in (("a", "graph"), ("b", "tree")):
+    _add_agent_arguments(parser.add_argument_group(f"agent {side.upper()}"), side, mode)
+  parser.add_argument(
+    "--json", action="store_true", help="print one JSON object with the result instead of text"
+  )
+  parser.add_argument(
+    "--plot",
+    metavar="FILE.png",
+    help="save a figure: the score with its 95%% interval and the nodes per move of both agents",
+  )
+  return parser
+
+
+def _add_match_arguments(parser) -> None:
+  """The match: game, games, openings, seed, edges and keys, equal time."""
   parser.add_argument(
     "--game",
     default=DEFAULTS["game"],
@@ -103,28 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     help="choose B's simulations so that B's search takes A's time per move, measured "
     "before the match on its positions (both printed)",
   )
-  parser.add_argument(
-    "--simulations",
-    type=_simulations_int,
-    help="simulations per move of both agents (--a-simulations and "
-    f"--b-simulations override it; default: "
-    f"{DEFAULTS['simulations']})",
-  )
-  for side, mode in (("a", "graph"), ("b", "tree")):
-    _add_agent_arguments(parser.add_argument_group(f"agent {side.upper()}"), side, mode)
-  parser.add_argument(
-    "--json", action="store_true", help="print one JSON object with the result instead of text"
-  )
-  parser.add_argument(
-    "--plot",
-    metavar="FILE.png",
-    help="save a figure: the score with its 95%% interval and the nodes per move of both agents",
-  )
-  return parser
 
 
 def _add_agent_arguments(group, side: str, mode: str) -> None:
-  # Long: one add_argument per flag.
   """The `--SIDE-*` flags of one agent (`side` "a" or "b"; `mode` its default search,
   "graph" or "tree", as the help says)."""
   upper = side.upper()
@@ -170,6 +175,12 @@ def _add_agent_arguments(group, side: str, mode: str) -> None:
     help=f"{upper} searches a graph (MCGS) or a tree (MCTS) (default: {mode}; mctx "
     "searches a tree)",
   )
+  _add_agent_switches(group, side, upper)
+
+
+def _add_agent_switches(group, side: str, upper: str) -> None:
+  """The `--SIDE-*` switches of one agent's search (`upper`: the side's letter in
+  capitals): transpositions, solver, reuse, make-room, parallel."""
   group.add_argument(
     f"--{side}-no-transpositions", action="store_true", help=f"same as --{side}-mode tree"
   )

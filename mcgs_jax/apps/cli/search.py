@@ -71,7 +71,6 @@ More --simulations, or --solver, help.
 
 
 def build_parser() -> argparse.ArgumentParser:
-  # Long: one add_argument per flag.
   parser = OneLineErrorParser(
     prog=PROG,
     formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -97,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     help="file with one comma-separated move list per line (an empty "
     "line is the start position); all are searched in one batch",
   )
+  _add_search_arguments(parser)
+  return parser
+
+
+def _add_search_arguments(parser) -> None:
+  """The search of every position: policy, evaluator, simulations, seed, graph options, output."""
   parser.add_argument(
     "--policy",
     choices=list(POLICY_NAMES),
@@ -149,7 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument(
     "--json", action="store_true", help="one JSON object per position and line instead of tables"
   )
-  return parser
 
 
 # ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax
 
-from mcgs_jax.apps import files, memory, partial, registry
+from mcgs_jax.apps import engines, files, memory, partial, registry
 from mcgs_jax.apps.cli.args import OneLineErrorParser, missing_extra
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.checkpoint_files import (
@@ -137,35 +137,37 @@ def _check_game(config: Config) -> None:
     raise ValueError(f"--game {config.game!r}: {error}") from None
 
 
+# What `--help` says of a default that is None or empty.
+_UNSET_DEFAULTS = {
+  "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
+  "max_seconds": "no budget",
+  "checkpoint_dir": "none",
+  "checkpoint_at": "none",
+  "devices": "every device of every process",
+  "fast_simulations": "simulations // 4",
+  "forced_playouts": "2 with muzero on this library's engine, else 0",
+}
+
+
+def _shown_default(field: str, defaults: Config, quick: Config) -> str:
+  """`(default: ...; with --quick: ...)` of a `Config` field, for `--help`."""
+  value, small = getattr(defaults, field), getattr(quick, field)
+  show = lambda v: (
+    _UNSET_DEFAULTS[field]
+    if v is None or v == ()
+    else ",".join(map(str, v))
+    if isinstance(v, tuple)
+    else str(v)
+  )
+  text = f"default: {show(value)}"
+  if small != value:
+    text += f"; with --quick: {show(small)}"
+  return f"({text})"
+
+
 def build_parser():
-  # Long: one add_argument per flag.
   """The `mcgs-jax train` parser (one flag per `Config` field it mirrors)."""
   defaults, quick = Config(), Config.quick()
-
-  unset = {
-    "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
-    "max_seconds": "no budget",
-    "checkpoint_dir": "none",
-    "checkpoint_at": "none",
-    "devices": "every device of every process",
-    "fast_simulations": "simulations // 4",
-    "forced_playouts": "2 with muzero on this library's engine, else 0",
-  }
-
-  def shown(field: str) -> str:
-    value, small = getattr(defaults, field), getattr(quick, field)
-    show = lambda v: (
-      unset[field]
-      if v is None or v == ()
-      else ",".join(map(str, v))
-      if isinstance(v, tuple)
-      else str(v)
-    )
-    text = f"default: {show(value)}"
-    if small != value:
-      text += f"; with --quick: {show(small)}"
-    return f"({text})"
-
   parser = OneLineErrorParser(
     prog="mcgs-jax train",
     description=DESCRIPTION,
@@ -180,7 +182,16 @@ def build_parser():
     "not a useful network",
   )
   for flag, field, kind, text in _CONFIG_FLAGS:
-    parser.add_argument(flag, dest=field, type=kind, help=f"{text} {shown(field)}")
+    parser.add_argument(
+      flag, dest=field, type=kind, help=f"{text} {_shown_default(field, defaults, quick)}"
+    )
+  _add_search_switches(parser)
+  _add_run_files(parser)
+  return parser
+
+
+def _add_search_switches(parser) -> None:
+  """The self-play search's on/off flags: --tree, --no-reuse, --solver, --make-room."""
   parser.add_argument(
     "--tree",
     dest="transpositions",
@@ -211,6 +222,10 @@ def build_parser():
     "graph from move to move, so that no playout finds it full (default: keep every "
     "reachable node)",
   )
+
+
+def _add_run_files(parser) -> None:
+  """The run's files: --save-params, --resume, --overwrite, --plot, --history."""
   parser.add_argument(
     "--save-params",
     metavar="FILE",
@@ -236,7 +251,6 @@ def build_parser():
     help="save the history as JSON to this file (rewritten after "
     "every iteration; default: not saved)",
   )
-  return parser
 
 
 def config_from_args(args) -> Config:
@@ -249,7 +263,8 @@ def config_from_args(args) -> Config:
     if name not in ("quick", "plot", "history", "save_params", "overwrite", "resume")
     and value is not None
   }
-  if overrides.get("engine") == "mctx":  # mctx searches a tree from scratch
+  engine = engines.ENGINES.get(overrides.get("engine", "mcgs"))
+  if engine is not None and not engine.keeps_graph:  # a tree from scratch at every move
     overrides.setdefault("transpositions", False)
     overrides.setdefault("reuse", False)
   overrides.setdefault("progress", False)

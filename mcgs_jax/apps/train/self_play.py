@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import engines, registry
 from mcgs_jax.apps.registry import POLICIES, mctx_policy
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.config import Config
@@ -35,7 +35,7 @@ def search_policy(game: Game, config: Config, *, fast: bool = False):
     if fast:
       extra["dirichlet_fraction"] = 0.0
   simulations = config.fast_search_simulations if fast else config.num_simulations
-  if config.engine == "mctx":
+  if engines.get_engine(config.engine).external:
     mctx_search = mctx_policy(config.policy, game.recurrent_fn, **extra)
     return lambda params, key, root, invalid, graph: mctx_search(
       params, key, root, simulations, invalid
