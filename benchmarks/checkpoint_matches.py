@@ -22,7 +22,8 @@ import os
 import sys
 import time
 
-from mcgs_jax.apps import arena, train
+from mcgs_jax.apps.arena import match as arena
+from mcgs_jax.apps.train import loop as train
 
 
 def _label(reference: str, simulations: int) -> str:
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
   except ValueError as error:
     parser.error(str(error))
 
-  env = arena._game_from_spec(args.game).env
+  env = arena.two_player_game(args.game).env
   agents = {}
 
   def agent(reference):

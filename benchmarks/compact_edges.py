@@ -24,7 +24,7 @@ import time
 import jax
 import numpy as np
 
-from mcgs_jax.apps.benchmark_timing import make_policy, random_positions, time_policy
+from mcgs_jax.apps.benchmark.timing import make_policy, random_positions, time_policy
 from mcgs_jax.games import make_game
 
 GIGABYTE = 1e9

@@ -51,7 +51,7 @@ MAX_CHILDREN = {"chess": 96}
 def network(game_id: str, env):
   """`(apply_fn, params, description)`: the shipped network, else a fixed random one."""
   if game_id in SHIPPED:
-    from mcgs_jax.apps import checkpoint_files  # noqa: PLC0415
+    from mcgs_jax.apps.train import checkpoint_files  # noqa: PLC0415
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     apply_fn, params, _ = checkpoint_files.load_network(os.path.join(root, *SHIPPED[game_id]), env)

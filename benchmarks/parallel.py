@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 import mcgs_jax as mg
-from mcgs_jax.apps.benchmark_timing import make_policy, random_positions, time_policy
+from mcgs_jax.apps.benchmark.timing import make_policy, random_positions, time_policy
 from mcgs_jax.games import evaluators, networks, search_game
 from mcgs_jax.games.adapter import make_game
 

@@ -38,7 +38,10 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
-from mcgs_jax.apps import arena, arena_command, registry, train
+from mcgs_jax.apps import registry
+from mcgs_jax.apps.arena import match as arena
+from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.train import loop as train
 from mcgs_jax.games import evaluators, make_game
 
 SIMULATIONS = 64
@@ -64,7 +67,7 @@ def default_agent():
   agent = arena.Agent(
     policy="muzero", evaluator="network", num_simulations=SIMULATIONS, apply_fn=apply_fn
   )
-  return arena._agent_game(base_game, agent), agent, params
+  return arena.agent_game(base_game, agent), agent, params
 
 
 def agent_policy(policies, game, agent, **options):

@@ -4,7 +4,7 @@ training step compiled for a TPU slice on this machine, which has no TPU.
 `libtpu` (`pip install "jax[tpu]==<jax's version>"`) compiles for a topology that
 `jax.experimental.topologies.get_topology_desc` describes (`--topology v5e:2x2`: 4
 chips). The games are sharded over every chip on the games axis (params and keys
-replicated), as `mcgs-jax train` shards them (`mcgs_jax.apps.data_parallel`); each
+replicated), as `mcgs-jax train` shards them (`mcgs_jax.apps.train.data_parallel`); each
 program is lowered with abstract inputs and compiled, never run. Per program it
 prints XLA's per-chip argument, output and temporary bytes (`memory_analysis()`), its
 flops and bytes estimates (`cost_analysis()`), the collectives of the compiled HLO
@@ -49,7 +49,9 @@ import optax
 from jax.sharding import Mesh
 
 import mcgs_jax as mg
-from mcgs_jax.apps import data_parallel, registry, train
+from mcgs_jax.apps import registry
+from mcgs_jax.apps.train import data_parallel
+from mcgs_jax.apps.train import loop as train
 from mcgs_jax.games import evaluators, make_game, networks
 
 PROGRAMS = ("graph", "tree", "mctx", "reroot", "self_play", "self_play_mctx", "train_step")

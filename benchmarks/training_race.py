@@ -63,7 +63,10 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import endgame_accuracy, results_section
-from mcgs_jax.apps import arena, arena_results, files, train
+from mcgs_jax.apps import files
+from mcgs_jax.apps.arena import match as arena
+from mcgs_jax.apps.arena import results as arena_results
+from mcgs_jax.apps.train import loop as train
 
 NO_FORCED = ["--forced-playouts", "0"]
 VARIANTS = {
@@ -202,7 +205,7 @@ def solved_accuracy(game, networks: dict, positions, simulations: int, seed: int
   for name, (apply_fn, params) in networks.items():
     logits, _ = apply_fn(params, state.observation)
     greedy = np.asarray(jnp.argmax(jnp.where(state.legal_action_mask, logits, -jnp.inf), -1))
-    network_game = arena._agent_game(game, tree_agent(apply_fn, simulations, name))
+    network_game = arena.agent_game(game, tree_agent(apply_fn, simulations, name))
 
     @jax.jit
     def search(params, key, state, network_game=network_game):
@@ -456,7 +459,7 @@ def main(argv=None):
 
   if args.train_only:
     return
-  game = arena._game_from_spec("connect_four")
+  game = arena.two_player_game("connect_four")
   curves = learning_curves(game, runs, args)
   extra = head_to_head(game, runs, seeds, pair, args) if pair else []
   write_section(game, runs, curves, names, seeds, fractions, args, extra)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax.apps import registry
 from mcgs_jax.games import adapter, evaluators, search_game
 from mcgs_jax.games.nim import Nim
 
@@ -357,12 +358,11 @@ def test_rollout_value_on_a_one_move_dag_is_the_mean_outcome():
 
 
 @pytest.mark.quick_variants("muzero")
-@pytest.mark.parametrize("policy", ["muzero", "gumbel", "uct"])
+@pytest.mark.parametrize("policy", registry.POLICY_NAMES)
 def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   """pgx marks every action legal once the game is over; the adapter makes them all
   invalid, so a finished root is terminal: nothing is searched, the weights are all
   zero and the action is 0, beside a live game searched as usual."""
-  import mcgs_jax as mg
 
   game = adapter.make_game(tic_tac_toe_env)
   x_won = game.play([0, 3, 1, 4, 2])
@@ -371,9 +371,7 @@ def test_a_finished_root_is_terminal(tic_tac_toe_env, policy):
   invalid = game.invalid_actions(state)
   np.testing.assert_array_equal(invalid[0], [True] * 9)
   np.testing.assert_array_equal(invalid[1], ~np.asarray(state.legal_action_mask[1]))
-  run = {"muzero": mg.muzero_policy, "gumbel": mg.gumbel_muzero_policy, "uct": mg.uct_policy}[
-    policy
-  ]
+  run = registry.POLICIES[policy]
 
   @jax.jit
   def search(key):

@@ -11,8 +11,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from mcgs_jax.apps import arena, arena_command
+from mcgs_jax.apps import arena
 from mcgs_jax.apps.arena import Agent, play_match
+from mcgs_jax.apps.cli import arena as arena_command
 
 # One match configuration for every test that plays (the sharding test, in a
 # subprocess, and the command-line tests too), so its step compiles once per process.
@@ -366,7 +367,7 @@ def test_simulations_flag_sets_both_sides():
 
 
 def test_openings_are_distinct_and_playable():
-  game = arena._game_from_spec("tic_tac_toe")
+  game = arena.two_player_game("tic_tac_toe")
   import jax
 
   states = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 60))

@@ -537,7 +537,7 @@ def test_states_merged_by_the_position_key_have_the_same_futures(env_id, depth):
 
 
 def test_command_line_offers_the_library_s_modes():
-  from mcgs_jax.apps import cli_args  # noqa: PLC0415
+  from mcgs_jax.apps.cli import args as cli_args  # noqa: PLC0415
 
   assert cli_args.KEY_HISTORY_MODES == MODES
 
@@ -546,7 +546,10 @@ def test_search_and_arena_flags_reach_the_key():
   """`--key-history` and `--repetition-bound` of `mcgs-jax search` and `mcgs-jax
   arena` give the game (search) and this library's agents (arena) the key they
   name."""
-  from mcgs_jax.apps import arena_agent, arena_command, cli_args, search_command  # noqa: PLC0415
+  from mcgs_jax.apps.arena import agent as arena_agent  # noqa: PLC0415
+  from mcgs_jax.apps.cli import arena as arena_command  # noqa: PLC0415
+  from mcgs_jax.apps.cli import args as cli_args  # noqa: PLC0415
+  from mcgs_jax.apps.cli import search as search_command  # noqa: PLC0415
 
   state = play("go_9x9", [[20, 22, 24]])
   argv = ["--game", "go_9x9", "--key-history", "position", "--repetition-bound", "5"]
@@ -558,11 +561,11 @@ def test_search_and_arena_flags_reach_the_key():
   args = arena_command.build_parser().parse_args(
     argv + ["--a-evaluator", "uniform", "--b-evaluator", "uniform"]
   )
-  game = arena_agent._game_from_spec("go_9x9")
+  game = arena_agent.two_player_game("go_9x9")
   agent = arena_command._agent(args, "a")
   assert (agent.key_history, agent.repetition_bound) == ("position", 5)
   assert "key=position R=5" in agent.describe()
-  hash_fn = arena_agent._agent_game(game, agent).hash_fn
+  hash_fn = arena_agent.agent_game(game, agent).hash_fn
   np.testing.assert_array_equal(jax.jit(hash_fn)(state), expected)
   assert arena_command._agent(args, "b").key_history is None  # B: mctx's tree, no key
   with pytest.raises(ValueError, match="history must be one of"):

@@ -218,7 +218,7 @@ def test_a_checkpoint_dir_where_no_file_can_go_is_refused_by_flag(tmp_path, caps
 HOLD_LOCK = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import checkpoint_files
+  from mcgs_jax.apps.train import checkpoint_files
 
   with checkpoint_files.run_lock(sys.argv[1]):
     print("locked", flush=True)
@@ -265,7 +265,7 @@ def test_a_checkpoint_dir_of_another_run_is_refused(tmp_path):
     train_lib.train(config)
   assert train_lib.main(["--quick", "--checkpoint-dir", str(directory)]) == 2
   assert (directory / "iteration_0003.msgpack").exists()
-  train_lib._claim_checkpoint_dir(str(directory), overwrite=True)
+  train_lib.claim_checkpoint_dir(str(directory), overwrite=True)
   # The checkpoints are gone; the lock file of the refused run stays (unlocked).
   assert sorted(os.listdir(directory)) == [".mcgs-jax-train.lock", "notes.txt"]
 
@@ -362,7 +362,8 @@ def test_resume_continues_bit_for_bit(tmp_path):
 _KILLABLE = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import files, train
+  from mcgs_jax.apps import files
+  from mcgs_jax.apps import train
   real_write = files.write_atomically
   slow_iteration = int(sys.argv[2])
 
@@ -426,7 +427,8 @@ def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path):
 
 
 def test_a_match_that_cannot_fit_is_refused_with_its_estimate(capsys):
-  from mcgs_jax.apps import arena, arena_command
+  from mcgs_jax.apps.arena import match as arena
+  from mcgs_jax.apps.cli import arena as arena_command
 
   with pytest.raises(ValueError, match=r"needs about 0\.0 GB .* \(A 0\.0, B 0\.0\)"):
     arena.check_memory([10, 20], available=25)

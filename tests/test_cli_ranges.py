@@ -4,7 +4,10 @@ command line)."""
 
 import pytest
 
-from mcgs_jax.apps import arena_command, benchmark, play_command, search_command
+from mcgs_jax.apps import benchmark
+from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.cli import play as play_command
+from mcgs_jax.apps.cli import search as search_command
 from mcgs_jax.games import nim
 
 

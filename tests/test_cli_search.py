@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from mcgs_jax.apps import cli, search_command
+from mcgs_jax.apps import cli
+from mcgs_jax.apps.cli import search as search_command
 
 
 def run_search(capsys, *argv):

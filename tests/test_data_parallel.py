@@ -1,4 +1,4 @@
-"""Data-parallel training (`mcgs_jax.apps.data_parallel`): on two CPU devices of one
+"""Data-parallel training (`mcgs_jax.apps.train.data_parallel`): on two CPU devices of one
 process and on two processes under `jax.distributed`, the same seed and total batch
 play the same self-play games as one device, bit for bit, and end with the same
 params to rounding: a training step sums its minibatch in another order across
@@ -57,7 +57,9 @@ TWO_DEVICES = textwrap.dedent(
   import jax, numpy as np
   sys.path.insert(0, {HERE!r})
   from train_worker import TINY
-  from mcgs_jax.apps import data_parallel, registry, train
+  from mcgs_jax.apps import registry
+  from mcgs_jax.apps.train import data_parallel
+  from mcgs_jax.apps import train
   from mcgs_jax.games import networks
 
   report = dict(devices=jax.device_count())

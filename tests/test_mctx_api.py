@@ -10,6 +10,7 @@ import pytest
 
 import mcgs_jax as mg
 from mcgs_jax import testing
+from mcgs_jax.apps import registry
 
 KEY = jax.random.PRNGKey(3)
 B, A = 2, 4
@@ -55,11 +56,7 @@ EMPTY_ROOT = mg.RootFnOutput(
   value=jnp.zeros((B,)),
   embedding=(),
 )
-POLICIES = {
-  "muzero": mg.muzero_policy,
-  "gumbel": mg.gumbel_muzero_policy,
-  "uct": mg.uct_policy,
-}
+POLICIES = registry.POLICIES
 
 
 @pytest.mark.quick_variants("muzero")

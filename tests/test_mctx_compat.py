@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
+from mcgs_jax.apps import registry
 from mcgs_jax.testing import check_graph, commuting_game
 
 BATCH, SIMS, NUM_ACTIONS = 8, 48, 4
@@ -152,7 +153,7 @@ def test_graph_is_mctx_tree_under_its_names():
 
 
 @pytest.mark.quick_variants("muzero")
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+@pytest.mark.parametrize("policy", registry.MCTX_POLICY_NAMES)
 def test_summary_and_root_reads_agree(policy):
   theirs, ours = searched(policy)
   their_summary, our_summary = theirs.summary(), ours.summary()
@@ -172,7 +173,7 @@ def test_summary_and_root_reads_agree(policy):
   np.testing.assert_allclose(one.qvalues(0), theirs.qvalues(root)[2], atol=ATOL)
 
 
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+@pytest.mark.parametrize("policy", registry.MCTX_POLICY_NAMES)
 @pytest.mark.parametrize("name", sorted(QTRANSFORMS))
 def test_mctx_qtransforms_agree_at_every_shared_node(policy, name):
   theirs, ours = searched(policy)
@@ -190,7 +191,7 @@ def test_mctx_qtransforms_agree_at_every_shared_node(policy, name):
   assert np.ptp(their_q) > 0.1
 
 
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+@pytest.mark.parametrize("policy", registry.MCTX_POLICY_NAMES)
 def test_node_statistics_agree_at_every_shared_node(policy):
   theirs, ours = searched(policy)
   game, their_node, our_node = matched_nodes(theirs, ours).T

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
+from mcgs_jax.apps import registry
 from mcgs_jax.testing import check_graph, commuting_game, to_numpy
 
 ROOT, RECURRENT = commuting_game()
@@ -20,9 +21,8 @@ SICK_GAME = 1
 # No root noise for muzero: nothing here is about it, and a known fraction of 0 leaves
 # the Gamma sampler out of the program (a third of a search's compile time).
 POLICIES = {
+  **registry.POLICIES,
   "muzero": functools.partial(mg.muzero_policy, dirichlet_fraction=0.0),
-  "gumbel": mg.gumbel_muzero_policy,
-  "uct": mg.uct_policy,
 }
 FIELDS = ("value", "reward", "discount", "prior_logits")
 

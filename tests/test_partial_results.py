@@ -25,7 +25,8 @@ ARENA_GAMES = 8
 HOLD_ARENA = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import arena, cli
+  from mcgs_jax.apps.arena import match as arena
+  from mcgs_jax.apps import cli
 
   played = arena._MatchProgress.played
 
@@ -44,7 +45,8 @@ HOLD_ARENA = textwrap.dedent(
 HOLD_BENCH = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import benchmark, cli
+  from mcgs_jax.apps.benchmark import speed as benchmark
+  from mcgs_jax.apps import cli
 
   time_group = benchmark.time_group
   groups = []
@@ -163,7 +165,8 @@ def test_a_full_bench_json_says_it_is_not_partial(tmp_path, capsys):
 BROKEN_PARTIAL_RESULT = textwrap.dedent(
   """
   import os, signal, time
-  from mcgs_jax.apps import cli, partial
+  from mcgs_jax.apps import partial
+  from mcgs_jax.apps.cli import command_line as cli
 
   cli._end_on_sigint("arena")
 
@@ -197,7 +200,10 @@ def test_a_partial_result_that_fails_still_ends_with_one_line_and_130():
 HOLD_BENCH_WRITE = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import benchmark, benchmark_command, cli, files
+  from mcgs_jax.apps import files
+  from mcgs_jax.apps.benchmark import speed as benchmark
+  from mcgs_jax.apps.benchmark import command as benchmark_command
+  from mcgs_jax.apps import cli
 
   ROWS = [dict(impl=impl, batch_size=2, run_s=0.5) for impl in ("mctx", "tree", "graph")]
 
@@ -238,7 +244,8 @@ def test_ctrl_c_while_bench_writes_its_result_still_leaves_it_whole(tmp_path):
 HOLD_ARENA_PLOT = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import arena_command, cli
+  from mcgs_jax.apps.cli import arena as arena_command
+  from mcgs_jax.apps import cli
 
   def held_plot(path, game, result):
     print("held while plotting", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ import pytest
 import mcgs_jax as mg
 from mcgs_jax._src import graph as graph_lib
 from mcgs_jax._src import initial
+from mcgs_jax.apps import registry
 from mcgs_jax.testing import check_graph, commuting_game
 
 ROOT, RECURRENT = commuting_game()
@@ -51,9 +52,8 @@ def policy_search(
   policies = {
     # No root noise: a known fraction of 0 leaves the Gamma sampler out of the
     # program (a third of a search's compile time), and recycling is not about it.
+    **registry.POLICIES,
     "muzero": functools.partial(mg.muzero_policy, dirichlet_fraction=0.0),
-    "gumbel": mg.gumbel_muzero_policy,
-    "uct": mg.uct_policy,
   }
   return policies[policy](
     None,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
+from mcgs_jax.apps import registry
 from mcgs_jax.games import search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.testing import check_graph
@@ -19,8 +20,11 @@ POLICIES = {
   "muzero": lambda: dict(
     policy=mg.muzero_policy, options=dict(temperature=0.0, dirichlet_fraction=0.0)
   ),
-  "gumbel": lambda: dict(policy=mg.gumbel_muzero_policy, options={}),
-  "uct": lambda: dict(policy=mg.uct_policy, options={}),
+  **{
+    name: lambda policy=policy: dict(policy=policy, options={})
+    for name, policy in registry.POLICIES.items()
+    if name != "muzero"
+  },
 }
 
 

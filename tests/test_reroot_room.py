@@ -211,7 +211,7 @@ def test_train_command_names_the_make_room_flag(capsys):
 
 
 def test_arena_agent_make_room_is_checked_and_described():
-  from mcgs_jax.apps.arena_agent import Agent
+  from mcgs_jax.apps.arena.agent import Agent
 
   agent = Agent(policy="muzero", evaluator="uniform", num_simulations=8, make_room=True)
   assert agent.describe().endswith("reuse room")
@@ -224,7 +224,7 @@ def test_arena_agent_make_room_is_checked_and_described():
 
 
 def test_arena_command_names_make_room_for_mctx(capsys):
-  from mcgs_jax.apps import arena_command
+  from mcgs_jax.apps.cli import arena as arena_command
 
   assert arena_command.main(["--b-engine", "mctx", "--b-make-room", "--games", "2"]) == 2
   assert "--b-make-room is for --b-engine mcgs" in capsys.readouterr().err

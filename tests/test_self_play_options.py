@@ -110,7 +110,7 @@ def test_the_solver_reaches_self_play_searches(network_game, solver):
   game, _, params = network_game
   state = _late_positions(game)
   config = train.Config.quick(**SMALL, solver=solver, reuse=False)
-  search = jax.jit(train._search_policy(game, config))
+  search = jax.jit(train.search_policy(game, config))
   out = search(
     params,
     jax.random.PRNGKey(2),
@@ -127,7 +127,7 @@ def test_gumbel_self_play_with_reuse_keeps_the_graph_invariants(network_game):
   game, _, params = network_game
   config = train.Config.quick(**SMALL, policy="gumbel")
   assert config.reuse and config.transpositions
-  search = jax.jit(train._search_policy(game, config))
+  search = jax.jit(train.search_policy(game, config))
   state = game.init(jax.random.PRNGKey(4), 8)
   graph = None
   for move in range(3):

@@ -8,8 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from mcgs_jax.apps import arena, arena_command, train
+from mcgs_jax.apps import arena, train
 from mcgs_jax.apps.arena import Agent, play_match
+from mcgs_jax.apps.cli import arena as arena_command
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 
@@ -104,7 +105,7 @@ def test_reuse_agent_counts_this_search_hits_only():
 # Slow: it times mctx at several simulation counts, one compilation each.
 @pytest.mark.slow
 def test_equal_time_calibration():
-  game = arena._game_from_spec(GAME)
+  game = arena.two_player_game(GAME)
   state = jax.vmap(game.env.init)(jax.random.split(jax.random.PRNGKey(0), 8))
   slow = Agent(policy="muzero", evaluator="uniform", num_simulations=32)
   calibrated, calibration = arena.calibrate_simulations(game, slow, MCTX, state)
@@ -116,7 +117,7 @@ def test_equal_time_calibration():
   target = calibration["a_seconds"]
   best = min(measured.values(), key=lambda seconds: abs(seconds - target))
   assert calibration["b_seconds"] == best == measured[calibration["b_simulations"]]
-  assert 2 <= len(measured) <= arena._CALIBRATION_ROUNDS
+  assert 2 <= len(measured) <= arena.CALIBRATION_ROUNDS
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ import sys
 sys.path.append({str(REPO)!r})
 from benchmarks import tpu_compile
 import jax, jax.numpy as jnp
-from mcgs_jax.apps import data_parallel
+from mcgs_jax.apps.train import data_parallel
 
 mesh = tpu_compile.topology_mesh("v5e:2x2")
 table = jax.ShapeDtypeStruct((8, 65, 7), jnp.float32, sharding=data_parallel.batch_sharded(mesh))

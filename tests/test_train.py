@@ -8,6 +8,7 @@ import numpy as np
 import optax
 import pytest
 
+from mcgs_jax.apps import registry
 from mcgs_jax.apps import train as train_lib
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
@@ -38,7 +39,7 @@ def setup():
   return config, apply_fn, params, trajectory
 
 
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+@pytest.mark.parametrize("policy", registry.TRAINING_POLICY_NAMES)
 def test_self_play_targets_are_valid(setup, policy):
   config, apply_fn, params, trajectory = setup
   if policy == "gumbel":
@@ -268,6 +269,8 @@ def test_help_shows_every_default(capsys):
 
 
 def test_quick_is_labelled_a_smoke_test(capsys, monkeypatch):
+  from mcgs_jax.apps.train import command as train_lib
+
   history = train_lib.History()
   monkeypatch.setattr(train_lib, "train", lambda config, on_iteration=None, resume=False: history)
   assert train_lib.main(["--quick"]) == 0

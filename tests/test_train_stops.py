@@ -22,8 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mcgs_jax.apps import checkpoint_files, files, registry
+from mcgs_jax.apps import files, registry
 from mcgs_jax.apps import train as train_lib
+from mcgs_jax.apps.train import checkpoint_files
 from mcgs_jax.games import networks
 
 pytest.importorskip("pgx")
@@ -150,7 +151,9 @@ def test_numpy_values_in_a_config_are_written_as_json():
 HOLD_TRAIN = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps import cli, partial, train
+  from mcgs_jax.apps import partial
+  from mcgs_jax.apps import cli
+  from mcgs_jax.apps.train import loop as train
 
   self_play_iteration = train._self_play_iteration
 

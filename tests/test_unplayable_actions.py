@@ -21,7 +21,7 @@ def test_gumbel_with_the_solver_never_visits_or_plays_an_illegal_action():
   interior rule must not prefer an unvisited illegal edge (lag 0) over legal edges
   visited beyond their share."""
   pytest.importorskip("pgx")
-  from mcgs_jax.apps.benchmark_timing import random_positions
+  from mcgs_jax.apps.benchmark.timing import random_positions
   from mcgs_jax.games import make_game, rollout_evaluator
 
   base = make_game("tic_tac_toe")

@@ -2,7 +2,8 @@
 pictures, benchmarks and the `mcgs-jax` command line.
 
 `Agent`, `play_match` and `MatchResult` load lazily from `mcgs_jax.apps.arena`; the
-modules themselves (`arena`, `train`, `viz`, `benchmark`, `cli`) import as usual.
+packages and modules themselves (`arena`, `train`, `benchmark`, `cli`, `viz`, ...)
+import as usual.
 """
 
 from mcgs_jax._src.lazy import lazy_exports

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import engines, registry
 
 # A search holds about three graphs at once: the one it continues, the rerooted copy
 # and the one it returns (XLA's temporaries are smaller).
@@ -87,7 +87,8 @@ def estimated_search_bytes(game, agent, state) -> int:
   `GRAPHS_PER_SEARCH` graphs of `B` games of `capacity` nodes (mctx's tree: `S + 1`
   nodes), each node with its `A` edges (`EDGE_BYTES` each), its own fields
   (`NODE_FIELD_BYTES`), its embedding and its hash slots."""
-  capacity = agent.num_simulations + 1 if agent.engine == "mctx" else agent.search_capacity
+  engine = engines.get_engine(agent.engine)
+  capacity = engine.capacity(agent.num_simulations, agent.search_capacity)
   max_children = getattr(agent, "max_children", None)
   return GRAPHS_PER_SEARCH * graph_bytes(game, state, capacity, max_children=max_children)
 
@@ -105,9 +106,8 @@ def self_play_parts(game, config) -> dict[str, int]:
       policy (`A` float32) and value (float32).
   """
   state = jax.eval_shape(lambda key: game.init(key, config.num_games), jax.random.PRNGKey(0))
-  search_capacity = (
-    config.num_simulations + 1 if config.engine == "mctx" else config.search_capacity
-  )
+  engine = engines.get_engine(config.engine)
+  search_capacity = engine.capacity(config.num_simulations, config.search_capacity)
   graphs = GRAPHS_PER_SEARCH * graph_bytes(game, state, search_capacity)
   observation = getattr(state, "observation", None)
   observation_bytes = 0 if observation is None else _bytes_per_game(observation)
@@ -142,7 +142,7 @@ def check_self_play_memory(
   is in the host's memory: their sum against `available` (default: the host's
   available memory). On accelerators the graphs and trajectories are split over
   `devices` (default: the `config.devices` first of `jax.devices()`, all of them for
-  None; `mcgs_jax.apps.data_parallel`), so one device's share of them is compared
+  None; `mcgs_jax.apps.train.data_parallel`), so one device's share of them is compared
   with `available` (default: one device's limit), and the replay buffer, numpy on
   the host, with the host's memory.
   """

@@ -1,7 +1,10 @@
 """Policies and evaluators by the names the command line, the arena and the training
 loop use: one table of each, so a new policy or evaluator is added in one place.
 
-  * `POLICIES`: name -> search policy (`mcgs_jax.muzero_policy`, ...).
+  * `POLICY_TABLE`: name -> `PolicyEntry` (the search policy, its playing
+    options, its mctx counterpart, whether it trains); `POLICIES`, `POLICY_NAMES`,
+    `PLAYING_OPTIONS`, `MCTX_POLICY_NAMES` and `TRAINING_POLICY_NAMES` are read
+    from it.
   * `playing_policy(name, **options)`: that policy set to play for strength (no
     root noise, most visited move), as the arena and `mcgs-jax search` run it.
   * `make_evaluator(name, env, ...)`: name -> leaf evaluator
@@ -12,27 +15,58 @@ loop use: one table of each, so a new policy or evaluator is added in one place.
     `max_game_length(game)`: the plies after which every game is over.
 """
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
 import mcgs_jax as mg
-from mcgs_jax.apps.cli_args import needs_extra
+from mcgs_jax.apps.cli.args import needs_extra
 from mcgs_jax.games import adapter, evaluators
 from mcgs_jax.games.evaluators import random_legal_actions
 
-POLICIES: dict[str, Callable] = {
-  "muzero": mg.muzero_policy,
-  "gumbel": mg.gumbel_muzero_policy,
-  "uct": mg.uct_policy,
-}
-POLICY_NAMES = tuple(POLICIES)
 
-# Options that make a policy play rather than explore: muzero's root noise off and
-# its most visited action instead of a sample (uct plays its most visited action and
-# gumbel its Sequential-Halving winner anyway).
-PLAYING_OPTIONS: dict[str, dict] = {
-  "muzero": dict(dirichlet_fraction=0.0, temperature=0.0),
+@dataclasses.dataclass(frozen=True)
+class PolicyEntry:
+  """One search policy of the apps, by name.
+
+  Attributes:
+    policy: this library's policy (`mcgs_jax.muzero_policy`, ...).
+    playing_options: keywords that make it play rather than explore (muzero: root
+      noise off and the most visited action instead of a sample; uct plays its most
+      visited action and gumbel its Sequential-Halving winner anyway).
+    mctx_policy: the name of DeepMind's mctx function of the same policy, or None
+      where mctx has none (UCT): the policies the `mctx` engine can run.
+    trains: whether the AlphaZero loop can train with it (its `action_weights` are a
+      policy target).
+  """
+
+  policy: Callable
+  playing_options: dict = dataclasses.field(default_factory=dict)
+  mctx_policy: str | None = None
+  trains: bool = False
+
+
+# The one table of policies: the command line, the arena and the training loop read
+# their choices from it, so a new policy is added here only.
+POLICY_TABLE: dict[str, PolicyEntry] = {
+  "muzero": PolicyEntry(
+    mg.muzero_policy,
+    playing_options=dict(dirichlet_fraction=0.0, temperature=0.0),
+    mctx_policy="muzero_policy",
+    trains=True,
+  ),
+  "gumbel": PolicyEntry(mg.gumbel_muzero_policy, mctx_policy="gumbel_muzero_policy", trains=True),
+  "uct": PolicyEntry(mg.uct_policy),
 }
+POLICIES: dict[str, Callable] = {name: entry.policy for name, entry in POLICY_TABLE.items()}
+POLICY_NAMES = tuple(POLICY_TABLE)
+PLAYING_OPTIONS: dict[str, dict] = {
+  name: entry.playing_options for name, entry in POLICY_TABLE.items() if entry.playing_options
+}
+# The policies that mctx has too (the arena's and self-play's `mctx` engine).
+MCTX_POLICY_NAMES = tuple(name for name, entry in POLICY_TABLE.items() if entry.mctx_policy)
+# The policies the training loop can train with.
+TRAINING_POLICY_NAMES = tuple(name for name, entry in POLICY_TABLE.items() if entry.trains)
 
 EVALUATOR_NAMES = ("uniform", "rollout", "network")
 # The evaluators that need no weights (what a command offers without a checkpoint).
@@ -42,23 +76,24 @@ WEIGHTLESS_EVALUATORS = tuple(name for name in EVALUATOR_NAMES if name != "netwo
 MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
 
 # Compact edges the commands choose by default (`GraphOptions.max_children`), by
-# game; the others search dense edge tables. Chess: 96 slots, above the 72 legal
-# moves the most of any position of 256 random pgx games had
-# (`mcgs_jax.games.bounds.MEASURED_LEGAL_ACTIONS`; 218 is the proven bound): a
-# node of 8.7 KB instead of 133 KB. Shogi: 96 slots, above the 39 legal moves of
-# the benchmark positions 10 plies in (random games that pile pieces in hand reach
-# 236; what a node cannot keep is counted in `Graph.dropped_actions`): 3.5 KB
-# instead of 79 KB (benchmarks/RESULTS.md, "Compact edges").
+# game; the others search dense edge tables. Chess and shogi: 96 slots, above the
+# legal moves of the positions the commands search
+# (`mcgs_jax.games.bounds.MEASURED_LEGAL_ACTIONS`; what a node cannot keep is
+# counted in `Graph.dropped_actions`), at a fraction of a dense node's bytes.
 DEFAULT_MAX_CHILDREN = {"chess": 96, "shogi": 96}
 
 __all__ = [
   "DEFAULT_MAX_CHILDREN",
   "EVALUATOR_NAMES",
   "MAX_GAME_LENGTH",
+  "MCTX_POLICY_NAMES",
   "PLAYING_OPTIONS",
   "POLICIES",
   "POLICY_NAMES",
+  "POLICY_TABLE",
+  "TRAINING_POLICY_NAMES",
   "WEIGHTLESS_EVALUATORS",
+  "PolicyEntry",
   "default_max_children",
   "game_from_spec",
   "make_evaluator",
@@ -96,8 +131,8 @@ def playing_policy(name: str, **options) -> Callable:
 
 def mctx_policy(name: str, recurrent_fn: Callable, **options) -> Callable:
   """`policy(params, key, root, num_simulations, invalid_actions) -> mctx's
-  PolicyOutput`: DeepMind's `mctx.muzero_policy` (`"muzero"`) or
-  `mctx.gumbel_muzero_policy` (`"gumbel"`) with `options` bound, searching with this
+  PolicyOutput`: DeepMind's function of the policy `name` (`PolicyEntry.mctx_policy`:
+  `mctx.muzero_policy`, `mctx.gumbel_muzero_policy`) with `options` bound, searching with this
   package's `recurrent_fn` and `RootFnOutput` (converted to mctx's types). ValueError
   when the mctx package is missing."""
   try:
@@ -105,7 +140,10 @@ def mctx_policy(name: str, recurrent_fn: Callable, **options) -> Callable:
   except ImportError:
     message = f"engine 'mctx' {needs_extra('mctx')}"
     raise ValueError(message) from None
-  policy = {"muzero": mctx.muzero_policy, "gumbel": mctx.gumbel_muzero_policy}[name]
+  mctx_name = POLICY_TABLE[check_policy(name)].mctx_policy
+  if mctx_name is None:
+    raise ValueError(f"engine 'mctx' has policies {MCTX_POLICY_NAMES}, not {name!r}")
+  policy = getattr(mctx, mctx_name)
 
   def mctx_recurrent_fn(params, key, action, embedding):
     output, embedding = recurrent_fn(params, key, action, embedding)

@@ -9,7 +9,7 @@ from typing import Any
 import jax
 
 from mcgs_jax.apps import memory
-from mcgs_jax.apps.benchmark_timing import IMPLEMENTATIONS, make_policy
+from mcgs_jax.apps.benchmark.timing import IMPLEMENTATIONS, make_policy
 
 
 @dataclasses.dataclass(frozen=True)

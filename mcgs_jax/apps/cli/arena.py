@@ -35,7 +35,6 @@ Bad input exits with status 2 and a single line `mcgs-jax arena: error: ...` on
 stderr, before any search.
 """
 
-import argparse
 import contextlib
 import json
 import math
@@ -44,223 +43,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcgs_jax.apps import files, partial, registry
-from mcgs_jax.apps.cli_args import (
-  OneLineErrorParser,
-  add_key_history_arguments,
-  int_at_least,
-  missing_extra,
+from mcgs_jax.apps import engines, files, partial, registry
+from mcgs_jax.apps.cli.arena_parser import (
+  BUILTIN_NETWORKS,
+  DEFAULTS,
+  PROG,
+  build_parser,
+  builtin_checkpoint,
 )
-from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
+from mcgs_jax.apps.cli.args import missing_extra
 
-PROG = "mcgs-jax arena"
-EVALUATORS = EVALUATOR_NAMES  # "network" needs a checkpoint (or the game's built-in one)
-ENGINES = ("mcgs", "mctx")
-DEFAULTS: dict[str, Any] = dict(
-  game="connect_four",
-  policy="muzero",
-  evaluator="network",  # with the game's built-in network; "rollout" without one
-  fallback_evaluator="rollout",
-  simulations=64,
-  games=128,
-  openings=3,
-  engine_a="mcgs",
-  engine_b="mctx",
-)
-MAX_SIMULATIONS = 1_000_000
-MAX_SEED = 2**32 - 1
-# Trained networks shipped with the package, by game (see `builtin_checkpoint`).
-BUILTIN_NETWORKS = {"connect_four": "connect_four.msgpack"}
 # Where RESULTS.md measures what each part of the default agent buys.
 PARTS_TABLE = (
   "benchmarks/RESULTS.md, 'Switching from mctx with the solver on by default' "
   "(and 'The solver in play')"
 )
-
-
-_positive_int = int_at_least(1)
-_non_negative_int = int_at_least(0)
-_simulations_int = int_at_least(1, MAX_SIMULATIONS)
-_seed_int = int_at_least(0, MAX_SEED)
-
-
-def builtin_checkpoint(game: str) -> str | None:
-  """The path of the trained network shipped for `game` (connect four: 40 AlphaZero
-  iterations of `mcgs-jax train`, see `benchmarks/RESULTS.md`), or None."""
-  name = BUILTIN_NETWORKS.get(game)
-  if name is None:
-    return None
-  return os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints", name)
-
-
-def _even_games(text: str) -> int:
-  value = _positive_int(text)
-  if value % 2:
-    raise argparse.ArgumentTypeError(
-      f"expected an even number of games (each opening is played with both colour "
-      f"assignments), got {text!r}"
-    )
-  return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-  parser = OneLineErrorParser(
-    prog=PROG,
-    description=(
-      "Play a match between two search agents (A and B) and print A's score and Elo "
-      "difference. Default: this library's default agent (muzero on a graph kept "
-      "between moves) against mctx's muzero_policy, the same built-in network, 64 "
-      "simulations each, on connect four."
-    ),
-  )
-  parser.add_argument(
-    "--game",
-    default=DEFAULTS["game"],
-    help="tic_tac_toe, connect_four, another pgx id with a "
-    "transposition key, nim:3,4,5 or dag:... "
-    "(default: %(default)s)",
-  )
-  parser.add_argument(
-    "--games",
-    type=_even_games,
-    default=DEFAULTS["games"],
-    help="games to play, even: half with A moving first (default: %(default)s)",
-  )
-  parser.add_argument(
-    "--openings",
-    type=_non_negative_int,
-    default=DEFAULTS["openings"],
-    help="plies of uniformly random moves opening every game; game i "
-    "and game i + games/2 share their opening "
-    "(default: %(default)s)",
-  )
-  parser.add_argument(
-    "--seed", type=_seed_int, default=0, help=f"random seed, 0 to {MAX_SEED} (default: 0)"
-  )
-  parser.add_argument(
-    "--max-children",
-    type=int_at_least(0),
-    default=None,
-    help="compact edges for this library's agents: K slots per node, the K most likely "
-    "valid actions (0: dense edge tables; default: 96 for chess and shogi, dense otherwise)",
-  )
-  add_key_history_arguments(parser)
-  parser.add_argument(
-    "--equal-time",
-    action="store_true",
-    help="choose B's simulations so that B's search takes A's time per move, measured "
-    "before the match on its positions (both printed)",
-  )
-  parser.add_argument(
-    "--simulations",
-    type=_simulations_int,
-    help="simulations per move of both agents (--a-simulations and "
-    f"--b-simulations override it; default: "
-    f"{DEFAULTS['simulations']})",
-  )
-  for side, mode in (("a", "graph"), ("b", "tree")):
-    _add_agent_arguments(parser.add_argument_group(f"agent {side.upper()}"), side, mode)
-  parser.add_argument(
-    "--json", action="store_true", help="print one JSON object with the result instead of text"
-  )
-  parser.add_argument(
-    "--plot",
-    metavar="FILE.png",
-    help="save a figure: the score with its 95%% interval and the nodes per move of both agents",
-  )
-  return parser
-
-
-def _add_agent_arguments(group, side: str, mode: str) -> None:
-  # Long: one add_argument per flag.
-  """The `--SIDE-*` flags of one agent (`side` "a" or "b"; `mode` its default search,
-  "graph" or "tree", as the help says)."""
-  upper = side.upper()
-  group.add_argument(
-    f"--{side}-engine",
-    choices=ENGINES,
-    default=DEFAULTS[f"engine_{side}"],
-    help=f"{upper}'s search: this library (mcgs) or DeepMind's mctx (a tree searched "
-    "from scratch every move; muzero and gumbel only) (default: %(default)s)",
-  )
-  group.add_argument(
-    f"--{side}-policy",
-    choices=list(POLICY_NAMES),
-    default=DEFAULTS["policy"],
-    help=f"{upper}'s search policy (default: %(default)s)",
-  )
-  group.add_argument(
-    f"--{side}-evaluator",
-    choices=list(EVALUATORS),
-    help=f"{upper}'s leaf evaluator (default: network, with --{side}-checkpoint or the "
-    f"game's built-in network; {DEFAULTS['fallback_evaluator']} for a game without one)",
-  )
-  group.add_argument(
-    f"--{side}-checkpoint",
-    metavar="FILE",
-    help=f"network weights for {upper}'s network evaluator (a checkpoint of "
-    "mcgs_jax.apps.train; default: the game's built-in network, connect four only)",
-  )
-  group.add_argument(
-    f"--{side}-rollouts",
-    type=_positive_int,
-    default=1,
-    help=f"random playouts per evaluation for {upper}'s rollout evaluator (default: %(default)s)",
-  )
-  group.add_argument(
-    f"--{side}-simulations",
-    type=_simulations_int,
-    help=f"{upper}'s simulations per move (default: --simulations, else {DEFAULTS['simulations']})",
-  )
-  group.add_argument(
-    f"--{side}-mode",
-    choices=("graph", "tree"),
-    help=f"{upper} searches a graph (MCGS) or a tree (MCTS) (default: {mode}; mctx "
-    "searches a tree)",
-  )
-  group.add_argument(
-    f"--{side}-no-transpositions", action="store_true", help=f"same as --{side}-mode tree"
-  )
-  group.add_argument(
-    f"--{side}-solver",
-    action="store_true",
-    default=None,
-    help=f"{upper} proves exact values during its searches (default: on for engine "
-    "mcgs; mctx cannot)",
-  )
-  group.add_argument(
-    f"--{side}-no-solver",
-    dest=f"{side}_solver",
-    action="store_false",
-    help=f"{upper} searches without the solver",
-  )
-  group.add_argument(
-    f"--{side}-reuse",
-    action="store_true",
-    default=None,
-    help=f"{upper} keeps its graph between moves (reroot) and continues it "
-    "(default: on for engine mcgs; mctx cannot)",
-  )
-  group.add_argument(
-    f"--{side}-no-reuse",
-    dest=f"{side}_reuse",
-    action="store_false",
-    default=None,
-    help=f"{upper} searches every move from scratch",
-  )
-  group.add_argument(
-    f"--{side}-make-room",
-    action="store_true",
-    help=f"{upper} reroots its kept graph to the capacity - simulations most visited "
-    "nodes, so that no playout finds it full (default: every reachable node is kept)",
-  )
-  group.add_argument(
-    f"--{side}-parallel",
-    type=_positive_int,
-    default=1,
-    help=f"{upper}'s playouts per search step (virtual visits); must "
-    f"divide its simulations (default: %(default)s)",
-  )
 
 
 def _checkpoint(args, side: str) -> str | None:
@@ -295,11 +92,12 @@ def _evaluator(args, side: str) -> str:
 def _check_engine(args, side: str) -> None:
   """ValueError naming the flags that the side's engine cannot honour."""
   get = lambda name: getattr(args, f"{side}_{name}")
-  if get("engine") != "mctx":
+  if not engines.get_engine(get("engine")).external:
     return
-  if get("policy") not in ("muzero", "gumbel"):
+  if get("policy") not in registry.MCTX_POLICY_NAMES:
     raise ValueError(
-      f"--{side}-engine mctx has policies muzero and gumbel, not --{side}-policy "
+      f"--{side}-engine mctx has policies {' and '.join(registry.MCTX_POLICY_NAMES)}, "
+      f"not --{side}-policy "
       f"{get('policy')} (mctx has no UCT; use --{side}-engine mcgs)"
     )
   for flag, used in (
@@ -349,7 +147,7 @@ def _agent(args, side: str, apply_fn=None):
 
   get = lambda name: getattr(args, f"{side}_{name}")
   _check_engine(args, side)
-  mctx_engine = get("engine") == "mctx"
+  tree_engine = not engines.get_engine(get("engine")).keeps_graph
   mode = get("mode") or ("graph" if side == "a" else "tree")
   transpositions = mode == "graph" and not get("no_transpositions")
   evaluator = _evaluator(args, side)
@@ -362,18 +160,18 @@ def _agent(args, side: str, apply_fn=None):
     label = (
       "built-in" if checkpoint == builtin_checkpoint(args.game) else os.path.basename(checkpoint)
     )
-    search = "mctx" if mctx_engine else "graph" if transpositions else "tree"
-    reuse = get("reuse") if get("reuse") is not None else not mctx_engine
-    solver = get("solver") if get("solver") is not None else not mctx_engine
+    search = get("engine") if tree_engine else "graph" if transpositions else "tree"
+    reuse = get("reuse") if get("reuse") is not None else not tree_engine
+    solver = get("solver") if get("solver") is not None else not tree_engine
     # The order of Agent.describe().
     name = f"{get('policy')}/network {label}/{simulations} {search}"
     name += " solver" if solver else ""
-    name += " reuse" if reuse and not mctx_engine else ""
+    name += " reuse" if reuse and not tree_engine else ""
     name += " room" if get("make_room") else ""
     if get("parallel") > 1:
       name += f" K={get('parallel')}"
-    name += f" slots={max_children}" if max_children and not mctx_engine else ""
-    if not mctx_engine:
+    name += f" slots={max_children}" if max_children and not tree_engine else ""
+    if not tree_engine:
       name += f" key={args.key_history}" if args.key_history else ""
       name += f" R={args.repetition_bound}" if args.repetition_bound else ""
   return Agent(
@@ -381,16 +179,16 @@ def _agent(args, side: str, apply_fn=None):
     evaluator=evaluator,
     num_simulations=simulations,
     engine=get("engine"),
-    transpositions=None if mctx_engine else transpositions,
-    solver=get("solver") if not mctx_engine else None,
-    reuse=get("reuse") if not mctx_engine else None,
+    transpositions=None if tree_engine else transpositions,
+    solver=get("solver") if not tree_engine else None,
+    reuse=get("reuse") if not tree_engine else None,
     make_room=bool(get("make_room")),
     num_parallel=get("parallel"),
     num_rollouts=get("rollouts"),
     apply_fn=apply_fn,
-    max_children=None if mctx_engine else max_children,
-    key_history=None if mctx_engine else args.key_history,
-    repetition_bound=None if mctx_engine else args.repetition_bound,
+    max_children=None if tree_engine else max_children,
+    key_history=None if tree_engine else args.key_history,
+    repetition_bound=None if tree_engine else args.repetition_bound,
     name=name,
   )
 
@@ -403,7 +201,7 @@ def _network(args, side: str):
   path = _checkpoint(args, side) or ""
   from mcgs_jax.apps import arena, train
 
-  env = arena._game_from_spec(args.game).env
+  env = arena.two_player_game(args.game).env
   try:
     apply_fn, params, _ = train.load_network(path, env)
   except files.CheckpointError as error:
@@ -438,8 +236,8 @@ def _memory_per_node(args) -> str:
   max_children = registry.default_max_children(args.game, args.max_children)
   sizes = []
   for side in ("a", "b"):
-    mctx_engine = getattr(args, f"{side}_engine") == "mctx"
-    size = memory.node_bytes(game, state, None if mctx_engine else max_children)
+    engine = engines.get_engine(getattr(args, f"{side}_engine"))
+    size = memory.node_bytes(game, state, max_children if engine.keeps_graph else None)
     sizes.append(f"{side.upper()} {size / 1e3:.1f} KB")
   note = registry.compact_edges_note(args.game, max_children)
   return f"memory per node (estimate): {', '.join(sizes)}; {note}"
@@ -632,7 +430,7 @@ def _partial_json(args, results_so_far: list[Callable]):
 
 def _is_default_match(args) -> bool:
   """Whether the sides are the default agents (A: mcgs, B: mctx)."""
-  return args.a_engine == "mcgs" and args.b_engine == "mctx"
+  return (args.a_engine, args.b_engine) == (DEFAULTS["engine_a"], DEFAULTS["engine_b"])
 
 
 def _check_output(args) -> None:

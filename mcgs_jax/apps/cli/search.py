@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mcgs_jax.apps.cli_args import (
+from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_key_history_arguments,
   int_at_least,
@@ -37,7 +37,7 @@ from mcgs_jax.apps.cli_args import (
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
 PROG = "mcgs-jax search"
-# Exact solving is quick up to here (benchmarks/RESULTS.md, "Connect-four end-game accuracy").
+# Exact solving is quick up to this many empty cells.
 CONNECT_FOUR_MAX_EMPTY = 16
 _CONNECT_FOUR_CELLS = 42
 
@@ -71,7 +71,6 @@ More --simulations, or --solver, help.
 
 
 def build_parser() -> argparse.ArgumentParser:
-  # Long: one add_argument per flag.
   parser = OneLineErrorParser(
     prog=PROG,
     formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -97,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     help="file with one comma-separated move list per line (an empty "
     "line is the start position); all are searched in one batch",
   )
+  _add_search_arguments(parser)
+  return parser
+
+
+def _add_search_arguments(parser) -> None:
+  """The search of every position: policy, evaluator, simulations, seed, graph options, output."""
   parser.add_argument(
     "--policy",
     choices=list(POLICY_NAMES),
@@ -149,7 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument(
     "--json", action="store_true", help="one JSON object per position and line instead of tables"
   )
-  return parser
 
 
 # ---------------------------------------------------------------------------------

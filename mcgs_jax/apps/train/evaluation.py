@@ -5,7 +5,7 @@ import dataclasses
 import time
 from typing import Any
 
-from mcgs_jax.apps.train_config import Config
+from mcgs_jax.apps.train.config import Config
 
 
 def network_agent(policy: str, num_simulations: int, apply_fn, name: str = "network"):

@@ -12,11 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src.per_game import where_per_game
-from mcgs_jax.apps.arena_agent import Agent, _initial_graph, _jitted_search
+from mcgs_jax.apps.arena.agent import Agent, _initial_graph, _jitted_search
 from mcgs_jax.games import adapter, evaluators
 
 _CALIBRATION_REPEATS = 3  # timed calls per measurement (the median counts)
-_CALIBRATION_ROUNDS = 4  # measurements of B at most, the first two included
+CALIBRATION_ROUNDS = 4  # measurements of B at most, the first two included
 
 
 def calibrate_simulations(
@@ -36,7 +36,7 @@ def calibrate_simulations(
   its openings), compiled first and timed as the median of a few calls; an agent with
   `reuse` is timed continuing its graph one move later (its `reroot` included), as it
   searches during a match. B's time is modelled as `c0 + c1 * S` through the two
-  nearest measurements and solved for A's time, at most `_CALIBRATION_ROUNDS`
+  nearest measurements and solved for A's time, at most `CALIBRATION_ROUNDS`
   measurements of B (B's simulations a multiple of its `num_parallel`, at least one
   step).
 
@@ -67,7 +67,7 @@ def calibrate_simulations(
   first = max(step, agent_a.num_simulations // step * step)
   seconds = measure(first)
   measure(first * 2 if seconds < target else max(step, first // 2))
-  for _ in range(_CALIBRATION_ROUNDS - 2):
+  for _ in range(CALIBRATION_ROUNDS - 2):
     # The two measurements nearest the target in time define the line.
     (s0, t0), (s1, t1) = sorted(measured.items(), key=lambda item: abs(item[1] - target))[:2]
     slope = (t1 - t0) / (s1 - s0) if s1 != s0 else 0.0

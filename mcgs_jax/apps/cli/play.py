@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from mcgs_jax.apps import files, memory
-from mcgs_jax.apps.cli_args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
+from mcgs_jax.apps.cli.args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
@@ -393,7 +393,6 @@ def _game(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-  # Long: one add_argument per flag.
   parser = OneLineErrorParser(
     prog=PROG,
     description=(
@@ -420,6 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
     default=64,
     help="simulations per move (default: %(default)s)",
   )
+  _add_search_arguments(parser)
+  return parser
+
+
+def _add_search_arguments(parser) -> None:
+  """The searches and the run: evaluator, modes, move cap, seed, stop rule, reuse, output."""
   parser.add_argument(
     "--evaluator",
     choices=EVALUATORS,
@@ -468,7 +473,6 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument(
     "--plot", metavar="FILE.png", help="save a figure of the scores and the largest tiles"
   )
-  return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -514,7 +518,3 @@ def main(argv: Sequence[str] | None = None) -> int:
   else:
     print(format_results(result))
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

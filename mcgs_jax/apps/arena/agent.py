@@ -1,6 +1,6 @@
 """The arena's agents: `Agent` (an engine, a policy, an evaluator and the search's
 settings) and the jittable search each agent plays with (`_make_search`), on the
-game with the agent's evaluator (`_agent_game`)."""
+game with the agent's evaluator (`agent_game`)."""
 
 import dataclasses
 import functools
@@ -12,12 +12,12 @@ import jax.numpy as jnp
 
 import mcgs_jax as mg
 from mcgs_jax._src import hashing
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import engines, registry
 from mcgs_jax.games import adapter, evaluators, keys
 
-ENGINES = ("mcgs", "mctx")
+ENGINES = engines.ENGINE_NAMES
 # What mctx's search offers of the arena's policies (it has no UCT).
-MCTX_POLICIES = ("muzero", "gumbel")
+MCTX_POLICIES = registry.MCTX_POLICY_NAMES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Agent:
   The defaults are this library's default agent: a graph search (MCGS) that keeps its
   graph between moves (`reuse`) and proves exact values (`solver`), UCT with
   random-rollout leaves, 512 simulations.
-  `mcgs-jax arena` plays `muzero` with a trained network (see `arena_command`).
+  `mcgs-jax arena` plays `muzero` with a trained network (see `mcgs_jax.apps.cli.arena`).
 
   Attributes:
     policy: `"muzero"`, `"gumbel"` or `"uct"`.
@@ -44,15 +44,14 @@ class Agent:
     solver: prove exact values during the search (MCTS-solver; `mcgs` only).
       Default: True for `mcgs` (every game the arena plays has exact terminal
       values, and the solver plays stronger at equal time per move and at equal
-      simulations: `benchmarks/RESULTS.md`, "The solver in play"); `mctx` cannot.
+      simulations); `mctx` cannot.
     num_parallel: playouts per game per search step (virtual visits; `mcgs` only).
     num_rollouts: random playouts per evaluation with `evaluator="rollout"`.
     apply_fn: `apply_fn(params, observation) -> (logits, value)` for
       `evaluator="network"`.
     reuse: keep the graph between plies (`mcgs_jax.reroot` by the move played, the
       agent's own and the opponent's) and continue it at the next search. Default:
-      True for `mcgs` (much stronger at equal simulations: `benchmarks/RESULTS.md`,
-      "Switching from mctx: the default agent against mctx"); `mctx` cannot.
+      True for `mcgs` (stronger at equal simulations); `mctx` cannot.
     capacity: nodes per game of the graph; default `num_simulations + 1`, or
       `4 * num_simulations + 1` with `reuse` (what does not fit is counted in the
       graph's `capacity_overflows`, never corrupts it; `mcgs` only).
@@ -89,8 +88,7 @@ class Agent:
   def __post_init__(self):
     registry.check_policy(self.policy)
     registry.check_evaluator(self.evaluator)
-    if self.engine not in ENGINES:
-      raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
+    engine = engines.get_engine(self.engine)
     if self.evaluator == "network" and self.apply_fn is None:
       raise ValueError("evaluator 'network' needs apply_fn")
     for field in ("num_simulations", "num_rollouts"):
@@ -102,16 +100,15 @@ class Agent:
       raise ValueError(f"make_room must be True or False, got {self.make_room!r}")
     if self.key_history is not None or self.repetition_bound is not None:
       keys.check_history(*self._key_options().values())
-    mctx_engine = self.engine == "mctx"
-    if mctx_engine:
-      self._check_mctx()
+    if engine.external:
+      self._check_external(engine)
     # Frozen: the engine's defaults are written once, here.
     if self.transpositions is None:
-      object.__setattr__(self, "transpositions", not mctx_engine)
+      object.__setattr__(self, "transpositions", engine.keeps_graph)
     if self.reuse is None:
-      object.__setattr__(self, "reuse", not mctx_engine)
+      object.__setattr__(self, "reuse", engine.keeps_graph)
     if self.solver is None:
-      object.__setattr__(self, "solver", not mctx_engine)
+      object.__setattr__(self, "solver", engine.solver)
     if self.make_room and not self.reuse:
       raise ValueError("make_room=True needs reuse (there is no kept graph to make room in)")
     if self.make_room and self.search_capacity <= self.num_simulations:
@@ -126,8 +123,8 @@ class Agent:
         f"num_parallel ({self.num_parallel})"
       )
 
-  def _check_mctx(self) -> None:
-    """ValueError for what mctx's search cannot do."""
+  def _check_external(self, engine: engines.Engine) -> None:
+    """ValueError for what an external engine's search (mctx's) cannot do."""
     if self.policy not in MCTX_POLICIES:
       raise ValueError(
         f"engine 'mctx' has policies {MCTX_POLICIES}, not {self.policy!r} (mctx has no UCT)"
@@ -191,8 +188,8 @@ class Agent:
       f"{self.policy}/{self.evaluator}/{self.num_simulations} "
       f"{'graph' if self.transpositions else 'tree'}"
     )
-    if self.engine == "mctx":
-      return f"mctx {self.policy}/{self.evaluator}/{self.num_simulations}"
+    if engines.get_engine(self.engine).external:
+      return f"{self.engine} {self.policy}/{self.evaluator}/{self.num_simulations}"
     if self.solver:
       text += " solver"
     if self.reuse:
@@ -214,7 +211,7 @@ class Agent:
 # Agents as jittable functions
 
 
-def _game_from_spec(spec: str) -> adapter.Game:
+def two_player_game(spec: str) -> adapter.Game:
   """`make_game(spec)`, built once per spec (`registry.game_from_spec`) so that
   repeated matches reuse compiled steps; ValueError for a game with chance (2048:
   `mcgs-jax play`)."""
@@ -245,8 +242,8 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   this search's transposition hits only. Without reuse `graph` is None and returned
   as None.
   """
-  game = _agent_game(game, agent)
-  if agent.engine == "mctx":
+  game = agent_game(game, agent)
+  if engines.get_engine(agent.engine).external:
     mctx_policy = _mctx_search_policy(game, agent)
 
     def search_mctx(params, key, state, graph, played):
@@ -301,7 +298,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   return search
 
 
-def _agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
+def agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   """`game` with the agent's evaluator, and its key where the agent names a history
   mode or bound."""
   evaluator = registry.make_evaluator(

@@ -12,31 +12,33 @@ from typing import Any
 import jax
 import jax.extend.backend
 
-from mcgs_jax.apps import cli_args, files, partial
-from mcgs_jax.apps.benchmark_tables import environment, markdown, scaling_table
+from mcgs_jax.apps import files, partial
+from mcgs_jax.apps.benchmark.tables import environment, markdown, scaling_table
+from mcgs_jax.apps.cli.args import OneLineErrorParser, int_at_least, needs_extra
 
 # `--help`'s description: the first line of `mcgs_jax.apps.benchmark`'s doc.
 DESCRIPTION = "Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_policy`."
+_positive = int_at_least(1, 1_000_000)
 
 
 def build_parser():
-  # Long: one add_argument per flag.
   """The `mcgs-jax bench` parser."""
-  from mcgs_jax.apps.cli_args import (
-    OneLineErrorParser,
-    int_at_least,
-  )
-
-  positive = int_at_least(1, 1_000_000)
   parser = OneLineErrorParser(prog="mcgs-jax bench", description=DESCRIPTION)
   parser.add_argument("--game", default="connect_four")
+  _add_measured_parts(parser)
+  _add_run_settings(parser)
+  return parser
+
+
+def _add_measured_parts(parser) -> None:
+  """The parts measured: throughput, S-scaling, capacity, probe window, memory."""
   parser.add_argument(
     "--batch-sizes",
     default="1024",
     help="comma-separated batch sizes of the throughput part, or 'none' to skip it (default 1024)",
   )
   parser.add_argument("--simulations", default="64", help="comma-separated S (default 64)")
-  parser.add_argument("--scaling-batch-size", type=positive, default=64)
+  parser.add_argument("--scaling-batch-size", type=_positive, default=64)
   parser.add_argument(
     "--scaling-simulations",
     default="64,1024",
@@ -50,10 +52,10 @@ def build_parser():
     "new tables and with the previous search's recycled (default: none)",
   )
   parser.add_argument(
-    "--capacity-simulations", type=positive, default=64, help="S of the capacity part (default 64)"
+    "--capacity-simulations", type=_positive, default=64, help="S of the capacity part (default 64)"
   )
   parser.add_argument(
-    "--capacity-batch-size", type=positive, default=64, help="B of the capacity part (default 64)"
+    "--capacity-batch-size", type=_positive, default=64, help="B of the capacity part (default 64)"
   )
   parser.add_argument(
     "--probe-windows",
@@ -62,12 +64,12 @@ def build_parser():
   )
   parser.add_argument(
     "--probe-batch-size",
-    type=positive,
+    type=_positive,
     help="B of the probe-window part (default: the first of --batch-sizes, else 1024)",
   )
   parser.add_argument(
     "--probe-simulations",
-    type=positive,
+    type=_positive,
     help="S of the probe-window part (default: the first of --simulations)",
   )
   parser.add_argument(
@@ -82,6 +84,10 @@ def build_parser():
     default=80.0,
     help="device memory for the largest B x capacity (default 80)",
   )
+
+
+def _add_run_settings(parser) -> None:
+  """How the run goes and what it writes: one core, repeats, seed, edges, --quick, files."""
   parser.add_argument(
     "--one-core",
     action="store_true",
@@ -92,14 +98,14 @@ def build_parser():
   )
   parser.add_argument(
     "--repeats",
-    type=positive,
+    type=_positive,
     default=3,
     help="timed runs per configuration; the median is reported",
   )
   parser.add_argument("--seed", type=int_at_least(0, 2**32 - 1), default=0)
   parser.add_argument(
     "--max-children",
-    type=positive,
+    type=_positive,
     default=None,
     help="compact edges: K slots per node in every search of ours (default: dense tables)",
   )
@@ -108,7 +114,6 @@ def build_parser():
   )
   parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
   parser.add_argument("--markdown", metavar="FILE", help="also write the tables here")
-  return parser
 
 
 def _int_list(parser, text: str, flag: str) -> tuple[int, ...]:
@@ -193,7 +198,7 @@ def _check_games_and_paths(parser, args, memory_games: list[str]) -> None:
     import mctx  # noqa: F401
     import pgx  # noqa: F401
   except ImportError as error:
-    parser.exit(2, f"mcgs-jax bench: {cli_args.needs_extra('mctx')}: {error}\n")
+    parser.exit(2, f"mcgs-jax bench: {needs_extra('mctx')}: {error}\n")
 
 
 def _write_tables(args, rows: list, scaling: dict) -> None:

@@ -38,9 +38,9 @@ status 2, one line), one near the limit warns. Needs the `bench` extra (mctx, pg
 flax).
 
 This module runs the measurements (`run`) and the command (`main`); the searches and
-their timing are in `benchmark_timing`, the memory checks and the memory part in
-`benchmark_memory`, the tables in `benchmark_tables` and the parser in
-`benchmark_command`. `mcgs_jax.apps.benchmark` exports their names too (`__all__`).
+their timing are in `timing`, the memory checks and the memory part in `memory`,
+the tables in `tables` and the parser in `command`; `mcgs_jax.apps.benchmark`
+exports their public names (`__all__`).
 """
 
 import dataclasses
@@ -54,7 +54,7 @@ import jax
 import numpy as np
 
 from mcgs_jax.apps import memory
-from mcgs_jax.apps.benchmark_command import (
+from mcgs_jax.apps.benchmark.command import (
   _check_games_and_paths,
   _partial_json,
   _pin_to_one_core,
@@ -62,43 +62,19 @@ from mcgs_jax.apps.benchmark_command import (
   _write_tables,
   build_parser,
 )
-from mcgs_jax.apps.benchmark_memory import (
-  PlannedGroup,
+from mcgs_jax.apps.benchmark.memory import (
   check_run_memory,
   memory_rows,
   planned_groups,
 )
-from mcgs_jax.apps.benchmark_tables import environment, markdown, scaling_table
-from mcgs_jax.apps.benchmark_timing import (
+from mcgs_jax.apps.benchmark.tables import scaling_table
+from mcgs_jax.apps.benchmark.timing import (
   IMPLEMENTATIONS,
-  deepest_nodes,
   make_policy,
   path_statistics,
   random_positions,
   time_group,
-  time_policy,
 )
-
-# The public names of the benchmark and of the modules it is made of.
-__all__ = [
-  "IMPLEMENTATIONS",
-  "PlannedGroup",
-  "build_parser",
-  "check_run_memory",
-  "deepest_nodes",
-  "environment",
-  "main",
-  "make_policy",
-  "markdown",
-  "memory_rows",
-  "path_statistics",
-  "planned_groups",
-  "random_positions",
-  "run",
-  "scaling_table",
-  "time_group",
-  "time_policy",
-]
 
 
 def run(
@@ -152,7 +128,7 @@ def run(
     ),
   )
   network_key, positions_key, search_key = jax.random.split(jax.random.PRNGKey(seed), 3)
-  game, params = _network_game(game_id, network_key)
+  game, params = network_game(game_id, network_key)
   measure = functools.partial(
     _measure_group, game, params, search_key, positions_key, repeats, max_children
   )
@@ -182,7 +158,7 @@ def run(
   return rows
 
 
-def _network_game(game_id: str, rng_key):
+def network_game(game_id: str, rng_key):
   """`(game, params)`: `game_id` with a random MLP 64-64 as its evaluator."""
   from mcgs_jax.apps.registry import game_from_spec, make_evaluator
   from mcgs_jax.games.networks import init_network
@@ -350,7 +326,3 @@ def main(argv=None):
     result.update(rows=rows, partial=False)  # Ctrl-C from now on writes them all
     scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
     _write_tables(args, rows, scaling)
-
-
-if __name__ == "__main__":
-  main()

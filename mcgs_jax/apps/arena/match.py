@@ -42,9 +42,9 @@ How a match is played:
     the same call spreads the games over all of them.
 
 This module plays the match, from `play_match` down in the order it calls its
-steps. The agents and their searches are in `arena_agent`, the equal-time
-calibration in `arena_calibration`, and `MatchResult` with the Elo intervals in
-`arena_results`; `mcgs_jax.apps.arena` exports their names too (`__all__`).
+steps. The agents and their searches are in `agent`, the equal-time calibration in
+`calibration`, and `MatchResult` with the Elo intervals in `results`;
+`mcgs_jax.apps.arena` exports their public names (`__all__`).
 """
 
 import dataclasses
@@ -60,59 +60,22 @@ import numpy as np
 
 from mcgs_jax._src.per_game import where_per_game
 from mcgs_jax.apps import memory, registry
-from mcgs_jax.apps.arena_agent import (
-  ENGINES,
-  MCTX_POLICIES,
+from mcgs_jax.apps.arena.agent import (
   Agent,
-  _agent_game,
-  _game_from_spec,
   _initial_graph,
   _jitted_search,
-  _make_search,
-  _mctx_search_policy,
+  two_player_game,
 )
-from mcgs_jax.apps.arena_calibration import (
-  _CALIBRATION_ROUNDS,
-  calibrate_simulations,
-)
-from mcgs_jax.apps.arena_results import (
-  Z_95,
+from mcgs_jax.apps.arena.calibration import calibrate_simulations
+from mcgs_jax.apps.arena.results import (
   MatchResult,
   _finished_games_result,
   _match_result,
   _Tally,
-  elo_from_score,
-  elo_interval,
 )
-from mcgs_jax.apps.cli_args import progress_bar
+from mcgs_jax.apps.cli.args import progress_bar
 from mcgs_jax.apps.memory import estimated_search_bytes
 from mcgs_jax.games import adapter, evaluators
-
-# The public names of the arena and of the modules it is made of, and the private
-# ones that the command line, the benchmarks and the tests use.
-__all__ = [
-  "ENGINES",
-  "EVALUATORS",
-  "MCTX_POLICIES",
-  "MESH_AXIS",
-  "Z_95",
-  "Agent",
-  "MatchResult",
-  "calibrate_simulations",
-  "check_memory",
-  "draw_openings",
-  "elo_from_score",
-  "elo_interval",
-  "estimated_search_bytes",
-  "play_match",
-  "_CALIBRATION_ROUNDS",
-  "_MatchProgress",
-  "_agent_game",
-  "_game_from_spec",
-  "_initial_graph",
-  "_make_search",
-  "_mctx_search_policy",
-]
 
 EVALUATORS = registry.EVALUATOR_NAMES
 MESH_AXIS = "games"
@@ -216,7 +179,7 @@ def play_match(
 def _checked_match(
   game_spec_or_game, num_games, opening_moves, agent_a, agent_b
 ) -> tuple[adapter.Game, int, int]:
-  """`(game, num_games, opening_moves)`: the game of a spec (`_game_from_spec`) and the
+  """`(game, num_games, opening_moves)`: the game of a spec (`two_player_game`) and the
   counts as ints; ValueError or TypeError for bad ones or for an agent that is not an
   `Agent`."""
   num_games = int(num_games)
@@ -229,7 +192,7 @@ def _checked_match(
     if not isinstance(agent, Agent):
       raise TypeError(f"{label} must be an Agent, got {type(agent).__name__}")
   if isinstance(game_spec_or_game, str):
-    return _game_from_spec(game_spec_or_game), num_games, opening_moves
+    return two_player_game(game_spec_or_game), num_games, opening_moves
   return game_spec_or_game, num_games, opening_moves
 
 

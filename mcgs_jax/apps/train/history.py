@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from mcgs_jax.apps import files
-from mcgs_jax.apps.train_config import Config
+from mcgs_jax.apps.train.config import Config
 
 
 class History(list):

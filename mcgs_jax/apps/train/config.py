@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
-# Policies whose `action_weights` are a training target (see `make_self_play`).
-TRAINING_POLICIES = ("muzero", "gumbel")
+from mcgs_jax.apps import engines, registry
 
-ENGINES = ("mcgs", "mctx")
+# Policies whose `action_weights` are a training target (see `make_self_play`).
+TRAINING_POLICIES = registry.TRAINING_POLICY_NAMES
+
+ENGINES = engines.ENGINE_NAMES
 POLICY_TARGETS = ("all", "new")
 MAX_SIMULATIONS = 1_000_000
 MAX_SEED = 2**32 - 1
@@ -46,8 +48,7 @@ class Config:
       node is kept.
     policy_target: with `reuse`, what the muzero policy target counts at a reused
       root: `"new"` (only this search's `num_simulations` root visits; the default,
-      stronger than `"all"` at equal wall time: `benchmarks/RESULTS.md`, "With the
-      policy target of the search's own visits")
+      stronger than `"all"` at equal wall time)
       or `"all"` (the visit distribution over every root edge visit, those the
       previous searches left included: `action_weights`). Without reuse both are
       the same. Gumbel's target is its improved policy whatever this says.
@@ -67,7 +68,7 @@ class Config:
       (`mcgs_jax.muzero_policy(..., forced_playouts=k)`), and the policy target is
       `mcgs_jax.prune_forced_playouts` of the visits it counts (`policy_target`).
       None (default): 2 with policy `"muzero"` on engine `"mcgs"`, the best variant of
-      the training race (`benchmarks/RESULTS.md`, "Forced playouts by default"), else
+      the training race (`benchmarks/training_race.py`), else
       0 (`self_play_forced_playouts`).
     fast_simulations: simulations of a fast search (default `num_simulations // 4`,
       at least 1); used only with `full_search_probability < 1`.
@@ -96,7 +97,7 @@ class Config:
       (None: run every iteration); the last iteration played is checkpointed. With
       it, runs that differ in speed can be compared at equal wall time.
     progress: show a tqdm bar (where tqdm is installed; else a line per iteration).
-    devices: devices to train on, data-parallel (`mcgs_jax.apps.data_parallel`):
+    devices: devices to train on, data-parallel (`mcgs_jax.apps.train.data_parallel`):
       None for every device of every process (`jax.devices()`), 1 for one device.
       With several, `num_games` and `train_batch_size` must be multiples of the
       count; self-play plays the same games as on one device, and the params agree
@@ -198,41 +199,60 @@ def _to_python_values(config: "Config") -> None:
     setattr(config, field.name, python(value))
 
 
-def check_config(config: "Config") -> None:
-  # Long: one check per field of `Config`, in the order of its fields.
-  """ValueError naming the first field of `config` out of its range (what every
-  `Config` runs at construction; `mcgs-jax train` reports it with the flag)."""
+class _FieldChecks:
+  """The checks of `check_config`: each raises ValueError naming the field of
+  `config` out of its range."""
 
-  def need(ok: bool, field: str, expected: str) -> None:
+  def __init__(self, config: "Config"):
+    self.config = config
+
+  def need(self, ok: bool, field: str, expected: str) -> None:
     if not ok:
-      raise ValueError(f"{field} must be {expected}, got {getattr(config, field)!r}")
+      raise ValueError(f"{field} must be {expected}, got {getattr(self.config, field)!r}")
 
-  def integer(field: str, minimum: int, maximum: int | None = None) -> None:
-    value = getattr(config, field)
+  def integer(self, field: str, minimum: int, maximum: int | None = None) -> None:
+    value = getattr(self.config, field)
     ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     ok = ok and value >= minimum and (maximum is None or value <= maximum)
     expected = (
       f"an integer >= {minimum}" if maximum is None else (f"an integer from {minimum} to {maximum}")
     )
-    need(ok, field, expected)
+    self.need(ok, field, expected)
 
-  def real(field: str, low: float, *, strict: bool) -> None:
-    value = getattr(config, field)
+  def real(self, field: str, low: float, *, strict: bool) -> None:
+    value = getattr(self.config, field)
     ok = isinstance(value, (int, float, np.floating)) and math.isfinite(float(value))
     ok = ok and (float(value) > low if strict else float(value) >= low)
-    need(ok, field, f"a finite number {'>' if strict else '>='} {low:g}")
+    self.need(ok, field, f"a finite number {'>' if strict else '>='} {low:g}")
 
+
+def check_config(config: "Config") -> None:
+  """ValueError naming the first field of `config` out of its range (what every
+  `Config` runs at construction; `mcgs-jax train` reports it with the flag), in the
+  order of its fields."""
+  checks = _FieldChecks(config)
+  _check_search(checks, config)
+  _check_self_play(checks, config)
+  _check_training(checks, config)
+
+
+def _check_search(checks: _FieldChecks, config: "Config") -> None:
+  """The game, the search and what its engine supports."""
+  need, integer = checks.need, checks.integer
   need(isinstance(config.game, str) and bool(config.game), "game", "a pgx game id")
   integer("num_games", 1)
   integer("num_simulations", 1, MAX_SIMULATIONS)
   need(config.policy in TRAINING_POLICIES, "policy", f"one of {TRAINING_POLICIES}")
   need(config.engine in ENGINES, "engine", f"one of {ENGINES}")
   need(config.policy_target in POLICY_TARGETS, "policy_target", f"one of {POLICY_TARGETS}")
-  if config.engine == "mctx":
-    need(not config.transpositions, "transpositions", "False with engine 'mctx' (a tree)")
-    need(not config.reuse, "reuse", "False with engine 'mctx' (mctx cannot keep its tree)")
-    need(config.capacity is None, "capacity", "None with engine 'mctx'")
-    need(not config.solver, "solver", "False with engine 'mctx' (mctx has no solver)")
+  engine = engines.get_engine(config.engine)
+  name = config.engine
+  if not engine.keeps_graph:
+    need(not config.transpositions, "transpositions", f"False with engine {name!r} (a tree)")
+    need(not config.reuse, "reuse", f"False with engine {name!r} ({name} cannot keep its tree)")
+    need(config.capacity is None, "capacity", f"None with engine {name!r}")
+  if not engine.solver:
+    need(not config.solver, "solver", f"False with engine {name!r} ({name} has no solver)")
   if config.capacity is not None:
     integer("capacity", 2)
   need(isinstance(config.make_room, (bool, np.bool_)), "make_room", "True or False")
@@ -244,6 +264,11 @@ def check_config(config: "Config") -> None:
       f"False with capacity {config.search_capacity} <= num_simulations "
       f"({config.num_simulations}): no node would be kept",
     )
+
+
+def _check_self_play(checks: _FieldChecks, config: "Config") -> None:
+  """Self-play's options: temperature, forced playouts, the playout cap."""
+  need, integer, real = checks.need, checks.integer, checks.real
   real("temperature", 0.0, strict=False)
   if config.forced_playouts is not None:
     real("forced_playouts", 0.0, strict=False)
@@ -252,10 +277,11 @@ def check_config(config: "Config") -> None:
       "forced_playouts",
       "0 with policy 'gumbel' (forced playouts are a PUCT root rule)",
     )
+    name = config.engine
     need(
-      config.forced_playouts == 0 or config.engine == "mcgs",
+      config.forced_playouts == 0 or not engines.get_engine(name).external,
       "forced_playouts",
-      "0 with engine 'mctx' (mctx's search has no forced playouts)",
+      f"0 with engine {name!r} ({name}'s search has no forced playouts)",
     )
   real("full_search_probability", 0.0, strict=True)
   need(config.full_search_probability <= 1.0, "full_search_probability", "in (0, 1]")
@@ -266,6 +292,11 @@ def check_config(config: "Config") -> None:
       "fast_simulations",
       f"fewer than num_simulations ({config.num_simulations})",
     )
+
+
+def _check_training(checks: _FieldChecks, config: "Config") -> None:
+  """The network, the optimiser, the evaluation, checkpoints and the budget."""
+  need, integer, real = checks.need, checks.integer, checks.real
   hidden = tuple(config.hidden)
   need(
     len(hidden) > 0

@@ -7,7 +7,7 @@ import platform
 
 import jax
 
-from mcgs_jax.apps.benchmark_timing import IMPLEMENTATIONS
+from mcgs_jax.apps.benchmark.timing import IMPLEMENTATIONS
 
 
 def scaling_table(rows, scaling_simulations):

@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     return _run(command, rest)
   except ModuleNotFoundError as error:
-    from mcgs_jax.apps import cli_args
+    from mcgs_jax.apps.cli import args as cli_args
 
     module = (error.name or "").partition(".")[0]
     if module not in cli_args.EXTRA_OF_MODULE:
@@ -133,7 +133,7 @@ def _end_on_sigint(command: str):
 
 def _run(command: str, rest: list[str]) -> int:
   if command == "arena":
-    from mcgs_jax.apps import arena_command
+    from mcgs_jax.apps.cli import arena as arena_command
 
     return arena_command.main(rest)
   if command == "bench":
@@ -142,18 +142,14 @@ def _run(command: str, rest: list[str]) -> int:
     benchmark.main(rest)
     return 0
   if command == "search":
-    from mcgs_jax.apps import search_command
+    from mcgs_jax.apps.cli import search as search_command
 
     return search_command.main(rest)
   if command == "play":
-    from mcgs_jax.apps import play_command
+    from mcgs_jax.apps.cli import play as play_command
 
     return play_command.main(rest)
   from mcgs_jax.apps import train
 
   result = train.main(rest)
   return int(result or 0)
-
-
-if __name__ == "__main__":
-  sys.exit(main())

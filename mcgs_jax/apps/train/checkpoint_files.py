@@ -20,10 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax.apps import data_parallel, files
-from mcgs_jax.apps.replay import ReplayBuffer
-from mcgs_jax.apps.train_config import Config
-from mcgs_jax.apps.train_history import History
+from mcgs_jax.apps import files
+from mcgs_jax.apps.train import data_parallel
+from mcgs_jax.apps.train.config import Config
+from mcgs_jax.apps.train.history import History
+from mcgs_jax.apps.train.replay import ReplayBuffer
 from mcgs_jax.games import networks
 
 try:
@@ -157,7 +158,7 @@ def existing_checkpoints(directory: str | None) -> list[str]:
   )
 
 
-def _claim_checkpoint_dir(directory: str | None, overwrite: bool) -> None:
+def claim_checkpoint_dir(directory: str | None, overwrite: bool) -> None:
   """Refuses (ValueError) a `checkpoint_dir` that holds another run's checkpoints,
   unless `overwrite`, which deletes them first (so no file of the old run is left to
   be mistaken for this one's)."""
@@ -295,7 +296,7 @@ _RESUMABLE_CHANGES = (
 def _resume(config: Config, run: _Run, overwrite: bool) -> int:
   """Restores `run` from the last complete checkpoint in `config.checkpoint_dir`
   that holds a run's state; returns its iteration (0 when there is none: the run
-  starts afresh, in a directory `_claim_checkpoint_dir` accepts with `overwrite`). A
+  starts afresh, in a directory `claim_checkpoint_dir` accepts with `overwrite`). A
   damaged last checkpoint (a kill during its write leaves none, but a disk can) is
   skipped for the one before. ValueError when the run's config differs from `config`
   in a field other than `_RESUMABLE_CHANGES`, or its checkpoint is of an iteration
@@ -303,7 +304,7 @@ def _resume(config: Config, run: _Run, overwrite: bool) -> int:
   found = _last_run_checkpoint(config.checkpoint_dir)
   if found is None:
     if data_parallel.writes_files():  # params-only or damaged files: not this run's
-      _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
+      claim_checkpoint_dir(config.checkpoint_dir, overwrite)
     return 0
   path, state = found
   run_state = state["run_state"]

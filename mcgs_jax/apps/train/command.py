@@ -1,19 +1,30 @@
-"""The command line of the training loop (`mcgs-jax train`): its parser, one flag
-per `Config` field it mirrors, and the `Config` of the parsed flags (or of the run
-that `--resume` continues)."""
+"""The command line of the training loop (`mcgs-jax train`, `main`): its parser, one
+flag per `Config` field it mirrors, the `Config` of the parsed flags (or of the run
+that `--resume` continues), and the run with its history file and Ctrl-C."""
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import sys
 from typing import Any
 
 import jax
 
-from mcgs_jax.apps import registry
-from mcgs_jax.apps.checkpoint_files import _last_run_checkpoint, check_resumable_iterations
-from mcgs_jax.apps.cli_args import OneLineErrorParser
-from mcgs_jax.apps.self_play import max_game_length
-from mcgs_jax.apps.train_config import TRAINING_POLICIES, Config
+from mcgs_jax.apps import engines, files, memory, partial, registry
+from mcgs_jax.apps.cli.args import OneLineErrorParser, missing_extra
+from mcgs_jax.apps.train import data_parallel
+from mcgs_jax.apps.train.checkpoint_files import (
+  _last_run_checkpoint,
+  check_resumable_iterations,
+  claim_checkpoint_dir,
+  run_lock,
+  save_checkpoint,
+)
+from mcgs_jax.apps.train.config import TRAINING_POLICIES, Config
+from mcgs_jax.apps.train.history import History, plot_history, save_history
+from mcgs_jax.apps.train.loop import TrainingDiverged, train
+from mcgs_jax.apps.train.self_play import max_game_length
 
 # `--help`'s description: the first line of `mcgs_jax.apps.train`'s doc.
 DESCRIPTION = "A small, complete AlphaZero loop on top of `mcgs_jax`'s graph search."
@@ -126,35 +137,37 @@ def _check_game(config: Config) -> None:
     raise ValueError(f"--game {config.game!r}: {error}") from None
 
 
+# What `--help` says of a default that is None or empty.
+_UNSET_DEFAULTS = {
+  "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
+  "max_seconds": "no budget",
+  "checkpoint_dir": "none",
+  "checkpoint_at": "none",
+  "devices": "every device of every process",
+  "fast_simulations": "simulations // 4",
+  "forced_playouts": "2 with muzero on this library's engine, else 0",
+}
+
+
+def _shown_default(field: str, defaults: Config, quick: Config) -> str:
+  """`(default: ...; with --quick: ...)` of a `Config` field, for `--help`."""
+  value, small = getattr(defaults, field), getattr(quick, field)
+  show = lambda v: (
+    _UNSET_DEFAULTS[field]
+    if v is None or v == ()
+    else ",".join(map(str, v))
+    if isinstance(v, tuple)
+    else str(v)
+  )
+  text = f"default: {show(value)}"
+  if small != value:
+    text += f"; with --quick: {show(small)}"
+  return f"({text})"
+
+
 def build_parser():
-  # Long: one add_argument per flag.
   """The `mcgs-jax train` parser (one flag per `Config` field it mirrors)."""
   defaults, quick = Config(), Config.quick()
-
-  unset = {
-    "capacity": "4 * simulations + 1 with reuse, else simulations + 1",
-    "max_seconds": "no budget",
-    "checkpoint_dir": "none",
-    "checkpoint_at": "none",
-    "devices": "every device of every process",
-    "fast_simulations": "simulations // 4",
-    "forced_playouts": "2 with muzero on this library's engine, else 0",
-  }
-
-  def shown(field: str) -> str:
-    value, small = getattr(defaults, field), getattr(quick, field)
-    show = lambda v: (
-      unset[field]
-      if v is None or v == ()
-      else ",".join(map(str, v))
-      if isinstance(v, tuple)
-      else str(v)
-    )
-    text = f"default: {show(value)}"
-    if small != value:
-      text += f"; with --quick: {show(small)}"
-    return f"({text})"
-
   parser = OneLineErrorParser(
     prog="mcgs-jax train",
     description=DESCRIPTION,
@@ -169,7 +182,16 @@ def build_parser():
     "not a useful network",
   )
   for flag, field, kind, text in _CONFIG_FLAGS:
-    parser.add_argument(flag, dest=field, type=kind, help=f"{text} {shown(field)}")
+    parser.add_argument(
+      flag, dest=field, type=kind, help=f"{text} {_shown_default(field, defaults, quick)}"
+    )
+  _add_search_switches(parser)
+  _add_run_files(parser)
+  return parser
+
+
+def _add_search_switches(parser) -> None:
+  """The self-play search's on/off flags: --tree, --no-reuse, --solver, --make-room."""
   parser.add_argument(
     "--tree",
     dest="transpositions",
@@ -200,6 +222,10 @@ def build_parser():
     "graph from move to move, so that no playout finds it full (default: keep every "
     "reachable node)",
   )
+
+
+def _add_run_files(parser) -> None:
+  """The run's files: --save-params, --resume, --overwrite, --plot, --history."""
   parser.add_argument(
     "--save-params",
     metavar="FILE",
@@ -225,7 +251,6 @@ def build_parser():
     help="save the history as JSON to this file (rewritten after "
     "every iteration; default: not saved)",
   )
-  return parser
 
 
 def config_from_args(args) -> Config:
@@ -238,7 +263,8 @@ def config_from_args(args) -> Config:
     if name not in ("quick", "plot", "history", "save_params", "overwrite", "resume")
     and value is not None
   }
-  if overrides.get("engine") == "mctx":  # mctx searches a tree from scratch
+  engine = engines.ENGINES.get(overrides.get("engine", "mcgs"))
+  if engine is not None and not engine.keeps_graph:  # a tree from scratch at every move
     overrides.setdefault("transpositions", False)
     overrides.setdefault("reuse", False)
   overrides.setdefault("progress", False)
@@ -286,3 +312,84 @@ def resumed_config(args) -> Config:
   )
   fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()}
   return Config(**fields)
+
+
+def main(argv=None):
+  """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
+  returns the exit status: 0; 2 for bad input (one line on stderr, before any work;
+  a flag argparse refuses raises `SystemExit(2)` with one line), a checkpoint
+  directory another run holds included; 1 when training diverged (one line; the
+  checkpoints so far are kept); 130 after Ctrl-C, which with `--checkpoint-dir`
+  lets the running iteration end and checkpoints it (`partial.graceful_stop`).
+  `train(config)` returns the history."""
+  parser = build_parser()
+  args = parser.parse_args(argv)  # bad flags: SystemExit(2), one line; --help: 0
+  with contextlib.ExitStack() as lock:
+    try:
+      config = _checked_config(args)
+      lock.enter_context(run_lock(config.checkpoint_dir))  # held till the command ends
+      if not (args.overwrite or args.resume):
+        claim_checkpoint_dir(config.checkpoint_dir, overwrite=False)
+    except ValueError as error:
+      print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+      return 2
+    try:
+      history = _train_command(args, config)
+    except TrainingDiverged as error:
+      print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+      return 1
+  if args.save_params:
+    save_checkpoint(args.save_params, history.params, None, history[-1]["iteration"])
+  if args.plot:
+    plot_history(history, args.plot)
+  if partial.stop_requested():
+    print(f"{parser.prog}: interrupted", file=sys.stderr, flush=True)
+    return 130
+  return 0
+
+
+def _checked_config(args) -> Config:
+  """The `Config` of the parsed flags (or of the run `--resume` continues), every
+  check before any work made: ValueError naming the flag."""
+  config = resumed_config(args) if args.resume else config_from_args(args)
+  _check_game(config)
+  memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
+  try:  # the devices exist and take equal parts
+    data_parallel.training_mesh(
+      config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
+    )
+  except ValueError as error:
+    raise ValueError(_config_error(error)) from None
+  for flag, path in (("--plot", args.plot), ("--history", args.history)):
+    files.check_output_path(flag, path)
+  files.check_output_path("--save-params", args.save_params)
+  missing = missing_extra("matplotlib") if args.plot else None
+  if missing:
+    raise ValueError(f"--plot {missing}")
+  files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
+  return config
+
+
+def _train_command(args, config: Config) -> History:
+  """Runs `train` for `mcgs-jax train`: the history saved after every iteration with
+  `--history`; with a checkpoint directory the first Ctrl-C stops the run after the
+  running iteration, checkpointed."""
+  if args.quick:
+    print(
+      "--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
+      "it does not train a useful network)",
+      flush=True,
+    )
+  print(config, flush=True)
+  on_iteration = None
+  if args.history:
+    on_iteration = lambda history: save_history(args.history, history)
+  if args.overwrite:
+    claim_checkpoint_dir(config.checkpoint_dir, overwrite=True)
+  stop = (
+    partial.graceful_stop("the running iteration ends, is checkpointed, and the run stops")
+    if config.checkpoint_dir
+    else contextlib.nullcontext()
+  )
+  with stop:
+    return train(config, on_iteration=on_iteration, resume=bool(args.resume))

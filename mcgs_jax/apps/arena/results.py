@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mcgs_jax.apps.arena_agent import Agent
+from mcgs_jax.apps.arena.agent import Agent
 
 Z_95 = 1.959963984540054  # two-sided 95% quantile of the standard normal
 

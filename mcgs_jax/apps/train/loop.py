@@ -40,16 +40,13 @@ One iteration of `train(config)`:
 `benchmarks/checkpoint_matches.py` and `benchmarks/tic_tac_toe_accuracy.py` measure
 the checkpoints.
 
-The loop is here (`train`, with `main` for the shell); its parts are modules of
-their own: `train_config` (`Config`), `self_play`, `replay` (`ReplayBuffer`),
-`checkpoint_files`, `train_evaluation`, `train_history` (`History`) and
-`train_command` (the parser). `mcgs_jax.apps.train` exports their names too
-(`__all__`).
+The loop is here (`train`); its parts are modules of
+their own: `config` (`Config`), `self_play`, `replay` (`ReplayBuffer`),
+`checkpoint_files`, `evaluation`, `history` (`History`) and `command` (the parser
+and `main`); `mcgs_jax.apps.train` exports their public names (`__all__`).
 """
 
-import contextlib
 import dataclasses
-import sys
 import time
 from typing import Any
 
@@ -58,94 +55,26 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mcgs_jax.apps import data_parallel, files, memory, partial, registry
-from mcgs_jax.apps.checkpoint_files import (
-  CheckpointDirInUse,
-  _claim_checkpoint_dir,
+from mcgs_jax.apps import memory, partial, registry
+from mcgs_jax.apps.cli.args import progress_bar
+from mcgs_jax.apps.registry import make_evaluator
+from mcgs_jax.apps.train import data_parallel
+from mcgs_jax.apps.train.checkpoint_files import (
   _resume,
   _Run,
   _save_run,
   _shape_mismatch,
   checkpoint_path,
-  existing_checkpoints,
-  load_checkpoint,
-  load_network,
+  claim_checkpoint_dir,
   run_lock,
-  save_checkpoint,
 )
-from mcgs_jax.apps.cli_args import missing_extra, progress_bar
-from mcgs_jax.apps.registry import make_evaluator
-from mcgs_jax.apps.replay import ReplayBuffer
-from mcgs_jax.apps.self_play import (
-  _search_policy,
-  make_self_play,
-  max_game_length,
-)
-from mcgs_jax.apps.train_command import (
-  _check_game,
-  _config_error,
-  build_parser,
-  config_from_args,
-  resumed_config,
-)
-from mcgs_jax.apps.train_config import (
-  ENGINES,
-  MAX_SEED,
-  MAX_SIMULATIONS,
-  POLICY_TARGETS,
-  TRAINING_POLICIES,
-  Config,
-  check_config,
-)
-from mcgs_jax.apps.train_evaluation import (
-  _timed_evaluation,
-  evaluate,
-  network_agent,
-  uniform_baseline,
-)
-from mcgs_jax.apps.train_history import History, format_entry, plot_history, save_history
+from mcgs_jax.apps.train.config import Config
+from mcgs_jax.apps.train.evaluation import _timed_evaluation
+from mcgs_jax.apps.train.history import History, format_entry
+from mcgs_jax.apps.train.replay import ReplayBuffer
+from mcgs_jax.apps.train.self_play import make_self_play
 from mcgs_jax.games import networks
 from mcgs_jax.games.adapter import Game
-
-# The public names of the training loop and of the modules it is made of, and the
-# private ones that the benchmarks and the tests use.
-__all__ = [
-  "ENGINES",
-  "MAX_SEED",
-  "MAX_SIMULATIONS",
-  "POLICY_TARGETS",
-  "TRAINING_POLICIES",
-  "CheckpointDirInUse",
-  "Config",
-  "History",
-  "TrainingDiverged",
-  "ReplayBuffer",
-  "build_parser",
-  "check_config",
-  "checkpoint_path",
-  "config_from_args",
-  "evaluate",
-  "existing_checkpoints",
-  "format_entry",
-  "load_checkpoint",
-  "load_network",
-  "loss_fn",
-  "main",
-  "make_self_play",
-  "make_train_step",
-  "max_game_length",
-  "network_agent",
-  "plot_history",
-  "resumed_config",
-  "run_lock",
-  "save_checkpoint",
-  "save_history",
-  "train",
-  "uniform_baseline",
-  "_Run",
-  "_claim_checkpoint_dir",
-  "_search_policy",
-]
 
 
 def train(
@@ -197,7 +126,7 @@ def train(
   ValueError) naming the iteration, before anything of it is kept or written.
 
   With several devices (`config.devices`, default all of them) self-play and the
-  training steps are data-parallel (`mcgs_jax.apps.data_parallel`); under
+  training steps are data-parallel (`mcgs_jax.apps.train.data_parallel`); under
   `jax.distributed` every process calls `train` with the same config, and process 0
   writes the files (checkpoints, a resumed run reads them: a shared directory).
   """
@@ -290,7 +219,7 @@ def _start_run(
   if resume and not config.checkpoint_dir:
     raise ValueError("resume=True needs config.checkpoint_dir, where the run left its checkpoints")
   if not resume and data_parallel.writes_files():  # `_resume` checks a resumed run's
-    _claim_checkpoint_dir(config.checkpoint_dir, overwrite)
+    claim_checkpoint_dir(config.checkpoint_dir, overwrite)
   game = dataclasses.replace(
     board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
   )
@@ -492,88 +421,3 @@ def _report(bar, entry: dict) -> None:
   if "vs_baseline" in entry:
     postfix["vs_uniform"] = f"{entry['vs_baseline']['score']:.2f}"
   bar.set_postfix(postfix)
-
-
-def main(argv=None):
-  """`python -m mcgs_jax.apps.train [--quick] [options]` (or `mcgs-jax train`);
-  returns the exit status: 0; 2 for bad input (one line on stderr, before any work;
-  a flag argparse refuses raises `SystemExit(2)` with one line), a checkpoint
-  directory another run holds included; 1 when training diverged (one line; the
-  checkpoints so far are kept); 130 after Ctrl-C, which with `--checkpoint-dir`
-  lets the running iteration end and checkpoints it (`partial.graceful_stop`).
-  `train(config)` returns the history."""
-  parser = build_parser()
-  args = parser.parse_args(argv)  # bad flags: SystemExit(2), one line; --help: 0
-  with contextlib.ExitStack() as lock:
-    try:
-      config = _checked_config(args)
-      lock.enter_context(run_lock(config.checkpoint_dir))  # held till the command ends
-      if not (args.overwrite or args.resume):
-        _claim_checkpoint_dir(config.checkpoint_dir, overwrite=False)
-    except ValueError as error:
-      print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
-      return 2
-    try:
-      history = _train_command(args, config)
-    except TrainingDiverged as error:
-      print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
-      return 1
-  if args.save_params:
-    save_checkpoint(args.save_params, history.params, None, history[-1]["iteration"])
-  if args.plot:
-    plot_history(history, args.plot)
-  if partial.stop_requested():
-    print(f"{parser.prog}: interrupted", file=sys.stderr, flush=True)
-    return 130
-  return 0
-
-
-def _checked_config(args) -> Config:
-  """The `Config` of the parsed flags (or of the run `--resume` continues), every
-  check before any work made: ValueError naming the flag."""
-  config = resumed_config(args) if args.resume else config_from_args(args)
-  _check_game(config)
-  memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
-  try:  # the devices exist and take equal parts
-    data_parallel.training_mesh(
-      config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size
-    )
-  except ValueError as error:
-    raise ValueError(_config_error(error)) from None
-  for flag, path in (("--plot", args.plot), ("--history", args.history)):
-    files.check_output_path(flag, path)
-  files.check_output_path("--save-params", args.save_params)
-  missing = missing_extra("matplotlib") if args.plot else None
-  if missing:
-    raise ValueError(f"--plot {missing}")
-  files.check_output_path("--checkpoint-dir", config.checkpoint_dir, directory=True)
-  return config
-
-
-def _train_command(args, config: Config) -> History:
-  """Runs `train` for `mcgs-jax train`: the history saved after every iteration with
-  `--history`; with a checkpoint directory the first Ctrl-C stops the run after the
-  running iteration, checkpointed."""
-  if args.quick:
-    print(
-      "--quick: smoke test (a tiny tic_tac_toe run that checks the pipeline; "
-      "it does not train a useful network)",
-      flush=True,
-    )
-  print(config, flush=True)
-  on_iteration = None
-  if args.history:
-    on_iteration = lambda history: save_history(args.history, history)
-  if args.overwrite:
-    _claim_checkpoint_dir(config.checkpoint_dir, overwrite=True)
-  stop = (
-    partial.graceful_stop("the running iteration ends, is checkpointed, and the run stops")
-    if config.checkpoint_dir
-    else contextlib.nullcontext()
-  )
-  with stop:
-    return train(config, on_iteration=on_iteration, resume=bool(args.resume))
-
-
-if __name__ == "__main__":
-  sys.exit(main())

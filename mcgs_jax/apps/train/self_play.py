@@ -8,9 +8,10 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
-from mcgs_jax.apps import data_parallel, registry
+from mcgs_jax.apps import engines, registry
 from mcgs_jax.apps.registry import POLICIES, mctx_policy
-from mcgs_jax.apps.train_config import Config
+from mcgs_jax.apps.train import data_parallel
+from mcgs_jax.apps.train.config import Config
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import Game
 
@@ -23,7 +24,7 @@ def max_game_length(game: Game, game_id: str) -> int:
   return length
 
 
-def _search_policy(game: Game, config: Config, *, fast: bool = False):
+def search_policy(game: Game, config: Config, *, fast: bool = False):
   """`policy(params, key, root, invalid, graph) -> PolicyOutput` of self-play: the
   full search, or with `fast` the playout cap's fast one (`fast_search_simulations`,
   no root noise)."""
@@ -34,7 +35,7 @@ def _search_policy(game: Game, config: Config, *, fast: bool = False):
     if fast:
       extra["dirichlet_fraction"] = 0.0
   simulations = config.fast_search_simulations if fast else config.num_simulations
-  if config.engine == "mctx":
+  if engines.get_engine(config.engine).external:
     mctx_search = mctx_policy(config.policy, game.recurrent_fn, **extra)
     return lambda params, key, root, invalid, graph: mctx_search(
       params, key, root, simulations, invalid
@@ -68,8 +69,8 @@ def _capped_search_policy(game: Game, config: Config):
   (action, action_weights, search_graph or None, full)`, the full search with
   probability `config.full_search_probability` (one coin for the batch), else the
   fast one; `full` is the coin (a scalar bool)."""
-  full_search = _search_policy(game, config)
-  fast_search = _search_policy(game, config, fast=True)
+  full_search = search_policy(game, config)
+  fast_search = search_policy(game, config, fast=True)
   keep_graph = config.engine == "mcgs"
 
   def outputs(search):
@@ -125,7 +126,7 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
       policy target).
   """
   length = max_game_length(game, config.game)
-  full_search = _search_policy(game, config)
+  full_search = search_policy(game, config)
   search = _capped_search_policy(game, config) if config.playout_cap else full_search
   keep_graph = config.reuse and config.engine == "mcgs"
   move = _self_play_move(game, config, search, keep_graph, mesh)
