@@ -22,8 +22,7 @@ import os
 import sys
 import time
 
-from mcgs_jax.apps.arena import match as arena
-from mcgs_jax.apps.train import loop as train
+from mcgs_jax.apps import arena, train
 
 
 def _label(reference: str, simulations: int) -> str:

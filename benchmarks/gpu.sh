@@ -63,7 +63,7 @@ case "${1:-run}" in
     timeout 240 python3 - 256 64 "$compact" <<'EOF' | tee "$out/chess_gpu.md" || true
 import sys
 import jax
-from mcgs_jax.apps import benchmark_timing as timing
+from mcgs_jax.apps.benchmark import timing
 from mcgs_jax.games import evaluators, make_game, networks
 games, simulations, compact = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 apply_fn, params = networks.init_network(make_game("chess").env, jax.random.PRNGKey(0))

@@ -38,10 +38,9 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
-from mcgs_jax.apps import registry
-from mcgs_jax.apps.arena import match as arena
+from mcgs_jax.apps import arena, registry, train
+from mcgs_jax.apps.arena import agent as arena_agent
 from mcgs_jax.apps.cli import arena as arena_command
-from mcgs_jax.apps.train import loop as train
 from mcgs_jax.games import evaluators, make_game
 
 SIMULATIONS = 64
@@ -88,11 +87,11 @@ def _parts(games: int, plies: int, seed: int):
   """`(parts, facts)`: `{name: (jitted fn, args)}` on the states and graphs after
   `plies` plies, and what those graphs hold."""
   game, agent, params = default_agent()
-  agent_search = arena._make_search(game, agent)
+  agent_search = arena_agent._make_search(game, agent)
   search = jax.jit(agent_search)
   key = jax.random.PRNGKey(seed)
   state = _random_openings(game, game.init(key, batch_size=games), jax.random.fold_in(key, 1))
-  graph = arena._initial_graph(agent_search, params, state, agent)
+  graph = arena_agent._initial_graph(agent_search, params, state, agent)
   played = jnp.zeros((games,), jnp.int32)
   step = jax.jit(game.step)
   for ply in range(plies):
@@ -130,7 +129,7 @@ def _parts(games: int, plies: int, seed: int):
     ),
     "evaluations": (jax.jit(evaluations), (params, policy_key, root)),
     "mctx": (
-      jax.jit(arena._mctx_search_policy(game, mctx_agent)),
+      jax.jit(arena_agent._mctx_search_policy(game, mctx_agent)),
       (params, policy_key, root, invalid),
     ),
   }

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
+from mcgs_jax.apps import train
 from mcgs_jax.apps.cli import arena as arena_command
-from mcgs_jax.apps.train import loop as train
 from mcgs_jax.games import evaluators, make_game, networks
 
 

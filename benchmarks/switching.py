@@ -39,9 +39,8 @@ import time
 import jax
 
 from benchmarks import results_section
-from mcgs_jax.apps.arena import match as arena
+from mcgs_jax.apps import arena, train
 from mcgs_jax.apps.cli import arena as arena_command
-from mcgs_jax.apps.train import loop as train
 
 TABLES = ("equal-sims", "equal-time", "per-compute")
 MCTX_STRONG = 256

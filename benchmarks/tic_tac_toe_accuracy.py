@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax.apps.train import loop as train
+from mcgs_jax.apps import train
 from mcgs_jax.games import solvers
 from mcgs_jax.games.adapter import make_game
 

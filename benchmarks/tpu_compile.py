@@ -49,9 +49,8 @@ import optax
 from jax.sharding import Mesh
 
 import mcgs_jax as mg
-from mcgs_jax.apps import registry
+from mcgs_jax.apps import registry, train
 from mcgs_jax.apps.train import data_parallel
-from mcgs_jax.apps.train import loop as train
 from mcgs_jax.games import evaluators, make_game, networks
 
 PROGRAMS = ("graph", "tree", "mctx", "reroot", "self_play", "self_play_mctx", "train_step")

@@ -63,10 +63,8 @@ import numpy as np
 
 import mcgs_jax as mg
 from benchmarks import endgame_accuracy, results_section
-from mcgs_jax.apps import files
-from mcgs_jax.apps.arena import match as arena
+from mcgs_jax.apps import arena, files, train
 from mcgs_jax.apps.arena import results as arena_results
-from mcgs_jax.apps.train import loop as train
 
 NO_FORCED = ["--forced-playouts", "0"]
 VARIANTS = {

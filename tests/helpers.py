@@ -1,7 +1,8 @@
-"""What several test files share: the command line that runs a benchmark script, and
+"""What several test files share: running a benchmark script from the checkout, and
 one simulation's selection and expansion."""
 
 import pathlib
+import subprocess
 import sys
 
 import jax
@@ -11,16 +12,18 @@ from mcgs_jax._src import search as search_steps
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
-def benchmark_command(script, *args):
-  """The command line that runs `benchmarks/<script>.py` as the module
-  `benchmarks.<script>`, with `args`. The repository is put at the end of the new
-  process's `sys.path`, after the installed packages, so that the installed mcgs_jax
-  (the wheel `.ci/run` tests) is the one imported where there is one."""
-  code = (
-    f"import runpy, sys; sys.path.append({str(REPO)!r}); "
-    f"runpy.run_module('benchmarks.{script}', run_name='__main__', alter_sys=True)"
-  )
-  return [sys.executable, "-c", code, *args]
+def run_in_checkout(argv, **kwargs):
+  """`subprocess.run` of `python ARGV...` from the repository's root, as the benchmarks
+  README runs its scripts (`python -m benchmarks.NAME`): Python puts the root first on
+  the new process's path, so the scripts and the mcgs_jax beside them are imported from
+  the checkout. `kwargs` go to `subprocess.run` (text output, captured, by default)."""
+  kwargs = dict(capture_output=True, text=True) | kwargs
+  return subprocess.run([sys.executable, *argv], cwd=REPO, **kwargs)
+
+
+def run_benchmark(script, *args, **kwargs):
+  """`python -m benchmarks.SCRIPT ARGS...` from the repository's root (`run_in_checkout`)."""
+  return run_in_checkout(["-m", f"benchmarks.{script}", *args], **kwargs)
 
 
 def select_and_expand(key, graph, *, rules, recurrent_fn, max_depth, options):

@@ -13,15 +13,13 @@ import pytest
 import mcgs_jax as mg
 from mcgs_jax import testing
 from mcgs_jax._src.graph import edges_by_action
-from mcgs_jax.apps import viz
+from mcgs_jax.apps import registry, viz
 from mcgs_jax.games import make_game
 
 BATCH = 4
 
-POLICIES = {
-  "muzero": mg.muzero_policy,
-  "gumbel": functools.partial(mg.gumbel_muzero_policy, max_num_considered_actions=4),
-  "uct": mg.uct_policy,
+POLICIES = registry.POLICIES | {
+  "gumbel": functools.partial(registry.POLICIES["gumbel"], max_num_considered_actions=4),
 }
 # K at least the most valid actions any node of these searches has.
 GAMES = {"connect_four": 7, "othello": 24}

@@ -52,10 +52,9 @@ def test_train_command_refuses_bad_devices_before_work(argv, message, capsys):
 
 
 TWO_DEVICES = textwrap.dedent(
-  f"""
-  import dataclasses, json, sys
+  """
+  import dataclasses, json
   import jax, numpy as np
-  sys.path.insert(0, {HERE!r})
   from train_worker import TINY
   from mcgs_jax.apps import registry
   from mcgs_jax.apps.train import data_parallel
@@ -75,9 +74,9 @@ TWO_DEVICES = textwrap.dedent(
   sharded = train.make_self_play(game, config, mesh)(params, key)
   report["self_play_devices"] = len(sharded["policy"].sharding.device_set)
   two = jax.device_get(sharded)
-  report["self_play_equal"] = {{name: bool(np.array_equal(one[name], two[name])) for name in one}}
+  report["self_play_equal"] = {name: bool(np.array_equal(one[name], two[name])) for name in one}
 
-  runs = {{}}
+  runs = {}
   for devices in (1, None):
     history = train.train(train.Config.quick(**TINY, devices=devices))
     runs[devices] = (history, jax.tree_util.tree_leaves(history.params))
@@ -98,7 +97,7 @@ TWO_DEVICES = textwrap.dedent(
   )
   for field, value in (("num_games", 3), ("train_batch_size", 7)):
     try:
-      train.train(train.Config.quick(**dict(TINY, **{{field: value}})))
+      train.train(train.Config.quick(**dict(TINY, **{field: value})))
       report[field] = "accepted"
     except ValueError as error:
       report[field] = str(error)
@@ -110,7 +109,8 @@ TWO_DEVICES = textwrap.dedent(
 @pytest.mark.slow
 def test_two_devices_train_as_one_device():
   completed = subprocess.run(
-    [sys.executable, "-c", TWO_DEVICES],
+    [sys.executable, "-c", TWO_DEVICES],  # run from HERE: `-c` puts it first on the path
+    cwd=HERE,
     env=_env(2),
     capture_output=True,
     text=True,

@@ -12,13 +12,14 @@ from typing_extensions import Unpack
 
 import mcgs_jax as mg
 from mcgs_jax._src.options import GraphKeywords
+from mcgs_jax.apps import registry
 from mcgs_jax.testing import commuting_game
 
 ROOT, RECURRENT = commuting_game()
 KEY = jax.random.PRNGKey(0)
 B = 2
-POLICIES = [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy, mg.stochastic_muzero_policy]
-PLAIN_POLICIES = POLICIES[:3]
+PLAIN_POLICIES = list(registry.POLICIES.values())
+POLICIES = [*PLAIN_POLICIES, mg.stochastic_muzero_policy]
 
 
 def test_graph_keywords_are_the_fields_of_graph_options():

@@ -174,9 +174,15 @@ def test_max_nodes_at_least_the_capacity_changes_nothing():
         np.testing.assert_array_equal(same[name], plain[name], err_msg=name)
 
 
-@pytest.mark.parametrize("max_nodes", [0, -3, 2.5, True, "8"])
-def test_bad_max_nodes_is_refused_by_name(max_nodes):
+@pytest.fixture(scope="module")
+def one_searched_graph():
   searched, _, _ = next(iter(searched_graphs(True, max_nodes=None, plies=1)))
+  return searched
+
+
+@pytest.mark.parametrize("max_nodes", [0, -3, 2.5, True, "8"])
+def test_bad_max_nodes_is_refused_by_name(one_searched_graph, max_nodes):
+  searched = one_searched_graph
   with pytest.raises(ValueError, match="max_nodes must be None or an int >= 1"):
     mg.reroot(searched, np.zeros(BATCH, np.int32), max_nodes=max_nodes)
 

@@ -16,7 +16,7 @@ import pytest
 import mcgs_jax as mg
 from mcgs_jax._src import policies as readout
 from mcgs_jax._src import proofs
-from mcgs_jax.apps import cli
+from mcgs_jax.apps import cli, registry
 from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -32,7 +32,7 @@ def nim_search(heaps: tuple[int, ...], policy: str, simulations: int, temperatur
   options = dict(c=1.41) if policy == "uct" else dict(temperature=temperature)
   if policy == "muzero":
     options["dirichlet_fraction"] = 0.0
-  rule = {"uct": mg.uct_policy, "muzero": mg.muzero_policy}[policy]
+  rule = registry.POLICIES[policy]
 
   @jax.jit
   def search(key):

@@ -6,11 +6,9 @@ tables game by game, so no chip needs another's rows. Needs `libtpu` (`pip insta
 
 import importlib.util
 import json
-import subprocess
-import sys
 
 import pytest
-from helpers import REPO, benchmark_command
+from helpers import run_benchmark, run_in_checkout
 
 pytest.importorskip("mctx")
 pytest.importorskip("optax")
@@ -21,9 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 # A table of 8 games x 65 rows sharded over the slice's 4 chips, read back whole
 # (an all-gather of the table) or game by game (no collective).
-_CONTROL = f"""
-import sys
-sys.path.append({str(REPO)!r})
+_CONTROL = """
 from benchmarks import tpu_compile
 import jax, jax.numpy as jnp
 from mcgs_jax.apps.train import data_parallel
@@ -33,23 +29,21 @@ table = jax.ShapeDtypeStruct((8, 65, 7), jnp.float32, sharding=data_parallel.bat
 whole = jax.jit(lambda t: t * 2, out_shardings=data_parallel.replicated(mesh))
 by_game = jax.jit(lambda t: t[:, 3] * 2)
 for program in (whole, by_game):
-  counts = tpu_compile.collectives(program.lower(table).compile().as_text(), {{65}})
+  counts = tpu_compile.collectives(program.lower(table).compile().as_text(), {65})
   print(counts["all-gather"], counts["graph_all_gathers"])
 """
 
 
 @pytest.mark.slow
 def test_the_detector_finds_an_all_gather_of_a_table():
-  done = subprocess.run(
-    [sys.executable, "-c", _CONTROL], capture_output=True, text=True, timeout=600, check=True
-  )
+  done = run_in_checkout(["-c", _CONTROL], timeout=600, check=True)
   assert done.stdout.split() == ["1", "1", "0", "0"], done.stdout + done.stderr
 
 
 @pytest.mark.slow
 def test_sharded_search_reroot_and_self_play_gather_no_graph_table(tmp_path):
   output = tmp_path / "tpu.jsonl"
-  command = benchmark_command(
+  done = run_benchmark(
     "tpu_compile",
     "--topology",
     "v5e:2x2",
@@ -63,8 +57,9 @@ def test_sharded_search_reroot_and_self_play_gather_no_graph_table(tmp_path):
     "graph,tree,reroot,self_play,mctx",
     "--json",
     str(output),
+    timeout=900,
+    check=True,
   )
-  done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
   reports = {r["program"]: r for r in map(json.loads, output.read_text().splitlines())}
   assert list(reports) == ["graph", "tree", "reroot", "self_play", "mctx"], done.stdout
   for name, report in reports.items():

@@ -4,10 +4,9 @@ games with few simulations."""
 
 import json
 import re
-import subprocess
 
 import pytest
-from helpers import REPO, benchmark_command
+from helpers import REPO, run_benchmark, run_in_checkout
 
 pytest.importorskip("flax")
 CHECKPOINTS = REPO / "benchmarks" / "checkpoints"
@@ -27,7 +26,7 @@ def evaluate(tmp_path, *extra):
   seed_folder.mkdir(exist_ok=True)
   fake_run(seed_folder, "mctx", CHECKPOINTS / "race_mctx_seed0.msgpack")
   fake_run(seed_folder, "default", CHECKPOINTS / "race_default_seed0.msgpack")
-  command = benchmark_command(
+  return run_benchmark(
     "training_race",
     "--evaluate-only",
     "--out",
@@ -43,8 +42,8 @@ def evaluate(tmp_path, *extra):
     "--positions",
     "2",
     *extra,
+    timeout=900,
   )
-  return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path)
 
 
 @pytest.mark.slow
@@ -73,19 +72,22 @@ def test_head_to_head_names_two_of_the_variants(tmp_path):
 def test_every_variant_is_a_valid_train_config():
   """Each variant's flags parse with `mcgs-jax train`'s parser and make a `Config`, so
   that no race run dies on a typo after the others have trained."""
-  import sys
-
   from mcgs_jax.apps import train
 
-  sys.path.append(str(REPO))  # after the installed packages, as `benchmark_command`
-  try:
-    from benchmarks import training_race
-  finally:
-    sys.path.remove(str(REPO))
+  listed = run_in_checkout(
+    [
+      "-c",
+      "import json; from benchmarks import training_race as race; "
+      "print(json.dumps([race.COMMON, race.VARIANTS]))",
+    ],
+    timeout=300,
+    check=True,
+  )
+  common, variants = json.loads(listed.stdout)
   parser = train.build_parser()
   configs = {}
-  for name, flags in training_race.VARIANTS.items():
-    args = parser.parse_args([*training_race.COMMON, "--seed", "0", *flags])
+  for name, flags in variants.items():
+    args = parser.parse_args([*common, "--seed", "0", *flags])
     configs[name] = train.config_from_args(args)
   assert configs["default+make-room"].make_room and not configs["default"].make_room
   assert configs["mctx"].engine == "mctx" and configs["default"].engine != "mctx"

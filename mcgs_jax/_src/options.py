@@ -143,15 +143,18 @@ class GraphOptions:
 DEFAULT_OPTIONS = GraphOptions()
 
 
+def unkeyable(hash_fn: types.HashFn | None, embedding: Any) -> bool:
+  """Whether the default key has nothing to hash: no `hash_fn` and an embedding
+  without array leaves (mctx's bandit tests pass `()`). Every state would get the
+  same key, so a graph could not tell states apart. A user `hash_fn` is trusted (it
+  may key states from outside the embedding)."""
+  return hash_fn is None and not jax.tree_util.tree_leaves(embedding)
+
+
 def tree_mode_when_unkeyable(options: GraphOptions, embedding: Any) -> GraphOptions:
-  """`options`, switched to tree mode (`transpositions=False`) when the default key
-  has nothing to hash: an embedding without array leaves (mctx's bandit tests pass
-  `()`) and no `hash_fn`. Every state would get the same key, so the search could not
-  tell states apart; as a tree it needs no key, as in mctx. A user `hash_fn` is
-  kept (it may key states from outside the embedding)."""
-  if (
-    options.transpositions and options.hash_fn is None and not jax.tree_util.tree_leaves(embedding)
-  ):
+  """`options`, switched to tree mode (`transpositions=False`) when the states are
+  `unkeyable`: as a tree the search needs no key, as in mctx."""
+  if options.transpositions and unkeyable(options.hash_fn, embedding):
     return dataclasses.replace(options, transpositions=False)
   return options
 

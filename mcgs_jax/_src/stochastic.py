@@ -32,7 +32,7 @@ from mcgs_jax._src import action_selection, chance, hashing, policies, qtransfor
 from mcgs_jax._src import options as options_lib
 from mcgs_jax._src.checks import check_inputs
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.options import GraphKeywords, GraphOptions, unkeyable
 from mcgs_jax._src.policies import mask_invalid_actions
 from mcgs_jax._src.search import search_with_checked_inputs
 from mcgs_jax._src.types import (
@@ -291,12 +291,11 @@ def _chance_options(
   afterstate_hash_fn: types.HashFn | None,
 ) -> GraphOptions:
   """`options` with the key of a `StochasticRecurrentState` (`chance.make_key_fn`);
-  tree mode when the default key of the state or of the afterstate has no array to
-  hash (it could not tell them apart), as `options.tree_mode_when_unkeyable` does
-  for a plain search."""
+  tree mode when the states or the afterstates are `unkeyable`, as
+  `tree_mode_when_unkeyable` does for a plain search."""
   if options.transpositions and (
-    (options.hash_fn is None and not jax.tree_util.tree_leaves(state_embedding))
-    or (afterstate_hash_fn is None and not jax.tree_util.tree_leaves(afterstate_template))
+    unkeyable(options.hash_fn, state_embedding)
+    or unkeyable(afterstate_hash_fn, afterstate_template)
   ):
     return dataclasses.replace(options, transpositions=False)
   if not options.transpositions:

@@ -6,7 +6,7 @@
 batched environment state (a pytree of `[B, ...]` arrays), by default without its
 `observation` (`Game.store_observation`): the graph keeps one embedding per node, and
 the observation is what the evaluator reads of a *new* state, which `step` recomputes
-(pgx's observation is 30 KB of a chess state's 46 KB). In chess, shogi and go, the
+(in chess, pgx's observation is most of a state's bytes). In chess, shogi and go, the
 legal-action masks are stored as bits and the boards in narrower integers
 (`Game.storage`, `mcgs_jax.games.storage`), rebuilt bit for bit before `step`.
 
@@ -76,7 +76,7 @@ _DAG_ARGUMENT_NAMES = {
 
 @functools.lru_cache(maxsize=16)
 def _jitted_env_step(env) -> Callable:
-  """`jax.jit(env.step)`, compiled once per env (eager pgx steps take ~0.3 s)."""
+  """`jax.jit(env.step)`, compiled once per env (pgx's steps are slow run eagerly)."""
   return jax.jit(env.step)
 
 
@@ -375,8 +375,8 @@ def make_game(
   hash_fn = _hash_fn_for_env(env, lanes, history, repetition_bound)
   if evaluator is None:
     evaluator = evaluators.uniform_evaluator()
-  # The shapes of one state: pgx's `env.num_actions` would run `init` eagerly (10 s
-  # for shogi).
+  # The shapes of one state: pgx's `env.num_actions` would run `init` eagerly, which is
+  # slow for shogi.
   state = jax.eval_shape(env.init, jax.random.PRNGKey(0))
   return Game(
     env=env,

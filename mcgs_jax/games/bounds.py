@@ -55,7 +55,7 @@ BOUND_REASONS: dict[str, str] = {
 # game ends within 1,024 moves: pgx's step limits are at most 722).
 MEASUREMENT = {"num_games": 256, "num_steps": 1024, "seed": 0}
 
-# pgx 2.6.0, 2026-12-06 (2-core CPU: shogi 9 minutes, go_19x19 5, chess 2).
+# pgx 2.6.0, 2026-12-06: `measure_legal_actions(game, **MEASUREMENT)` per game.
 MEASURED_LEGAL_ACTIONS: dict[str, int] = {
   "tic_tac_toe": 9,
   "connect_four": 7,
