@@ -10,6 +10,7 @@ import pytest
 
 import mcgs_jax as mg
 from mcgs_jax._src.hashing import hash_words
+from mcgs_jax.apps import registry
 from mcgs_jax.testing import check_graph, commuting_game
 
 ROOT, RECURRENT = commuting_game()
@@ -109,7 +110,7 @@ def _nan_recurrent_fn(params, rng_key, action, embedding):
 
 
 @pytest.mark.quick_variants("muzero_policy")
-@pytest.mark.parametrize("policy", [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy])
+@pytest.mark.parametrize("policy", list(registry.POLICIES.values()))
 def test_all_nan_game_gets_a_legal_action(policy):
   root = mg.RootFnOutput(
     prior_logits=jnp.full((B, A), jnp.nan),
@@ -184,9 +185,7 @@ def test_embedding_dtype_change_names_the_leaf():
     jax.jit(lambda key: mg.muzero_policy(None, key, ROOT(B), recurrent_fn, 4))(KEY)
 
 
-@pytest.mark.parametrize(
-  "policy", [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy], ids=lambda p: p.__name__
-)
+@pytest.mark.parametrize("policy", list(registry.POLICIES.values()), ids=lambda p: p.__name__)
 @pytest.mark.parametrize(
   "kwargs, error, message",
   [

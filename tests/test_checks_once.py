@@ -10,6 +10,7 @@ import pytest
 
 import mcgs_jax as mg
 from mcgs_jax._src import checks
+from mcgs_jax.apps import registry
 from mcgs_jax.testing import commuting_game
 
 ROOT, RECURRENT = commuting_game()
@@ -40,9 +41,7 @@ def trace(policy, **kwargs):
   )
 
 
-@pytest.mark.parametrize(
-  "policy", [mg.muzero_policy, mg.uct_policy, mg.gumbel_muzero_policy], ids=lambda p: p.__name__
-)
+@pytest.mark.parametrize("policy", list(registry.POLICIES.values()), ids=lambda p: p.__name__)
 def test_a_policy_checks_each_input_once(policy, calls):
   out = trace(policy)
   assert out.action.shape == (B,)
