@@ -61,7 +61,6 @@ def test_imports_pull_in_no_optional_package():
   assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.quick_variants("argv0-train", "argv1-bench", "argv4-viz", "argv6-train")
 @pytest.mark.parametrize(
   "argv, extra",
   [

@@ -245,7 +245,6 @@ def _stochastic_search(key, root, graph=None, *, transpositions=True):
   )
 
 
-@pytest.mark.quick_variants("graph")
 @pytest.mark.parametrize("transpositions", [True, False], ids=["graph", "tree"])
 def test_a_stochastic_graph_rerooted_by_an_action_only_starts_afresh_and_is_counted(
   transpositions,

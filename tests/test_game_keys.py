@@ -319,9 +319,6 @@ GAMES = list(SPECS)
 # shogi's step compiles slowly (a quarter minute): its variants run in the slow set,
 # and tests/test_large_pgx_games.py checks its key without stepping
 SLOW_GAMES = {"shogi"}
-# Games whose key is another's on a larger board (go_19x19: go_9x9's words): where a
-# check per game would repeat, their variants run in the slow set.
-LIKE_OTHERS = {"go_19x19"}
 
 
 def _params(games):
@@ -376,7 +373,6 @@ def test_random_play_never_merges_different_positions(env_id):
   assert len(position_of_key) > ROWS  # the games went somewhere
 
 
-@pytest.mark.quick_variants(*(game for game in GAMES if game not in SLOW_GAMES | LIKE_OTHERS))
 @pytest.mark.parametrize("env_id", _params(GAMES))
 def test_key_ignores_which_player_id_moves_first(env_id):
   """The same line in games with different seat draws: same key."""

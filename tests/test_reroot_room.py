@@ -62,7 +62,6 @@ def _game(graph, game):
   return {name: table[game] for name, table in graph.items()}
 
 
-@pytest.mark.quick_variants("True")
 @pytest.mark.parametrize("transpositions", [True, False])
 def test_room_is_left_and_the_invariants_hold(transpositions):
   room = CAPACITY - SIMULATIONS

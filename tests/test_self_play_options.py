@@ -105,7 +105,6 @@ def _late_positions(game):
   return state
 
 
-@pytest.mark.quick_variants("True")
 @pytest.mark.parametrize("solver", [False, True])
 def test_the_solver_reaches_self_play_searches(network_game, solver):
   game, _, params = network_game
