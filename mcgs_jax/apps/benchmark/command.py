@@ -14,7 +14,7 @@ import jax.extend.backend
 
 from mcgs_jax.apps import files, partial
 from mcgs_jax.apps.benchmark.tables import environment, markdown, scaling_table
-from mcgs_jax.apps.cli.args import OneLineErrorParser, int_at_least, needs_extra
+from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least, needs_extra
 
 # `--help`'s description: the first line of `mcgs_jax.apps.benchmark`'s doc.
 DESCRIPTION = "Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_policy`."
@@ -102,7 +102,7 @@ def _add_run_settings(parser) -> None:
     default=3,
     help="timed runs per configuration; the median is reported",
   )
-  parser.add_argument("--seed", type=int_at_least(0, 2**32 - 1), default=0)
+  add_seed_argument(parser)
   parser.add_argument(
     "--max-children",
     type=_positive,

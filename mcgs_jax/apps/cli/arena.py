@@ -51,7 +51,7 @@ from mcgs_jax.apps.cli.arena_parser import (
   build_parser,
   builtin_checkpoint,
 )
-from mcgs_jax.apps.cli.args import missing_extra
+from mcgs_jax.apps.cli.args import missing_extra, parse_or_status
 
 # Where RESULTS.md measures what each part of the default agent buys.
 PARTS_TABLE = (
@@ -337,11 +337,9 @@ def save_plot(path: str, game: str, result) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
   """Runs `mcgs-jax arena`; returns the exit status (0 ok, 2 bad input)."""
-  parser = build_parser()
-  try:
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-  except SystemExit as exit_:
-    return exit_.code if isinstance(exit_.code, int) else 2
+  args = parse_or_status(build_parser(), argv)
+  if isinstance(args, int):
+    return args
   try:
     from mcgs_jax.apps import arena
 

@@ -7,7 +7,12 @@ import os
 from typing import Any
 
 from mcgs_jax.apps import engines
-from mcgs_jax.apps.cli.args import OneLineErrorParser, add_key_history_arguments, int_at_least
+from mcgs_jax.apps.cli.args import (
+  OneLineErrorParser,
+  add_key_history_arguments,
+  add_seed_argument,
+  int_at_least,
+)
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax arena"
@@ -25,7 +30,6 @@ DEFAULTS: dict[str, Any] = dict(
   engine_b="mctx",
 )
 MAX_SIMULATIONS = 1_000_000
-MAX_SEED = 2**32 - 1
 # Trained networks shipped with the package, by game (see `builtin_checkpoint`).
 BUILTIN_NETWORKS = {"connect_four": "connect_four.msgpack"}
 
@@ -33,7 +37,6 @@ BUILTIN_NETWORKS = {"connect_four": "connect_four.msgpack"}
 _positive_int = int_at_least(1)
 _non_negative_int = int_at_least(0)
 _simulations_int = int_at_least(1, MAX_SIMULATIONS)
-_seed_int = int_at_least(0, MAX_SEED)
 
 
 def builtin_checkpoint(game: str) -> str | None:
@@ -110,9 +113,7 @@ def _add_match_arguments(parser) -> None:
     "and game i + games/2 share their opening "
     "(default: %(default)s)",
   )
-  parser.add_argument(
-    "--seed", type=_seed_int, default=0, help=f"random seed, 0 to {MAX_SEED} (default: 0)"
-  )
+  add_seed_argument(parser)
   parser.add_argument(
     "--max-children",
     type=int_at_least(0),

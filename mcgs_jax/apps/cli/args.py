@@ -1,8 +1,10 @@
 """What the `mcgs-jax` subcommands share: one-line argument errors, integer checks,
-the extras that install optional packages, progress bars."""
+parsing to an exit status, the extras that install optional packages, progress bars."""
 
 import argparse
 import importlib.util
+import sys
+from collections.abc import Sequence
 
 # Optional dependencies, by the extra of pyproject.toml that installs them.
 EXTRA_OF_MODULE = {
@@ -30,6 +32,17 @@ class OneLineErrorParser(argparse.ArgumentParser):
     self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def parse_or_status(
+  parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> argparse.Namespace | int:
+  """`argv` (default: `sys.argv[1:]`) parsed, or the exit status argparse ended with
+  instead (0 after `--help`, 2 after a bad flag, its one-line error printed)."""
+  try:
+    return parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+  except SystemExit as exit_:
+    return exit_.code if isinstance(exit_.code, int) else 2
+
+
 def int_at_least(minimum: int, maximum: int | None = None):
   """An argparse `type` accepting integers in `[minimum, maximum]` (no upper bound
   when `maximum` is None), with a one-line error naming the range."""
@@ -47,6 +60,19 @@ def int_at_least(minimum: int, maximum: int | None = None):
     return value
 
   return parse
+
+
+MAX_SEED = 2**32 - 1
+
+
+def add_seed_argument(parser: argparse.ArgumentParser) -> None:
+  """`--seed`, an integer in `[0, MAX_SEED]`, 0 when not given."""
+  parser.add_argument(
+    "--seed",
+    type=int_at_least(0, MAX_SEED),
+    default=0,
+    help=f"random seed, 0 to {MAX_SEED} (default: 0)",
+  )
 
 
 # The history modes of the pgx games' transposition keys (`mcgs_jax.games.keys.

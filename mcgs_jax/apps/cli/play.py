@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 
 from mcgs_jax.apps import files, memory
-from mcgs_jax.apps.cli.args import OneLineErrorParser, int_at_least, missing_extra, progress_bar
+from mcgs_jax.apps.cli.args import (
+  OneLineErrorParser,
+  add_seed_argument,
+  int_at_least,
+  missing_extra,
+  progress_bar,
+)
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
@@ -451,12 +457,7 @@ def _add_search_arguments(parser) -> None:
     default=None,
     help="stop every game after this many moves (default: play to the end)",
   )
-  parser.add_argument(
-    "--seed",
-    type=int_at_least(0, 2**32 - 1),
-    default=0,
-    help="random seed, 0 to 4294967295 (default: 0)",
-  )
+  add_seed_argument(parser)
   parser.add_argument(
     "--stop-rule",
     choices=("catch_up", "value_lag", "never"),

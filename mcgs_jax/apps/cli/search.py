@@ -31,8 +31,10 @@ from typing import Any
 from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_key_history_arguments,
+  add_seed_argument,
   int_at_least,
   key_history_options,
+  parse_or_status,
 )
 from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
 
@@ -128,12 +130,7 @@ def _add_search_arguments(parser) -> None:
     default=400,
     help="simulations per position (default: %(default)s)",
   )
-  parser.add_argument(
-    "--seed",
-    type=int_at_least(0, 2**32 - 1),
-    default=0,
-    help="random seed, 0 to 4294967295 (default: 0)",
-  )
+  add_seed_argument(parser)
   parser.add_argument(
     "--no-transpositions", action="store_true", help="search a tree instead of a graph"
   )
@@ -545,11 +542,9 @@ def format_table(report: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
   """Runs `mcgs-jax search`; returns the exit status (0 ok, 2 bad input)."""
-  parser = build_parser()
-  try:
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-  except SystemExit as exit_:
-    return exit_.code if isinstance(exit_.code, int) else 2
+  args = parse_or_status(build_parser(), argv)
+  if isinstance(args, int):
+    return args
   try:
     if args.positions is not None:
       positions = read_positions(args.positions)

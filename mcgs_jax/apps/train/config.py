@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mcgs_jax.apps import engines, registry
+from mcgs_jax.apps.cli.args import MAX_SEED
 
 # Policies whose `action_weights` are a training target (see `make_self_play`).
 TRAINING_POLICIES = registry.TRAINING_POLICY_NAMES
@@ -16,7 +17,6 @@ TRAINING_POLICIES = registry.TRAINING_POLICY_NAMES
 ENGINES = engines.ENGINE_NAMES
 POLICY_TARGETS = ("all", "new")
 MAX_SIMULATIONS = 1_000_000
-MAX_SEED = 2**32 - 1
 
 
 @dataclasses.dataclass
