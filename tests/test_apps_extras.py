@@ -5,6 +5,7 @@ in one line (exit status 2) before any work.
 Missing packages are simulated in a subprocess by an import hook that refuses them.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -15,9 +16,12 @@ from mcgs_jax.apps.cli.args import EXTRA_OF_MODULE, PACKAGES_OF_EXTRA
 
 OPTIONAL = ("flax", "optax", "mctx", "tqdm", "matplotlib", "pgx")
 
+# Runs each command of a JSON list `[[argv...], ...]` under an import hook that refuses
+# the packages named first; prints one JSON list of `[exit status, stderr]`. One
+# process for every command: each would otherwise pay for importing jax on its own.
 _BLOCK = """
-import sys
-blocked = set(sys.argv.pop(1).split(","))
+import contextlib, io, json, sys
+blocked = set(sys.argv[1].split(","))
 
 class Refuse:
   def find_spec(self, name, path=None, target=None):
@@ -27,7 +31,16 @@ class Refuse:
 
 sys.meta_path.insert(0, Refuse())
 from mcgs_jax.apps import cli
-sys.exit(cli.main(sys.argv[1:]))
+results = []
+for argv in json.loads(sys.argv[2]):
+  stderr = io.StringIO()
+  with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+    try:
+      status = cli.main(argv)
+    except SystemExit as exit:
+      status = exit.code
+  results.append([status, stderr.getvalue()])
+print(json.dumps(results))
 """
 
 
@@ -61,30 +74,48 @@ def test_imports_pull_in_no_optional_package():
   assert result.stdout.strip() == "[]"
 
 
+MISSING_EXTRA_CASES = [
+  (["train", "--quick"], "train"),
+  (["bench", "--quick"], "bench"),
+  (["play", "--modes", "mctx"], "bench"),
+  (["play", "--evaluator", "network"], "train"),
+  (["play", "--plot", "scores.png"], "viz"),
+  (["arena", "--game", "tic_tac_toe", "--b-engine", "mcgs", "--plot", "match.png"], "viz"),
+  (["arena"], "train"),
+]
+
+
+@pytest.fixture(scope="module")
+def missing_extra_runs(tmp_path_factory):
+  """`[(exit status, stderr, output directory)]` of every command of
+  `MISSING_EXTRA_CASES` without the optional packages, each writing into a
+  directory of its own."""
+  directories = [tmp_path_factory.mktemp("extras") for _ in MISSING_EXTRA_CASES]
+  commands = [
+    [str(directory / arg) if arg.endswith(".png") else arg for arg in argv]
+    for (argv, _), directory in zip(MISSING_EXTRA_CASES, directories, strict=True)
+  ]
+  result = _run(_BLOCK, "flax,optax,mctx,tqdm,matplotlib", json.dumps(commands))
+  assert result.returncode == 0, result.stderr
+  runs = json.loads(result.stdout.strip().splitlines()[-1])
+  return [(status, stderr, directory) for (status, stderr), directory in zip(runs, directories)]
+
+
 @pytest.mark.parametrize(
-  "argv, extra",
-  [
-    (["train", "--quick"], "train"),
-    (["bench", "--quick"], "bench"),
-    (["play", "--modes", "mctx"], "bench"),
-    (["play", "--evaluator", "network"], "train"),
-    (["play", "--plot", "scores.png"], "viz"),
-    (["arena", "--game", "tic_tac_toe", "--b-engine", "mcgs", "--plot", "match.png"], "viz"),
-    (["arena"], "train"),
-  ],
+  "case", range(len(MISSING_EXTRA_CASES)), ids=[" ".join(argv) for argv, _ in MISSING_EXTRA_CASES]
 )
-def test_a_missing_extra_is_named_in_one_line(argv, extra, tmp_path):
-  argv = [str(tmp_path / arg) if arg.endswith(".png") else arg for arg in argv]
-  result = _run(_BLOCK, "flax,optax,mctx,tqdm,matplotlib", *argv)
-  assert result.returncode == 2, (result.stdout, result.stderr)
-  lines = result.stderr.strip().splitlines()
-  assert len(lines) == 1, result.stderr
+def test_a_missing_extra_is_named_in_one_line(case, missing_extra_runs):
+  argv, extra = MISSING_EXTRA_CASES[case]
+  status, stderr, directory = missing_extra_runs[case]
+  assert status == 2, stderr
+  lines = stderr.strip().splitlines()
+  assert len(lines) == 1, stderr
   assert lines[0].startswith(f"mcgs-jax {argv[0]}")
   assert f"pip install 'mcgs-jax[{extra}]'" in lines[0]
   # Every package of the extra is named, whichever of them the command imported first.
   for package in PACKAGES_OF_EXTRA[extra]:
     assert package in lines[0], (package, lines[0])
-  assert not list(tmp_path.iterdir())  # nothing written
+  assert not list(directory.iterdir())  # nothing written
 
 
 def test_the_extras_named_in_messages_are_those_of_pyproject():

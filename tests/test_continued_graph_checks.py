@@ -245,6 +245,7 @@ def _stochastic_search(key, root, graph=None, *, transpositions=True):
   )
 
 
+@pytest.mark.quick_variants("graph")  # the same check on the unkeyed path
 @pytest.mark.parametrize("transpositions", [True, False], ids=["graph", "tree"])
 def test_a_stochastic_graph_rerooted_by_an_action_only_starts_afresh_and_is_counted(
   transpositions,

@@ -62,6 +62,8 @@ def _game(graph, game):
   return {name: table[game] for name, table in graph.items()}
 
 
+# Tree mode's room is checked again, exactly, by test_tree_mode_stays_an_exact_tree.
+@pytest.mark.quick_variants("True")
 @pytest.mark.parametrize("transpositions", [True, False])
 def test_room_is_left_and_the_invariants_hold(transpositions):
   room = CAPACITY - SIMULATIONS

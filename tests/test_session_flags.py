@@ -57,6 +57,9 @@ def test_programs_compiled_here_round_as_the_chosen_flags_make_them():
   np.testing.assert_array_equal(jax.jit(lambda x, z: x * x + z)(x, z), 0.0)
 
 
+# Slow: each starts a pytest session; the flags it checks are the test harness's
+# (.ci/run's step under XLA's defaults depends on them), not the library's.
+@pytest.mark.slow
 @pytest.mark.parametrize(
   "env, expected",
   [
