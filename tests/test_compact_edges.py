@@ -78,11 +78,7 @@ def assert_same_search(dense, compact):
   np.testing.assert_array_equal(slots.dropped_actions, 0)
 
 
-@pytest.mark.quick_variants(
-  "muzero-othello-default",
-  "gumbel-connect_four-solver",
-  "uct-othello-fold_catch_up",
-)
+@pytest.mark.quick_variants("muzero-othello-default", "gumbel-connect_four-solver")
 @pytest.mark.parametrize("option", OPTIONS)
 @pytest.mark.parametrize("name", GAMES)
 @pytest.mark.parametrize("policy", POLICIES)

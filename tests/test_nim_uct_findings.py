@@ -107,6 +107,7 @@ def test_node_counts_tree_vs_graph(heaps):
   assert np.all(tree_nodes > graph_nodes)
 
 
+@pytest.mark.quick_variants("heaps0")  # as test_node_counts_tree_vs_graph: one search each
 @pytest.mark.parametrize("heaps", [(2, 4), (3, 4, 5)])
 def test_tree_invariants(heaps):
   out, _ = nim_search(heaps, False)
