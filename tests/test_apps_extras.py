@@ -98,7 +98,10 @@ def missing_extra_runs(tmp_path_factory):
   result = _run(_BLOCK, "flax,optax,mctx,tqdm,matplotlib", json.dumps(commands))
   assert result.returncode == 0, result.stderr
   runs = json.loads(result.stdout.strip().splitlines()[-1])
-  return [(status, stderr, directory) for (status, stderr), directory in zip(runs, directories)]
+  return [
+    (status, stderr, directory)
+    for (status, stderr), directory in zip(runs, directories, strict=True)
+  ]
 
 
 @pytest.mark.parametrize(

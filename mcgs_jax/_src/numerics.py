@@ -69,10 +69,8 @@ def _chain(
   """`combine` folded over the last axis of `values`, from `init`, first to last."""
   # lax.index_in_dim, not `values[..., action]`: the same slice, traced without
   # jnp's indexing machinery (rows are reduced at every depth of every playout).
-  total = combine(
-    jnp.asarray(init, values.dtype), jax.lax.index_in_dim(values, 0, axis=-1, keepdims=False)
-  )
-  for action in range(1, values.shape[-1]):
+  total = jnp.asarray(init, values.dtype)
+  for action in range(values.shape[-1]):
     total = combine(total, jax.lax.index_in_dim(values, action, axis=-1, keepdims=False))
   return total
 
@@ -136,9 +134,10 @@ def threefry2x32(
   under the key `(key1, key2)`; all uint32, broadcast together. Returns the pair of
   hashed words.
 
-  Written with `jax.lax`'s integer operations on arrays broadcast once: the same
-  program as `jnp`'s operators, traced several times faster (the search hashes at
-  every depth of every playout, and tracing is part of every compile)."""
+  Written with `jax.lax`'s integer operations on arrays broadcast once, not `jnp`'s
+  operators, each of which is traced through a `jit` of its own: the same hash,
+  traced in half the time (the search hashes at every depth of every playout, and
+  tracing is part of every compile)."""
   key1, key2, count1, count2 = jnp.broadcast_arrays(key1, key2, count1, count2)
   add, xor = jax.lax.add, jax.lax.bitwise_xor
   schedule = (key1, key2, xor(xor(key1, key2), _PARITY))
