@@ -91,7 +91,7 @@ def _parts(games: int, plies: int, seed: int):
   search = jax.jit(agent_search)
   key = jax.random.PRNGKey(seed)
   state = _random_openings(game, game.init(key, batch_size=games), jax.random.fold_in(key, 1))
-  graph = arena_agent._initial_graph(agent_search, params, state, agent)
+  graph = arena_agent.initial_graph(agent_search, params, state, agent)
   played = jnp.zeros((games,), jnp.int32)
   step = jax.jit(game.step)
   for ply in range(plies):

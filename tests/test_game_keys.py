@@ -319,6 +319,10 @@ GAMES = list(SPECS)
 # shogi's step compiles slowly (a quarter minute): its variants run in the slow set,
 # and tests/test_large_pgx_games.py checks its key without stepping
 SLOW_GAMES = {"shogi"}
+# Go 19x19's key is go 9x9's on a larger board: the per-game checks that say so run
+# its variant in the slow set (the README's suite checks its key in
+# tests/test_bounded_keys.py and tests/test_large_pgx_games.py).
+REPEATS = {"go_19x19"}
 
 
 def _params(games):
@@ -326,6 +330,11 @@ def _params(games):
   return [
     pytest.param(game, marks=pytest.mark.slow) if game in SLOW_GAMES else game for game in games
   ]
+
+
+def _quick(games):
+  """The variants of `games` that the README's suite runs (a `quick_variants` mark)."""
+  return [game for game in games if game not in SLOW_GAMES | REPEATS]
 
 
 def test_unknown_env_id_raises_value_error_naming_supported_ids():
@@ -373,6 +382,7 @@ def test_random_play_never_merges_different_positions(env_id):
   assert len(position_of_key) > ROWS  # the games went somewhere
 
 
+@pytest.mark.quick_variants(*_quick(GAMES))
 @pytest.mark.parametrize("env_id", _params(GAMES))
 def test_key_ignores_which_player_id_moves_first(env_id):
   """The same line in games with different seat draws: same key."""
@@ -409,6 +419,7 @@ def test_hex_key_ignores_pgx_group_labels():
   assert (board[0] != board[1]).any() and (np.sign(board[0]) == np.sign(board[1])).all()
 
 
+@pytest.mark.quick_variants(*_quick([g for g in GAMES if SPECS[g].apart]))
 @pytest.mark.parametrize("env_id", _params([g for g in GAMES if SPECS[g].apart]))
 def test_move_orders_that_must_not_meet_get_different_keys(env_id):
   game = _game(env_id)
@@ -432,6 +443,7 @@ def test_history_only_differences_keep_the_board():
         np.testing.assert_array_equal(position[2 * i], position[2 * i + 1])
 
 
+@pytest.mark.quick_variants(*_quick(GAMES))
 @pytest.mark.parametrize("env_id", _params(GAMES))
 def test_single_field_changes_change_the_key(env_id):
   game = _game(env_id)

@@ -48,6 +48,9 @@ def search(policy, transpositions):
   return run(jax.random.PRNGKey(0)).search_graph
 
 
+# The gumbel variants repeat each check with another policy's rules: they run in the
+# slow set.
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("policy", ["muzero", "gumbel"])
 def test_a_latent_fixed_point_is_one_node_with_an_edge_to_itself(policy):
   graph = search(policy, transpositions=True)
@@ -75,6 +78,7 @@ def test_a_latent_fixed_point_is_one_node_with_an_edge_to_itself(policy):
     assert (used - 1) + hits + later_loop_visits == SIMULATIONS
 
 
+@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("policy", ["muzero", "gumbel"])
 def test_transpositions_false_keeps_the_tree(policy):
   graph = search(policy, transpositions=False)

@@ -109,6 +109,8 @@ def test_legal_edges_are_recorded_only_up_to_the_cap(max_depth):
 PARALLEL = mg.GraphOptions(solver=True, capacity=160, num_parallel=2)
 
 
+# The gumbel variant repeats the check on another policy's rules: it runs in the slow set.
+@pytest.mark.quick_variants("muzero, 2 parallel playouts")
 @pytest.mark.parametrize(
   ("policy", "options"),
   [(mg.muzero_policy, PARALLEL), (mg.gumbel_muzero_policy, OPTIONS)],

@@ -39,6 +39,7 @@ def setup():
   return config, apply_fn, params, trajectory
 
 
+@pytest.mark.quick_variants("muzero")  # the others build a self-play of their own
 @pytest.mark.parametrize("policy", registry.TRAINING_POLICY_NAMES)
 def test_self_play_targets_are_valid(setup, policy):
   config, apply_fn, params, trajectory = setup

@@ -135,9 +135,9 @@ def threefry2x32(
   hashed words.
 
   Written with `jax.lax`'s integer operations on arrays broadcast once, not `jnp`'s
-  operators, each of which is traced through a `jit` of its own: the same hash,
-  traced in half the time (the search hashes at every depth of every playout, and
-  tracing is part of every compile)."""
+  operators, each of which is traced through a `jit` of its own: the same hash, with
+  less to trace (the search hashes at every depth of every playout, and tracing is
+  part of every compile)."""
   key1, key2, count1, count2 = jnp.broadcast_arrays(key1, key2, count1, count2)
   add, xor = jax.lax.add, jax.lax.bitwise_xor
   schedule = (key1, key2, xor(xor(key1, key2), _PARITY))

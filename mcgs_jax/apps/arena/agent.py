@@ -225,7 +225,7 @@ def two_player_game(spec: str) -> adapter.Game:
 
 
 @functools.lru_cache(maxsize=32)
-def _jitted_search(game: adapter.Game, agent: Agent) -> Callable:
+def jitted_search(game: adapter.Game, agent: Agent) -> Callable:
   """`jax.jit(_make_search(game, agent))`, cached: a match and the calibration before
   it share compiled searches."""
   return jax.jit(_make_search(game, agent))
@@ -328,7 +328,7 @@ def _mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:
   return policy
 
 
-def _initial_graph(search: Callable, params, state, agent: Agent):
+def initial_graph(search: Callable, params, state, agent: Agent):
   """An all-empty graph of the shapes `search` produces (None without reuse)."""
   if not agent.reuse:
     return None

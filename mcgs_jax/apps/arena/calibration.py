@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src.per_game import where_per_game
-from mcgs_jax.apps.arena.agent import Agent, _initial_graph, _jitted_search
+from mcgs_jax.apps.arena.agent import Agent, initial_graph, jitted_search
 from mcgs_jax.games import adapter, evaluators
 
 _CALIBRATION_REPEATS = 3  # timed calls per measurement (the median counts)
@@ -95,8 +95,8 @@ def _search_seconds(game: adapter.Game, agent: Agent, params, state, seed: int) 
   first, not counted). An agent that keeps its graph is timed as it plays: it
   searches `state` from an empty graph, the move it chose is played, and the timed
   search reroots that graph by it and continues it from the next position."""
-  search = _jitted_search(game, agent)
-  graph = _initial_graph(search, params, state, agent)
+  search = jitted_search(game, agent)
+  graph = initial_graph(search, params, state, agent)
   played = jnp.zeros(state.current_player.shape, jnp.int32)
   key = jax.random.PRNGKey(seed)
   action, _, _, searched = jax.block_until_ready(search(params, key, state, graph, played))

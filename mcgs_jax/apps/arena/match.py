@@ -62,8 +62,8 @@ from mcgs_jax._src.per_game import where_per_game
 from mcgs_jax.apps import memory, registry
 from mcgs_jax.apps.arena.agent import (
   Agent,
-  _initial_graph,
-  _jitted_search,
+  initial_graph,
+  jitted_search,
   two_player_game,
 )
 from mcgs_jax.apps.arena.calibration import calibrate_simulations
@@ -322,8 +322,8 @@ def _match_steps(game: adapter.Game, agent_a: Agent, agent_b: Agent) -> _MatchSt
     return where_per_game(finished, state, game.step(state, action)), action, a_to_move
 
   return _MatchSteps(
-    search_a=_jitted_search(game, agent_a),
-    search_b=_jitted_search(game, agent_b),
+    search_a=jitted_search(game, agent_a),
+    search_b=jitted_search(game, agent_b),
     opening=jax.jit(opening),
     advance=jax.jit(advance),
   )
@@ -333,13 +333,13 @@ def _placed_match(
   game: adapter.Game, steps: _MatchSteps, agents, params, state, a_player, opening_actions
 ):
   """`((state, a_player, opening_actions, graphs, played), sharding)`: a match's arrays,
-  with each agent's first graph (`_initial_graph`) and the last move played (none yet:
+  with each agent's first graph (`initial_graph`) and the last move played (none yet:
   zeros), on the devices of `sharding` (`_mesh_sharding`; None: as they are). First,
   `check_memory` of the agents' searches."""
   check_memory([estimated_search_bytes(game, agent, state) for agent in agents])
   graphs = [
-    _initial_graph(steps.search_a, params[0], state, agents[0]),
-    _initial_graph(steps.search_b, params[1], state, agents[1]),
+    initial_graph(steps.search_a, params[0], state, agents[0]),
+    initial_graph(steps.search_b, params[1], state, agents[1]),
   ]
   num_games = int(a_player.shape[0])
   placed = (state, a_player, opening_actions, graphs, jnp.zeros((num_games,), jnp.int32))

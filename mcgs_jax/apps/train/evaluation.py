@@ -82,7 +82,7 @@ def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> di
   return results
 
 
-def _timed_evaluation(entry, config, apply_fn, params, previous_params, history):
+def timed_evaluation(entry, config, apply_fn, params, previous_params, history):
   """`evaluate` into `entry`, with its time (`eval_s`) and whether it is the run's
   first evaluation, which also compiles the arena's match steps."""
   start = time.perf_counter()

@@ -69,7 +69,7 @@ from mcgs_jax.apps.train.checkpoint_files import (
   run_lock,
 )
 from mcgs_jax.apps.train.config import Config
-from mcgs_jax.apps.train.evaluation import _timed_evaluation
+from mcgs_jax.apps.train.evaluation import timed_evaluation
 from mcgs_jax.apps.train.history import History, format_entry
 from mcgs_jax.apps.train.replay import ReplayBuffer
 from mcgs_jax.apps.train.self_play import make_self_play
@@ -168,7 +168,7 @@ def _train(config: Config, params, on_iteration, *, overwrite: bool, resume: boo
     if _wants_evaluation(config, iteration):
       # On the host: the arena places its own arrays (over the devices it uses).
       params = run.params if mesh is None else data_parallel.fetch(run.params)
-      _timed_evaluation(entry, config, apply_fn, params, run.previous_params, run.history)
+      timed_evaluation(entry, config, apply_fn, params, run.previous_params, run.history)
       run.previous_params = params
     entry["elapsed_s"] = time.perf_counter() - started
     stopping = _stops_after(config, iteration, entry["elapsed_s"], iteration_started)
