@@ -47,18 +47,24 @@ def _position(name, batch_size=BATCH, plies=2):
 
 
 def _search(policy, name, max_children, num_simulations=32, **options):
+  """One search of `_position(name)`, jitted whole: called eagerly, each operation
+  outside the playout loop would compile a program of its own."""
   game, state, root = _position(name)
-  return POLICIES[policy](
-    None,
-    jax.random.PRNGKey(2),
-    root,
-    game.recurrent_fn,
-    num_simulations,
-    invalid_actions=game.invalid_actions(state),
-    hash_fn=game.hash_fn,
-    max_children=max_children,
-    **options,
-  )
+
+  def search(key, root, invalid_actions):
+    return POLICIES[policy](
+      None,
+      key,
+      root,
+      game.recurrent_fn,
+      num_simulations,
+      invalid_actions=invalid_actions,
+      hash_fn=game.hash_fn,
+      max_children=max_children,
+      **options,
+    )
+
+  return jax.jit(search)(jax.random.PRNGKey(2), root, game.invalid_actions(state))
 
 
 def assert_same_search(dense, compact):
@@ -187,17 +193,12 @@ def test_slots_hold_the_highest_priors():
   order."""
   root_fn, recurrent_fn = testing.commuting_game(num_actions=6)
   root = root_fn(3)
-  out = mg.muzero_policy(
-    None,
-    jax.random.PRNGKey(0),
-    root,
-    recurrent_fn,
-    40,
-    dirichlet_fraction=0.0,
-    max_children=2,
-    capacity=41,
-  )
-  graph = out.search_graph
+  out = jax.jit(
+    lambda key: mg.muzero_policy(
+      None, key, root, recurrent_fn, 40, dirichlet_fraction=0.0, max_children=2, capacity=41
+    )
+  )(jax.random.PRNGKey(0))
+  graph = jax.device_get(out.search_graph)
   top = np.sort(np.argsort(-np.asarray(root.prior_logits), axis=-1, kind="stable")[:, :2])
   np.testing.assert_array_equal(graph.children_actions[:, 0], top)
   for game_index in range(3):

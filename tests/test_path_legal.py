@@ -3,6 +3,8 @@
 edges are those `proofs.legal_edges` gives, at the root and below, and backup with
 them leaves the graph bit for bit as backup that computes them itself."""
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -84,15 +86,26 @@ def test_recorded_legal_edges_are_the_proofs_and_prove_the_same():
   assert int(jnp.sum(graph.node_proven & ~graph.node_terminal)) > proven_before, "nothing proven"
 
 
+@functools.cache
+def _searched_with_room_for_the_cap():
+  """`(options, graph)`: a searched graph of 5,462 nodes, room for the paths below."""
+  options = mg.GraphOptions(solver=True, capacity=5462)
+  search = jax.jit(
+    lambda key: (
+      mg.muzero_policy(
+        None, key, ROOT(2), recurrent_fn, 4, dirichlet_fraction=0.0, options=options
+      ).search_graph
+    )
+  )
+  return options, search(jax.random.PRNGKey(0))
+
+
 @pytest.mark.parametrize("max_depth", [5461, 5462])
 def test_legal_edges_are_recorded_only_up_to_the_cap(max_depth):
   """`D * A` entries per game at most (`MAX_RECORDED_LEGAL`, 16,384: 5,461 depths of
   3 actions fit, 5,462 do not); past it the path carries none and backup reads the
   prior itself."""
-  options = mg.GraphOptions(solver=True, capacity=5462)
-  graph = mg.muzero_policy(
-    None, jax.random.PRNGKey(0), ROOT(2), recurrent_fn, 4, dirichlet_fraction=0.0, options=options
-  ).search_graph
+  options, graph = _searched_with_room_for_the_cap()
   _, path = search_steps.select(
     jax.random.PRNGKey(1),
     graph,
@@ -123,15 +136,16 @@ def test_searches_with_and_without_recorded_legal_edges_are_the_same(policy, opt
   interior rule."""
 
   def search():
-    return policy(
-      None,
-      jax.random.PRNGKey(3),
-      ROOT(BATCH),
-      recurrent_fn,
-      24,
-      max_depth=MAX_DEPTH,
-      options=options,
-    ).search_graph
+    # Jitted whole (called eagerly, each operation outside the playout loop would
+    # compile a program of its own); a new function at each call, traced with the
+    # cap as it is then.
+    return jax.jit(
+      lambda key: (
+        policy(
+          None, key, ROOT(BATCH), recurrent_fn, 24, max_depth=MAX_DEPTH, options=options
+        ).search_graph
+      )
+    )(jax.random.PRNGKey(3))
 
   recorded = search()
   monkeypatch.setattr(select_lib, "MAX_RECORDED_LEGAL", 0)

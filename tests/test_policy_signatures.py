@@ -43,8 +43,10 @@ def test_policy_signature_names_options_and_typed_keywords(policy):
 @pytest.mark.parametrize("policy", PLAIN_POLICIES, ids=lambda p: p.__name__)
 def test_options_search_as_the_same_flat_keywords(policy):
   keywords = dict(capacity=7, stop_rule="catch_up", transpositions=True)
-  flat = policy(None, KEY, ROOT(B), RECURRENT, 6, **keywords)
-  given = policy(None, KEY, ROOT(B), RECURRENT, 6, options=mg.GraphOptions(**keywords))
+  flat = jax.jit(lambda key: policy(None, key, ROOT(B), RECURRENT, 6, **keywords))(KEY)
+  given = jax.jit(
+    lambda key: policy(None, key, ROOT(B), RECURRENT, 6, options=mg.GraphOptions(**keywords))
+  )(KEY)
   assert given.search_graph.capacity == 7
   for ours, theirs in zip(jax.tree_util.tree_leaves(given), jax.tree_util.tree_leaves(flat)):
     np.testing.assert_array_equal(ours, theirs)

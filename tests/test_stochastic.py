@@ -515,9 +515,9 @@ def test_chance_logits_with_no_possible_outcome_are_counted(bad_logit):
   evaluated: each such expansion is counted in `non_finite_evaluations` and adds no
   node, as a non-finite `recurrent_fn` output in a deterministic search."""
   impossible = _replace_output(toy_decision_fn, chance_logits=lambda x: jnp.full_like(x, bad_logit))
-  out = stochastic_muzero_policy(
-    None, jax.random.PRNGKey(0), toy_root(2), impossible, toy_chance_fn, 12
-  )
+  out = jax.jit(
+    lambda key: stochastic_muzero_policy(None, key, toy_root(2), impossible, toy_chance_fn, 12)
+  )(jax.random.PRNGKey(0))
   np.testing.assert_array_equal(out.search_graph.non_finite_evaluations, [12, 12])
   np.testing.assert_array_equal(out.search_graph.num_nodes, [1, 1])
   np.testing.assert_array_equal(out.action_weights, np.zeros((2, 4)))
