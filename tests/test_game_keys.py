@@ -319,8 +319,8 @@ GAMES = list(SPECS)
 # shogi's step compiles slowly (a quarter minute): its variants run in the slow set,
 # and tests/test_large_pgx_games.py checks its key without stepping
 SLOW_GAMES = {"shogi"}
-# Go 19x19's key is go 9x9's on a larger board: the per-game checks that say so run
-# its variant in the slow set (the README's suite checks its key in
+# Go 19x19's key is go 9x9's on a larger board: the per-game checks marked with
+# `_quick` run its variant in the slow set only (the README's suite checks its key in
 # tests/test_bounded_keys.py and tests/test_large_pgx_games.py).
 REPEATS = {"go_19x19"}
 
