@@ -14,9 +14,10 @@ import mcgs_jax as mg
 from mcgs_jax import testing
 from mcgs_jax._src.graph import edges_by_action
 from mcgs_jax.apps import registry, viz
-from mcgs_jax.games import make_game
+from mcgs_jax.games import make_game, search_game
 
 BATCH = 4
+ROOT_SEED = 1  # the key of every root evaluation of `_position`'s states
 
 POLICIES = registry.POLICIES | {
   "gumbel": functools.partial(registry.POLICIES["gumbel"], max_num_considered_actions=4),
@@ -43,28 +44,28 @@ def _position(name, batch_size=BATCH, plies=2):
       jax.random.PRNGKey(10 + ply), jnp.where(legal, 0.0, -jnp.inf), axis=-1
     )
     state = game.step(state, action)
-  return game, state, game.root(None, jax.random.PRNGKey(1), state)
+  return game, state, game.root(None, jax.random.PRNGKey(ROOT_SEED), state)
 
 
 def _search(policy, name, max_children, num_simulations=32, **options):
-  """One search of `_position(name)`, jitted whole: called eagerly, each operation
-  outside the playout loop would compile a program of its own."""
-  game, state, root = _position(name)
+  """One search (`search_game`) of `_position(name)`'s states and root key, jitted
+  whole: called eagerly, each operation outside the playout loop would compile a
+  program of its own."""
+  game, state, _ = _position(name)
 
-  def search(key, root, invalid_actions):
-    return POLICIES[policy](
-      None,
-      key,
-      root,
-      game.recurrent_fn,
+  def search(key, state):
+    return search_game(
+      POLICIES[policy],
+      game,
+      state,
       num_simulations,
-      invalid_actions=invalid_actions,
-      hash_fn=game.hash_fn,
+      key,
+      root_key=jax.random.PRNGKey(ROOT_SEED),
       max_children=max_children,
       **options,
     )
 
-  return jax.jit(search)(jax.random.PRNGKey(2), root, game.invalid_actions(state))
+  return jax.jit(search)(jax.random.PRNGKey(2), state)
 
 
 def assert_same_search(dense, compact):
