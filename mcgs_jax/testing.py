@@ -104,41 +104,16 @@ def check_graph(
   last, with no child, visit or prior.
   """
   g = to_numpy(graph)
-  batch_size = g["num_nodes"].shape[0]
-  for game in range(batch_size):
+  for game in range(g["num_nodes"].shape[0]):
     used = int(g["num_nodes"][game])
     if continued and used == 0:
       for name, fill in ROW_FIELDS.items():
         if name in g:
           assert np.all(g[name][game] == fill), f"game {game} is empty but {name} is not"
       continue
-    assert 1 <= used <= g["node_visits"].shape[1]
+    _check_tables(graph, g, game, used)
     children = g["children_index"][game, :used]
     edge_visits = g["edge_visits"][game, :used]
-    for name, fill in ROW_FIELDS.items():
-      if name in g:
-        assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
-    for leaf in jax.tree_util.tree_leaves(graph.embeddings):
-      assert np.all(np.asarray(leaf)[game, used:] == ROW_FIELDS["embeddings"]), (
-        "unused rows of embeddings are not empty"
-      )
-    assert np.all(children < used), "a child index points past num_nodes"
-    assert np.all((edge_visits == 0) | (children >= 0)), "a visited edge has no child"
-    assert np.all(edge_visits >= 0)
-    evaluations = g["node_evaluations"][game, :used]
-    assert np.all(evaluations >= 1), "a used node without an evaluation"
-    assert np.all(g["node_evaluations"][game, used:] == 0)
-    assert np.sum(evaluations - 1) <= g["folded_evaluations"][game], "unfolded k > 1"
-    for name in ("raw_values", "node_values", "edge_values", "edge_rewards", "edge_discounts"):
-      assert np.all(np.isfinite(g[name][game, :used])), f"game {game}: non-finite {name}"
-    assert not np.any(np.isnan(g["children_prior_logits"][game, :used]))
-    assert not np.any(g["children_prior_logits"][game, :used] == np.inf)
-    marked = g["edge_non_finite"][game, :used]
-    assert np.all(children[marked] == -1) and np.all(edge_visits[marked] == 0), (
-      "an edge marked non-finite has a child or visits"
-    )
-    if "children_actions" in g:
-      _check_slots(g, game, used, graph.num_actions)
     incoming = np.zeros(used)
     np.add.at(incoming, children[children >= 0], edge_visits[children >= 0])
     parents = np.bincount(children[children >= 0], minlength=used)
@@ -147,48 +122,23 @@ def check_graph(
       assert np.all(parents[1:] == 1), "tree mode: a node with two parents"
       assert parents[0] == 0
     for node in range(used):
-      visits = g["node_visits"][game, node]
-      assert visits >= 1
-      if g["node_terminal"][game, node]:
-        assert edge_visits[node].sum() == 0, "a terminal node has visited edges"
-        if node and (tree_mode or not continued):
-          assert incoming[node] == visits, "terminal visits must equal arrivals"
-        elif node:
-          assert incoming[node] <= visits, "more arrivals at a terminal than its visits"
-        continue
-      expected_visits, _ = node_formula(g, game, node)
-      assert visits == expected_visits, f"game {game} node {node}: N != k + sum N(n,a)"
-      if check_values and not g["node_proven"][game, node]:
-        _, stored_value = node_formula(g, game, node, stored_edge_values=True)
-        np.testing.assert_allclose(
-          g["node_values"][game, node],
-          stored_value,
-          atol=atol,
-          err_msg=f"game {game} node {node}: Q != formula over its edge_values",
-        )
-      if node:
-        if tree_mode and not playouts_stop_early:
-          assert incoming[node] == visits, "tree mode: N(child) must equal N(parent, a)"
-        elif not continued:
-          assert incoming[node] >= visits, "more passes through a node than edges into it"
+      _check_node(
+        g,
+        game,
+        node,
+        incoming[node],
+        tree_mode=tree_mode,
+        atol=atol,
+        check_values=check_values,
+        playouts_stop_early=playouts_stop_early,
+        continued=continued,
+      )
     exact = [] if continued and not tree_mode else [0]
     exact += list(q_exact_nodes(game) if q_exact_nodes else [])
     if tree_mode:
       exact = list(range(used))
-    if not check_values:
-      exact = []
-    for node in exact:
-      if g["node_terminal"][game, node]:
-        continue
-      _, expected_value = node_formula(g, game, node)
-      if g["node_proven"][game, node]:  # the solver's exact value replaces the formula
-        expected_value = g["proven_values"][game, node]
-      np.testing.assert_allclose(
-        g["node_values"][game, node],
-        expected_value,
-        atol=atol,
-        err_msg=f"game {game} node {node}: Q != idempotent formula",
-      )
+    for node in exact if check_values else []:
+      _check_exact_value(g, game, node, atol)
     if (
       num_simulations is not None
       and g["capacity_overflows"][game] == 0
@@ -197,6 +147,87 @@ def check_graph(
       counted = num_simulations - g["parallel_collisions"][game] - g["non_finite_evaluations"][game]
       assert g["node_visits"][game, 0] == counted + g["node_evaluations"][game, 0]
       assert edge_visits[0].sum() == counted
+
+
+def _check_exact_value(g, game, node, atol):
+  """Q of a non-terminal `node` equals the idempotent formula over its children's
+  current values (the solver's exact value where it proved the node)."""
+  if g["node_terminal"][game, node]:
+    return
+  _, expected_value = node_formula(g, game, node)
+  if g["node_proven"][game, node]:  # the solver's exact value replaces the formula
+    expected_value = g["proven_values"][game, node]
+  np.testing.assert_allclose(
+    g["node_values"][game, node],
+    expected_value,
+    atol=atol,
+    err_msg=f"game {game} node {node}: Q != idempotent formula",
+  )
+
+
+def _check_tables(graph, g, game, used):
+  """`check_graph`'s checks of one game's tables as a whole: empty rows from
+  `num_nodes` up, child indices in range, evaluations, finite values, priors,
+  non-finite edges and compact slots."""
+  children = g["children_index"][game, :used]
+  edge_visits = g["edge_visits"][game, :used]
+  assert 1 <= used <= g["node_visits"].shape[1]
+  for name, fill in ROW_FIELDS.items():
+    if name in g:
+      assert np.all(g[name][game, used:] == fill), f"unused rows of {name} are not empty"
+  for leaf in jax.tree_util.tree_leaves(graph.embeddings):
+    assert np.all(np.asarray(leaf)[game, used:] == ROW_FIELDS["embeddings"]), (
+      "unused rows of embeddings are not empty"
+    )
+  assert np.all(children < used), "a child index points past num_nodes"
+  assert np.all((edge_visits == 0) | (children >= 0)), "a visited edge has no child"
+  assert np.all(edge_visits >= 0)
+  evaluations = g["node_evaluations"][game, :used]
+  assert np.all(evaluations >= 1), "a used node without an evaluation"
+  assert np.all(g["node_evaluations"][game, used:] == 0)
+  assert np.sum(evaluations - 1) <= g["folded_evaluations"][game], "unfolded k > 1"
+  for name in ("raw_values", "node_values", "edge_values", "edge_rewards", "edge_discounts"):
+    assert np.all(np.isfinite(g[name][game, :used])), f"game {game}: non-finite {name}"
+  assert not np.any(np.isnan(g["children_prior_logits"][game, :used]))
+  assert not np.any(g["children_prior_logits"][game, :used] == np.inf)
+  marked = g["edge_non_finite"][game, :used]
+  assert np.all(children[marked] == -1) and np.all(edge_visits[marked] == 0), (
+    "an edge marked non-finite has a child or visits"
+  )
+  if "children_actions" in g:
+    _check_slots(g, game, used, graph.num_actions)
+
+
+def _check_node(
+  g, game, node, incoming, *, tree_mode, atol, check_values, playouts_stop_early, continued
+):
+  """`check_graph`'s checks of one node: its visits against its evaluations, edges and
+  `incoming` visits through the edges into it, and its Q over its stored edge
+  values."""
+  visits = g["node_visits"][game, node]
+  assert visits >= 1
+  if g["node_terminal"][game, node]:
+    assert g["edge_visits"][game, node].sum() == 0, "a terminal node has visited edges"
+    if node and (tree_mode or not continued):
+      assert incoming == visits, "terminal visits must equal arrivals"
+    elif node:
+      assert incoming <= visits, "more arrivals at a terminal than its visits"
+    return
+  expected_visits, _ = node_formula(g, game, node)
+  assert visits == expected_visits, f"game {game} node {node}: N != k + sum N(n,a)"
+  if check_values and not g["node_proven"][game, node]:
+    _, stored_value = node_formula(g, game, node, stored_edge_values=True)
+    np.testing.assert_allclose(
+      g["node_values"][game, node],
+      stored_value,
+      atol=atol,
+      err_msg=f"game {game} node {node}: Q != formula over its edge_values",
+    )
+  if node:
+    if tree_mode and not playouts_stop_early:
+      assert incoming == visits, "tree mode: N(child) must equal N(parent, a)"
+    elif not continued:
+      assert incoming >= visits, "more passes through a node than edges into it"
 
 
 def commuting_game(num_actions=3, modulus=11, horizon=6):

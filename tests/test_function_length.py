@@ -1,14 +1,15 @@
-"""Every function of the engine (`mcgs_jax/_src`) fits a screen: at most 60 lines
-besides its docstring (the public policies document mctx's arguments at length).
-A longer one needs a comment `# Long: why` on the line before its first statement
-(issue 19)."""
+"""Every function of the package (the engine in `mcgs_jax/_src`, the games, the
+applications and the test helpers) fits a screen: at most 60 lines besides its
+docstring (the public policies document mctx's arguments at length). A longer one
+needs a comment `# Long: why` on the line before its first statement (issues 19 and
+49)."""
 
 import ast
 import pathlib
 
 import mcgs_jax
 
-SOURCE = pathlib.Path(mcgs_jax.__file__).resolve().parent / "_src"
+PACKAGE = pathlib.Path(mcgs_jax.__file__).resolve().parent
 MOST_LINES = 60
 
 
@@ -38,10 +39,14 @@ def long_functions(source: str, name: str):
   return found
 
 
-def test_no_engine_function_is_over_60_lines():
-  paths = sorted(SOURCE.glob("*.py"))
-  assert len(paths) > 10
-  found = [item for path in paths for item in long_functions(path.read_text(), path.name)]
+def test_no_function_of_the_package_is_over_60_lines():
+  paths = sorted(PACKAGE.rglob("*.py"))
+  assert {"_src", "apps", "games"} <= {path.relative_to(PACKAGE).parts[0] for path in paths}
+  found = [
+    item
+    for path in paths
+    for item in long_functions(path.read_text(), str(path.relative_to(PACKAGE)))
+  ]
   assert found == []
 
 

@@ -147,14 +147,7 @@ def run(
   if capacities:
     finish(_capacity_group(measure, capacities, capacity_simulations, capacity_batch_size))
   if probe_windows:
-    group = measure(
-      "probe_window",
-      {w: ("graph", probe_simulations, None, w) for w in probe_windows},
-      probe_batch_size,
-    )
-    for row in group:
-      row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
-    finish(group)
+    finish(_probe_window_group(measure, probe_windows, probe_simulations, probe_batch_size))
   return rows
 
 
@@ -262,6 +255,20 @@ def _scaling_group(measure: Callable, batch_size: int, simulations: Sequence[int
       r for r in group if r["impl"] == "mctx" and r["num_simulations"] == row["num_simulations"]
     )
     row["speedup_vs_mctx"] = round(mctx_row["run_s"] / row["run_s"], 2)
+  return group
+
+
+def _probe_window_group(
+  measure: Callable, probe_windows: Sequence[int], num_simulations: int, batch_size: int
+) -> list[dict]:
+  """Graph mode at every probe window, with the time against the first window."""
+  group = measure(
+    "probe_window",
+    {w: ("graph", num_simulations, None, w) for w in probe_windows},
+    batch_size,
+  )
+  for row in group:
+    row["time_vs_first"] = round(row["run_s"] / group[0]["run_s"], 2)
   return group
 
 

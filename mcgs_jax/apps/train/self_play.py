@@ -161,6 +161,34 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
   )
 
 
+def _graph_move_counts(config: Config, graph: mg.Graph | None, searched: mg.Graph, target):
+  """`(target, carried, overflows, new_root_visits)` of one move of this library's
+  search, which continued `graph` (None: a fresh search) into `searched`: the policy
+  target (`[B, A]`: the search's own visits with `policy_target="new"`, pruned of
+  forced playouts where self-play prunes them), and `[B]` the root visits carried
+  over, the capacity overflows of this search and the root visits it added."""
+  new_root_visits = jnp.sum(searched.edge_visits[:, 0], axis=-1)
+  carried = jnp.zeros_like(new_root_visits)
+  overflows = searched.capacity_overflows
+  counted = searched.edge_visits[:, 0]
+  if graph is not None:
+    new_root_visits -= jnp.sum(graph.edge_visits[:, 0], axis=-1)
+    overflows = overflows - graph.capacity_overflows
+    carried = graph.node_visits[:, 0]
+    if config.policy_target == "new":
+      counted = counted - graph.edge_visits[:, 0]
+      if config.policy == "muzero":
+        total = jnp.sum(counted, axis=-1, keepdims=True)
+        # A search always adds visits to a live root; the guard keeps a finished
+        # game's row finite (it is masked out of the record).
+        target = jnp.where(total > 0, counted / jnp.maximum(total, 1), target)
+  if config.self_play_forced_playouts > 0:
+    target = mg.prune_forced_playouts(
+      searched, counted, forced_playouts=config.self_play_forced_playouts
+    )
+  return target, carried, overflows, new_root_visits
+
+
 def _self_play_move(
   game: Game, config: Config, search, keep_graph: bool, mesh: jax.sharding.Mesh | None
 ):
@@ -182,30 +210,12 @@ def _self_play_move(
       action, target = output.action, output.action_weights
       searched = output.search_graph if config.engine == "mcgs" else None
     valid = ~evaluators.is_finished(state)
-    carried = jnp.zeros(valid.shape, jnp.int32)
-    overflows = jnp.zeros(valid.shape, jnp.int32)
-    new_root_visits = jnp.zeros(valid.shape, jnp.int32)
+    no_counts = jnp.zeros(valid.shape, jnp.int32)
+    carried = overflows = new_root_visits = no_counts
     if config.engine == "mcgs":
-      new_root_visits = jnp.sum(searched.edge_visits[:, 0], axis=-1)
-      if graph is not None:
-        new_root_visits -= jnp.sum(graph.edge_visits[:, 0], axis=-1)
-      earlier_overflows = 0 if graph is None else graph.capacity_overflows
-      overflows = searched.capacity_overflows - earlier_overflows
-      if graph is not None:
-        carried = graph.node_visits[:, 0]
-        if config.policy_target == "new" and config.policy == "muzero":
-          new_visits = searched.edge_visits[:, 0] - graph.edge_visits[:, 0]
-          total = jnp.sum(new_visits, axis=-1, keepdims=True)
-          # A search always adds visits to a live root; the guard keeps a
-          # finished game's row finite (it is masked out below).
-          target = jnp.where(total > 0, new_visits / jnp.maximum(total, 1), target)
-      if config.self_play_forced_playouts > 0:
-        counted = searched.edge_visits[:, 0]
-        if graph is not None and config.policy_target == "new":
-          counted = counted - graph.edge_visits[:, 0]
-        target = mg.prune_forced_playouts(
-          searched, counted, forced_playouts=config.self_play_forced_playouts
-        )
+      target, carried, overflows, new_root_visits = _graph_move_counts(
+        config, graph, searched, target
+      )
     # Finished games are still searched (the batch moves together), but stepping
     # them is a no-op and their records are masked out by `valid`.
     next_state = data_parallel.shard_games(game.step(state, action), mesh)
