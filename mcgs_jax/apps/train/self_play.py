@@ -161,7 +161,9 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
   )
 
 
-def _graph_move_counts(config: Config, graph: mg.Graph | None, searched: mg.Graph, target):
+def _graph_move_counts(
+  config: Config, graph: mg.Graph | None, searched: mg.Graph, target: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
   """`(target, carried, overflows, new_root_visits)` of one move of this library's
   search, which continued `graph` (None: a fresh search) into `searched`: the policy
   target (`[B, A]`: the search's own visits with `policy_target="new"`, pruned of
@@ -210,8 +212,7 @@ def _self_play_move(
       action, target = output.action, output.action_weights
       searched = output.search_graph if config.engine == "mcgs" else None
     valid = ~evaluators.is_finished(state)
-    no_counts = jnp.zeros(valid.shape, jnp.int32)
-    carried = overflows = new_root_visits = no_counts
+    carried = overflows = new_root_visits = jnp.zeros(valid.shape, jnp.int32)
     if config.engine == "mcgs":
       target, carried, overflows, new_root_visits = _graph_move_counts(
         config, graph, searched, target
