@@ -35,7 +35,7 @@ OPTIONS = {
 
 @functools.cache
 def _position(name, batch_size=BATCH, plies=2):
-  """A game, its states `plies` random moves in, and their root."""
+  """A game and its states `plies` random moves in."""
   game = make_game(name)
   state = game.init(jax.random.PRNGKey(0), batch_size=batch_size)
   for ply in range(plies):
@@ -44,14 +44,14 @@ def _position(name, batch_size=BATCH, plies=2):
       jax.random.PRNGKey(10 + ply), jnp.where(legal, 0.0, -jnp.inf), axis=-1
     )
     state = game.step(state, action)
-  return game, state, game.root(None, jax.random.PRNGKey(ROOT_SEED), state)
+  return game, state
 
 
 def _search(policy, name, max_children, num_simulations=32, **options):
-  """One search (`search_game`) of `_position(name)`'s states and root key, jitted
+  """One search (`search_game`) of `_position(name)`'s states, roots keyed ROOT_SEED, jitted
   whole: called eagerly, each operation outside the playout loop would compile a
   program of its own."""
-  game, state, _ = _position(name)
+  game, state = _position(name)
 
   def search(key, state):
     return search_game(
@@ -120,7 +120,8 @@ def test_forced_playouts_and_their_pruning_as_dense():
 def test_reroot_continue_and_recycle_as_dense():
   """Reroot by the move played (with `max_nodes`), continue the search, and search
   again recycling the old graph: each step the dense graph's, read by action."""
-  game, state, root = _position("othello")
+  game, state = _position("othello")
+  root = game.root(None, jax.random.PRNGKey(ROOT_SEED), state)
   invalid = game.invalid_actions(state)
 
   def run(max_children):
@@ -165,7 +166,7 @@ def test_small_slots_count_what_they_leave_out():
   uniform prior, without root noise, ties them all: the lowest three), the rest are
   counted in `dropped_actions` node by node, and the root never plays or weighs
   them."""
-  game, _, _ = _position("othello")
+  game, _ = _position("othello")
   out = _search("muzero", "othello", 3, num_simulations=48, dirichlet_fraction=0.0)
   graph = out.search_graph
   for game_index in range(BATCH):
