@@ -48,9 +48,9 @@ def _position(name, batch_size=BATCH, plies=2):
 
 
 def _search(policy, name, max_children, num_simulations=32, **options):
-  """One search (`search_game`) of `_position(name)`'s states, roots keyed ROOT_SEED, jitted
-  whole: called eagerly, each operation outside the playout loop would compile a
-  program of its own."""
+  """One search (`search_game`) of `_position(name)`'s states, their roots keyed by
+  `ROOT_SEED`, jitted whole: called eagerly, each operation outside the playout loop
+  would compile a program of its own."""
   game, state = _position(name)
 
   def search(key, state):
