@@ -90,9 +90,12 @@ def check_graph(
   children's (a rerooted root has not been searched since they changed through
   other parents); it still equals the formula over the edge values it last used.
   `check_values=False` skips Q (a self-loop makes the formula read its own result).
-  `playouts_stop_early`: in tree mode, playouts cut by `max_depth` or a full graph
-  count an edge without entering its child, so a child may have fewer visits than
-  its edge.
+  `playouts_stop_early=True`: the search ran with a `max_depth` its playouts
+  reached. In tree mode a playout cut by `max_depth` counts an edge without entering
+  its child, so a child may have fewer visits than its edge; the graph does not
+  record `max_depth`, so say so here. The other two causes are read from the graph:
+  a game whose capacity was full (`capacity_overflows`) and a proven child (the
+  solver's playouts stop at a proven node without entering it, `node_proven`).
 
   Checked everywhere, shared nodes included: `Q(n)` equals the formula over the
   edge values `n` last used (`edge_values`), `k(n) >= 1`, and no value, prior or
@@ -121,6 +124,7 @@ def check_graph(
     if tree_mode:
       assert np.all(parents[1:] == 1), "tree mode: a node with two parents"
       assert parents[0] == 0
+    overflowed = g["capacity_overflows"][game] > 0
     for node in range(used):
       _check_node(
         g,
@@ -130,7 +134,7 @@ def check_graph(
         tree_mode=tree_mode,
         atol=atol,
         check_values=check_values,
-        playouts_stop_early=playouts_stop_early,
+        arrivals_may_stop_short=playouts_stop_early or overflowed or g["node_proven"][game, node],
         continued=continued,
       )
     exact = [] if continued and not tree_mode else [0]
@@ -199,11 +203,12 @@ def _check_tables(graph, g, game, used):
 
 
 def _check_node(
-  g, game, node, incoming, *, tree_mode, atol, check_values, playouts_stop_early, continued
+  g, game, node, incoming, *, tree_mode, atol, check_values, arrivals_may_stop_short, continued
 ):
   """`check_graph`'s checks of one node: its visits against its evaluations, edges and
-  `incoming` visits through the edges into it, and its Q over its stored edge
-  values."""
+  `incoming` visits through the edges into it (which may exceed its visits where
+  `arrivals_may_stop_short`: playouts may count an edge into it and stop there), and
+  its Q over its stored edge values."""
   visits = g["node_visits"][game, node]
   assert visits >= 1
   if g["node_terminal"][game, node]:
@@ -224,7 +229,7 @@ def _check_node(
       err_msg=f"game {game} node {node}: Q != formula over its edge_values",
     )
   if node:
-    if tree_mode and not playouts_stop_early:
+    if tree_mode and not arrivals_may_stop_short:
       assert incoming == visits, "tree mode: N(child) must equal N(parent, a)"
     elif not continued:
       assert incoming >= visits, "more passes through a node than edges into it"

@@ -52,6 +52,7 @@ def make_node(edges, node_index, value_bounds):
     edge_rewards=jnp.asarray(rewards),
     edge_discounts=jnp.asarray(discounts),
     children_prior_logits=jnp.asarray(logits),
+    node_dropped_actions=None,  # a dense graph
     root_invalid_edges=jnp.asarray([invalid for *_, invalid in edges]),
     value_bounds=jnp.asarray(value_bounds, jnp.float32),
   )

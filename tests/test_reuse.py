@@ -49,6 +49,7 @@ REBUILT_FIELDS = (
   "children_index",
   "children_prior_logits",
   "children_actions",
+  "node_dropped_actions",
   "embeddings",
   "hash_slots",
   "num_nodes",

@@ -197,7 +197,8 @@ def _write_rows(
   }
   if evaluation.children_actions is not None:
     new_rows["children_actions"] = evaluation.children_actions
-  written = set(new_rows) | {"embeddings", "children_actions"}
+    new_rows["node_dropped_actions"] = evaluation.dropped_actions
+  written = set(new_rows) | {"embeddings", "children_actions", "node_dropped_actions"}
   assert written == set(NODE_FIELDS), "a node table is not set"
   graph = graph.replace(
     **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},

@@ -81,6 +81,9 @@ class Graph:
     edges those of the slots' actions, the lowest float for an empty slot).
   children_actions: `[B, N, K]` int32, the action each slot of a node holds, in
     increasing action order, -1 for an empty slot; None in a dense graph.
+  node_dropped_actions: `[B, N]` int32, the node's valid actions that got no slot
+    (it had more than `K`): never searched, so the solver proves such a node only
+    by a winning edge, never by every edge being proven; None in a dense graph.
   edge_visits: `[B, N, W]` int32, `N(n, a)`: how often selection at n chose a.
   edge_rewards: `[B, N, W]` float, reward of the transition.
   edge_discounts: `[B, N, W]` float, discount of the transition.
@@ -159,6 +162,7 @@ class Graph:
   children_index: chex.Array = dataclasses.field(metadata=_edge_table(UNEXPANDED))
   children_prior_logits: chex.Array = dataclasses.field(metadata=_node_table(0.0))
   children_actions: chex.Array | None = dataclasses.field(metadata=_node_table(-1))
+  node_dropped_actions: chex.Array | None = dataclasses.field(metadata=_node_table(0))
   edge_visits: chex.Array = dataclasses.field(metadata=_edge_table(0))
   edge_rewards: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
   edge_discounts: chex.Array = dataclasses.field(metadata=_edge_table(0.0))

@@ -193,6 +193,7 @@ def empty_graph(
     set_root, empty_tables["embeddings"], root.embedding
   )
   tables.setdefault("children_actions", None)
+  tables.setdefault("node_dropped_actions", None)
   for name in edge_dtypes:
     tables[name] = empty_tables[name]
   for name in COUNTER_FIELDS:
@@ -220,7 +221,7 @@ def _root_rows(
   max_children: int | None,
 ) -> tuple[dict[str, tuple[chex.Array, Any]], compact.Slots | None]:
   """`({name: (the root's entry [B, ...], dtype)}, slots)` of every node table but
-  the embeddings (and `children_actions` in a dense graph) in a new graph, and the
+  the embeddings (and the slot tables in a dense graph) in a new graph, and the
   root's compact `Slots` (None in a dense graph)."""
   batch_size = root.prior_logits.shape[0]
   value_dtype = root.value.dtype
@@ -244,6 +245,7 @@ def _root_rows(
   }
   if slots is not None:
     rows["children_actions"] = (slots.actions, jnp.int32)
+    rows["node_dropped_actions"] = (slots.dropped, jnp.int32)
   return rows, slots
 
 

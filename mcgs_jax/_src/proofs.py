@@ -13,6 +13,12 @@ leads there). An edge into a proven child has the exact value
 A legal edge is one with a positive prior probability (the game adapters give
 illegal actions a zero prior) and, at the root, not in `invalid_actions`.
 
+With compact edges a node may have more valid actions than slots; those left out
+(`Graph.node_dropped_actions`) are never searched, so nothing is known of them:
+such a node is proven early by a winning edge (nothing beats the highest value)
+but never by full expansion, which would take its best slot for its best move and
+could prove a loss while a winning move went unexamined.
+
 Only exact values that lie within the stated bounds take a shortcut. An exact value
 above the highest bound (or below the lowest) means the bounds are wrong, e.g. a
 single-player game with rewards run with the default (-1, 1): such an edge never
@@ -58,6 +64,14 @@ def legal_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   return legal & ~(graph.root_invalid_edges & (node_index == ROOT_INDEX))
 
 
+def has_dropped_actions(graph: Graph, node_index: chex.Array) -> chex.Array:
+  """Scalar bool: one game's node has valid actions that got no slot (compact
+  edges; never in a dense graph)."""
+  if graph.node_dropped_actions is None:
+    return jnp.array(False)
+  return graph.node_dropped_actions[node_index] > 0
+
+
 def proven_edges(graph: Graph, node_index: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`([A] bool, [A] float)`: which edges lead to a proven child, and their exact
   values (meaningful where proven)."""
@@ -98,7 +112,7 @@ class _NodeProof:
   proven: chex.Array  # [A] bool, legal edges into a proven child.
   exact: chex.Array  # [A] float, their exact values (meaningful where proven).
   best: chex.Array  # [] float, the best exact value of a proven edge; -inf if none.
-  settled: chex.Array  # [] bool, it has legal edges and every one is proven.
+  settled: chex.Array  # [] bool, it has legal edges, every one is proven, none dropped.
   in_bounds: chex.Array  # [] bool, `in_bounds`.
   wins: chex.Array  # [] bool, a `winning_edges` edge proves it at once.
 
@@ -142,7 +156,7 @@ def _node_proof(
     proven=proven,
     exact=exact,
     best=best,
-    settled=any_legal & ~any_unproven,
+    settled=any_legal & ~any_unproven & ~has_dropped_actions(graph, node_index),
     in_bounds=~any_outside,
     wins=any_winning & ~any_outside,
   )
