@@ -50,6 +50,7 @@ from jax.sharding import Mesh
 
 import mcgs_jax as mg
 from mcgs_jax.apps import registry, train
+from mcgs_jax.apps.cli.args import int_at_least
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.games import evaluators, make_game, networks
 
@@ -233,22 +234,27 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--topology", default="v5e:2x2")
   parser.add_argument("--game", default="connect_four")
-  parser.add_argument("--batch-per-chip", type=int, default=256)
-  parser.add_argument("--simulations", type=int, default=64)
+  parser.add_argument("--batch-per-chip", type=int_at_least(1), default=256)
+  parser.add_argument("--simulations", type=int_at_least(1), default=64)
   parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated")
   parser.add_argument(
-    "--max-children", type=int, help="compact edges for the graph search (GraphOptions)"
+    "--max-children",
+    type=int_at_least(0),
+    help="compact edges for the graph search (GraphOptions; 0 or absent: dense)",
   )
   parser.add_argument("--json", help="append one JSON line per program to this file")
   args = parser.parse_args()
   names = [name for name in args.programs.split(",") if name]
   if set(names) - set(PROGRAMS):
     parser.error(f"--programs: unknown {sorted(set(names) - set(PROGRAMS))}; known {PROGRAMS}")
+  args.max_children = args.max_children or None  # 0: dense, as in `mcgs-jax search`
   if args.max_children is not None:
     try:
       mg.GraphOptions(max_children=args.max_children)
     except TypeError:
       parser.error("--max-children: this mcgs_jax's GraphOptions has no max_children yet")
+    except ValueError as error:
+      parser.error(f"--max-children: {error}")
   mesh = topology_mesh(args.topology)
   setting = dict(
     date=str(datetime.date.today()),

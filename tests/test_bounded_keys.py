@@ -10,6 +10,8 @@ states with pgx's `step` and compare their outcomes.
 import collections
 import functools
 import itertools
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -96,6 +98,25 @@ def test_bad_repetition_bound_raises_value_error_naming_it(bound):
     game_keys.transposition_key_fn("go_9x9", repetition_bound=bound)
   with pytest.raises(ValueError, match=r"repetition_bound must be an int >= 1"):
     adapter.make_game("nim", repetition_bound=bound)
+
+
+@pytest.mark.parametrize("bound", [game_keys.MAX_REPETITION_BOUND + 1, 2**32 + 600, 2**40])
+def test_a_bound_past_its_range_is_refused_where_it_is_given(bound):
+  """A bound past `MAX_REPETITION_BOUND` (2**40 and 2**32 + 600 overflowed int32
+  when the key was first computed; issue 60, defect 2) is refused by `make_game`,
+  the key and the command line, naming the range."""
+  match = f"repetition_bound must be an int >= 1 and <= {game_keys.MAX_REPETITION_BOUND}"
+  with pytest.raises(ValueError, match=match):
+    adapter.make_game("chess", repetition_bound=bound)
+  with pytest.raises(ValueError, match=match):
+    game_keys.transposition_key_fn("go_9x9", repetition_bound=bound)
+  command = [sys.executable, "-m", "mcgs_jax.apps.cli", "search", "--game", "chess"]
+  done = subprocess.run(
+    command + ["--repetition-bound", str(bound)], capture_output=True, text=True, timeout=120
+  )
+  assert done.returncode == 2, done.stderr
+  assert f"<= {game_keys.MAX_REPETITION_BOUND}" in done.stderr
+  assert "Traceback" not in done.stderr
 
 
 def test_step_limits_are_pgx_s():

@@ -177,3 +177,24 @@ def test_self_play_on_several_accelerators_needs_one_share_of_each(tic_tac_toe, 
   # On the CPU every part shares the host's memory: the whole is compared.
   with pytest.raises(memory.InsufficientMemoryError, match="replay buffer"):
     memory.check_self_play_memory(tic_tac_toe, config, available=limit * 4)
+
+
+def test_a_search_that_cannot_fit_is_refused_with_its_estimate(capsys):
+  """`mcgs-jax search` refuses before any work, with the estimate, a search whose
+  graphs cannot fit (it ran into XLA's out-of-memory error and a traceback; issue 60,
+  defect 3), and accepts a small one silently."""
+  from mcgs_jax.apps.cli import search as search_command  # noqa: PLC0415
+
+  argv = ["--game", "chess", "--simulations", "1000000", "--max-children", "0"]
+  started = time.perf_counter()
+  assert search_command.main(argv) == 2
+  captured = capsys.readouterr()
+  assert captured.out == "" and captured.err.count("\n") == 1
+  assert re.match(
+    r"mcgs-jax search: error: the search needs about \d+\.\d GB for its graphs .* GB are "
+    r"available: fewer --simulations",
+    captured.err,
+  ), captured.err
+  assert time.perf_counter() - started < 30  # refused, not run
+  assert search_command.main(["--game", "tic_tac_toe", "--simulations", "8"]) == 0
+  assert "warning" not in capsys.readouterr().err

@@ -12,10 +12,31 @@ from helpers import run_benchmark, run_in_checkout
 
 pytest.importorskip("mctx")
 pytest.importorskip("optax")
-pytestmark = pytest.mark.skipif(
+needs_libtpu = pytest.mark.skipif(
   importlib.util.find_spec("libtpu") is None,
   reason="libtpu is not installed: pip install 'jax[tpu]==<jax's version>' compiles for TPU",
 )
+
+
+@pytest.mark.parametrize(
+  "flag, value", [("--max-children", "-4"), ("--simulations", "0"), ("--batch-per-chip", "-1")]
+)
+def test_bad_arguments_exit_2_with_one_line(flag, value):
+  """A bad number is refused by argparse (exit status 2, one line naming the flag) before
+  anything is compiled; `--max-children -4` ended in a ValueError traceback (issue 60,
+  defect 4)."""
+  done = run_benchmark("tpu_compile", flag, value, "--programs", "none", timeout=300)
+  assert done.returncode == 2, done.stderr
+  assert "Traceback" not in done.stderr
+  assert f"argument {flag}: expected" in done.stderr.splitlines()[-1]
+
+
+def test_max_children_0_means_dense_edges():
+  """`--max-children 0` is accepted (dense edge tables, as in `mcgs-jax search`): the
+  run goes on to the next check, here the unknown program."""
+  done = run_benchmark("tpu_compile", "--max-children", "0", "--programs", "none", timeout=300)
+  assert done.returncode == 2 and "--programs: unknown ['none']" in done.stderr, done.stderr
+
 
 # A table of 8 games x 65 rows sharded over the slice's 4 chips, read back whole
 # (an all-gather of the table) or game by game (no collective).
@@ -34,12 +55,14 @@ for program in (whole, by_game):
 """
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_the_detector_finds_an_all_gather_of_a_table():
   done = run_in_checkout(["-c", _CONTROL], timeout=600, check=True)
   assert done.stdout.split() == ["1", "1", "0", "0"], done.stdout + done.stderr
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_sharded_search_reroot_and_self_play_gather_no_graph_table(tmp_path):
   output = tmp_path / "tpu.jsonl"

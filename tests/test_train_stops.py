@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import jax
 import jax.numpy as jnp
@@ -203,3 +204,43 @@ def test_ctrl_c_ends_the_running_iteration_and_checkpoints_it(tmp_path):
   state = checkpoint_files._read_state(str(directory / "iteration_0002.msgpack"))
   assert [entry["iteration"] for entry in json.loads(state["run_state"]["history"])] == [1, 2]
   files.unseal(str(directory / "iteration_0002.msgpack"))
+
+
+def test_a_run_killed_before_its_first_checkpoint_resumes_afresh(tmp_path, capsys):
+  """`mcgs-jax train --resume DIR` for a run killed (SIGKILL) before its first
+  checkpoint starts that run afresh, with its own flags (the docs said so and the
+  command exited 2; issue 60, defect 6): the run's config is in DIR from its start.
+  The resumed run ends with the params of the same run never killed; a directory
+  with neither a checkpoint nor a config is still refused."""
+  argv = ["train", "--quick", "--games", "8", "--simulations", "8", "--hidden", "16"]
+  argv += ["--train-steps", "5", "--train-batch-size", "32", "--eval-games", "0"]
+  argv += ["--iterations", "1", "--checkpoint-every", "0"]
+  killed = tmp_path / "killed"
+  config_file = killed / checkpoint_files.RUN_CONFIG_NAME
+  command = [sys.executable, "-m", "mcgs_jax.apps.cli", "--no-cache", *argv]
+  process = subprocess.Popen(command + ["--checkpoint-dir", str(killed)])
+  try:
+    while process.poll() is None and not config_file.exists():
+      time.sleep(0.01)
+    process.kill()
+    process.wait()
+  finally:
+    if process.poll() is None:
+      process.kill()
+  assert config_file.exists() and train_lib.existing_checkpoints(str(killed)) == []
+
+  assert train_lib.main(["--resume", str(killed)]) == 0
+  whole = tmp_path / "whole"
+  assert train_lib.main(argv[1:] + ["--checkpoint-dir", str(whole)]) == 0
+  env = registry.game_from_spec("tic_tac_toe").env  # --quick's game
+  resumed, uninterrupted = (
+    checkpoint_files.load_network(train_lib.checkpoint_path(str(d), 1), env)[1]
+    for d in (killed, whole)
+  )
+  for a, b in zip(jax.tree.leaves(resumed), jax.tree.leaves(uninterrupted), strict=True):
+    np.testing.assert_array_equal(a, b)
+
+  (tmp_path / "empty").mkdir()
+  capsys.readouterr()
+  assert train_lib.main(["--resume", str(tmp_path / "empty")]) == 2
+  assert "no checkpoint or config of a train run there" in capsys.readouterr().err

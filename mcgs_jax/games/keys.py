@@ -67,6 +67,10 @@ HISTORY_MODES = ("exact", "bounded", "position")
 DEFAULT_HISTORY = "bounded"
 # KataGo's `graphSearchRepBound`: cycles up to this many plies are kept exact.
 DEFAULT_REPETITION_BOUND = 11
+# The largest R taken: beyond every step limit below (the longest, go 19x19's, is 722
+# plies) and every board (361 points), so a larger R would keep nothing more, and
+# every count the keys compute with it fits in int32.
+MAX_REPETITION_BOUND = 1024
 
 # pgx's step limits: the game ends (area scoring in Go, a draw elsewhere) once its
 # step count reaches this (tests/test_bounded_keys.py checks them against pgx).
@@ -574,17 +578,18 @@ KEY_CONTENTS: dict[str, dict[str, str]] = {
 
 def check_history(history: str, repetition_bound: int) -> None:
   """ValueError unless `history` is one of `HISTORY_MODES` and `repetition_bound`
-  an int of at least 1."""
+  an int in `[1, MAX_REPETITION_BOUND]`."""
   if not isinstance(history, str) or history not in HISTORY_MODES:
     raise ValueError(f"history must be one of {', '.join(HISTORY_MODES)}; got {history!r}")
   if (
     isinstance(repetition_bound, bool)
     or not isinstance(repetition_bound, numbers.Integral)
-    or repetition_bound < 1
+    or not 1 <= repetition_bound <= MAX_REPETITION_BOUND
   ):
     raise ValueError(
-      f"repetition_bound must be an int >= 1 (KataGo's default: "
-      f"{DEFAULT_REPETITION_BOUND}); got {repetition_bound!r}"
+      f"repetition_bound must be an int >= 1 and <= {MAX_REPETITION_BOUND} (KataGo's "
+      f"default: {DEFAULT_REPETITION_BOUND}; {MAX_REPETITION_BOUND} is beyond every game's "
+      f"step limit, where a larger bound keeps nothing more); got {repetition_bound!r}"
     )
 
 
@@ -629,7 +634,7 @@ def transposition_key_fn(
       a position repeats. See the module docstring and `KEY_CONTENTS`.
     repetition_bound: R, the plies within which `"bounded"` and `"position"` keep
       every difference of history, step limit and clock (default 11, KataGo's
-      `graphSearchRepBound`).
+      `graphSearchRepBound`; at most `MAX_REPETITION_BOUND`, 1024).
 
   Returns:
     `hash_fn(states) -> uint32 [B, lanes]` for a batch of pgx States `[B, ...]` of
@@ -637,7 +642,7 @@ def transposition_key_fn(
 
   Raises:
     ValueError: for an env id without a key here, an unknown `history`, or a
-      `repetition_bound` that is not an int >= 1.
+      `repetition_bound` that is not an int in `[1, MAX_REPETITION_BOUND]`.
   """
   batched_words = jax.vmap(
     transposition_words(env_id, history=history, repetition_bound=repetition_bound)

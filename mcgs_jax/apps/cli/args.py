@@ -6,6 +6,8 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
+from mcgs_jax.games.keys import MAX_REPETITION_BOUND
+
 # Optional dependencies, by the extra of pyproject.toml that installs them.
 EXTRA_OF_MODULE = {
   "pgx": "games",
@@ -94,10 +96,10 @@ def add_key_history_arguments(parser: argparse.ArgumentParser) -> None:
   )
   parser.add_argument(
     "--repetition-bound",
-    type=int_at_least(1),
+    type=int_at_least(1, MAX_REPETITION_BOUND),
     default=None,
     help="R: plies within which the bounded and position keys keep every difference "
-    "of history, clocks and step limits (default: 11)",
+    f"of history, clocks and step limits (default: 11; at most {MAX_REPETITION_BOUND})",
   )
 
 

@@ -342,13 +342,15 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     tuple(sorted(key_history_options(args).items())),
   )
   states, batch = _position_batch(game, args, positions)
+  max_children = registry.default_max_children(args.game, args.max_children)
+  _check_search_memory(game, batch, args.simulations, max_children)
   search = _jitted_search(
     game,
     args.policy,
     args.simulations,
     not args.no_transpositions,
     args.solver,
-    registry.default_max_children(args.game, args.max_children),
+    max_children,
   )
   output = search(jax.random.PRNGKey(args.seed), batch)
   roots = _root_statistics(game, output, batch)
@@ -356,6 +358,22 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     _position_report(game, args, moves, state, {name: value[b] for name, value in roots.items()})
     for b, (moves, state) in enumerate(zip(positions, states, strict=True))
   ]
+
+
+def _check_search_memory(game, batch, simulations: int, max_children: int | None) -> None:
+  """`memory.InsufficientMemoryError` (a `ValueError`: exit status 2) before any work
+  when the search's graphs cannot fit, with the estimate; a warning above
+  `memory.WARN_FRACTION` of the memory available."""
+  from mcgs_jax.apps import memory
+
+  graph = memory.graph_bytes(game, batch, simulations + 1, max_children=max_children)
+  memory.check_memory(
+    {"graphs": memory.GRAPHS_PER_SEARCH * graph},
+    owner="the search",
+    users="graphs",
+    held="its graphs",
+    advice="fewer --simulations or positions, or compact edges (--max-children)",
+  )
 
 
 def _position_batch(game, args, positions: list[list[int]]):

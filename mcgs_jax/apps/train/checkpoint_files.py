@@ -338,6 +338,30 @@ def _last_run_checkpoint(directory: str | None) -> tuple[str, dict] | None:
   return None
 
 
+# The run's config, written into its checkpoint directory when it starts, so that a
+# run killed before its first checkpoint can be resumed (afresh) by its directory alone.
+RUN_CONFIG_NAME = "run_config.json"
+
+
+def save_run_config(config: Config) -> None:
+  """Writes `config` as JSON to `config.checkpoint_dir/RUN_CONFIG_NAME`, atomically
+  (process 0 alone under `jax.distributed`; nothing without a directory)."""
+  if config.checkpoint_dir and data_parallel.writes_files():
+    path = os.path.join(config.checkpoint_dir, RUN_CONFIG_NAME)
+    files.write_atomically(path, json.dumps(dataclasses.asdict(config)))
+
+
+def read_run_config(directory: str) -> dict | None:
+  """The config `save_run_config` wrote into `directory` (a dict of `Config`'s
+  fields, as JSON holds them), or None where there is none or it cannot be read."""
+  try:
+    with open(os.path.join(directory, RUN_CONFIG_NAME)) as file:
+      stored = json.load(file)
+  except (OSError, ValueError):
+    return None
+  return stored if isinstance(stored, dict) else None
+
+
 def check_resumable_iterations(path: str, iteration: int, iterations: int) -> None:
   """ValueError when a run whose last checkpoint `path` is of `iteration` is resumed
   with fewer `iterations`: it would return that later network labelled as an earlier

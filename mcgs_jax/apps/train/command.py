@@ -18,6 +18,7 @@ from mcgs_jax.apps.train.checkpoint_files import (
   _last_run_checkpoint,
   check_resumable_iterations,
   claim_checkpoint_dir,
+  read_run_config,
   run_lock,
   save_checkpoint,
 )
@@ -274,6 +275,25 @@ def config_from_args(args) -> Config:
     raise ValueError(_config_error(error)) from None
 
 
+def _stored_run_config(directory: str, iterations: int | None) -> dict:
+  """The config (JSON fields) of the run in `directory`: its last checkpoint's, or,
+  for a run killed before its first checkpoint, the one it wrote when it started
+  (it then starts afresh). ValueError when there is neither, or `iterations` is
+  below the last checkpoint's iteration."""
+  found = _last_run_checkpoint(directory)
+  if found is None:
+    stored = read_run_config(directory)
+    if stored is None:
+      raise ValueError(f"--resume {directory!r}: no checkpoint or config of a train run there")
+    return stored
+  if iterations is not None:
+    try:
+      check_resumable_iterations(found[0], int(found[1]["iteration"]), iterations)
+    except ValueError as error:
+      raise ValueError(f"--iterations {iterations}: {error}") from None
+  return json.loads(found[1]["run_state"]["config"])
+
+
 def resumed_config(args) -> Config:
   """The `Config` of the run whose checkpoints are in `args.resume`, with
   `--iterations`, `--max-seconds` and `--devices` applied; ValueError when there is no such
@@ -293,15 +313,7 @@ def resumed_config(args) -> Config:
     raise ValueError(
       "--overwrite deletes the checkpoints that --resume continues from; give one or the other"
     )
-  found = _last_run_checkpoint(args.resume)
-  if found is None:
-    raise ValueError(f"--resume {args.resume!r}: no checkpoint of a train run there")
-  if args.iterations is not None:
-    try:
-      check_resumable_iterations(found[0], int(found[1]["iteration"]), args.iterations)
-    except ValueError as error:
-      raise ValueError(f"--iterations {args.iterations}: {error}") from None
-  stored = json.loads(found[1]["run_state"]["config"])
+  stored = _stored_run_config(args.resume, args.iterations)
   stored.update(checkpoint_dir=args.resume, progress=False)
   stored.update(
     {

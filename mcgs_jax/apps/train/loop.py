@@ -67,6 +67,7 @@ from mcgs_jax.apps.train.checkpoint_files import (
   checkpoint_path,
   claim_checkpoint_dir,
   run_lock,
+  save_run_config,
 )
 from mcgs_jax.apps.train.config import Config
 from mcgs_jax.apps.train.evaluation import timed_evaluation
@@ -235,6 +236,7 @@ def _start_run(
   )
   run.history.apply_fn, run.history.config = apply_fn, config
   first = _resume(config, run, overwrite) + 1 if resume else 1
+  save_run_config(config)  # `mcgs-jax train --resume` reads it before any checkpoint
   if first == 1 and _wants_checkpoint(config, 0):
     run.history.initial_checkpoint = checkpoint_path(str(config.checkpoint_dir), 0)
     _save_run(run.history.initial_checkpoint, run, 0)
