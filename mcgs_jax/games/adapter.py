@@ -15,7 +15,8 @@ Conventions of `recurrent_fn(params, rng_key, action, state)`, with
   * `reward` `[B]`: `next_state.rewards[mover]`, the reward of the move for the
     player who made it.
   * `discount` `[B]`: `0` when `next_state` is over (terminated or truncated), else
-    `-1` when the player to move changes and `+1` when the mover moves again.
+    `-1` when the player to move changes and `+1` when the mover moves again, times
+    `next_state.discount` where states have one (jumanji's discount of the step).
   * `prior_logits` `[B, A]`: the evaluator's logits at `next_state`, shifted so the
     largest is 0, with every illegal action (`Game.invalid_actions`: every action
     once the game is over) set to `finfo(float32).min` (finite: never -inf, never
@@ -36,8 +37,12 @@ Supported specs of `make_game`:
   * `"dag"` or `"dag:actions=3,depth=6,width=5,seed=0"`: the layered DAG game
     (`mcgs_jax.games.dag`); keys are `actions` (or `num_actions`), `depth`, `width`,
     `seed`, `illegal_fraction`.
+  * `"jumanji:<env id>"`: a single-agent jumanji environment, e.g.
+    `"jumanji:Sudoku-v0"` (`mcgs_jax.games.jumanji_env`: actions flattened, keys per
+    env in `JUMANJI_KEY_CONTENTS`, the exact key for the others).
   * an env object: one with a `transposition_words(state) -> uint32 [W]` method (Nim,
-    DAG and look-alikes) or a pgx env whose `id` is supported as above.
+    DAG, `jumanji_env.JumanjiEnv` and look-alikes) or a pgx env whose `id` is
+    supported as above.
 """
 
 import dataclasses
@@ -61,8 +66,9 @@ from mcgs_jax.games.keys import (
 )
 from mcgs_jax.games.storage import StateStorage, storage_for
 
-# Every name `make_game` accepts (Nim and the DAG game take arguments after a colon).
-SUPPORTED_GAMES = ("nim", "dag", "2048") + tuple(SUPPORTED_ENV_IDS)
+# Every name `make_game` accepts (Nim and the DAG game take arguments after a colon,
+# jumanji an env id).
+SUPPORTED_GAMES = ("nim", "dag", "2048", "jumanji") + tuple(SUPPORTED_ENV_IDS)
 
 _DAG_ARGUMENT_NAMES = {
   "actions": "num_actions",
@@ -92,7 +98,8 @@ class Game:
     env: a pgx env or an object with the same protocol (`init(key)`,
       `step(state, action)`, `num_actions`; states with `current_player`,
       `rewards [num_players]`, `terminated`, `legal_action_mask [A]`, optionally
-      `truncated` and `observation`).
+      `truncated`, `observation` and `discount`, the env's own discount of the
+      step that reached the state, which `recurrent_fn` multiplies in).
     evaluator: `evaluate(params, rng_key, state) -> (logits [B, A], value [B])`, see
       `mcgs_jax.evaluators`.
     hash_fn: state batch -> uint32 `[B, L]` transposition keys.
@@ -108,6 +115,11 @@ class Game:
     storage: the smaller form in which nodes store some leaves of the state
       (`mcgs_jax.games.storage.StateStorage`: bit-packed legal-action masks,
       narrower boards), or None to store them as the env returns them.
+    value_bounds: the lowest and highest value of a state for its player to move
+      (`GraphOptions.value_bounds`, read by the solver): `(-1, 1)` for two-player
+      outcomes, the env's own `value_bounds` where it has one (jumanji's Sudoku and
+      Rubik's cube: `(0, 1)`; None for returns with no known bound). `search_game`,
+      the arena and self-play pass it to the search.
   """
 
   env: Any
@@ -117,6 +129,7 @@ class Game:
   observation_spec: tuple | None = None
   store_observation: bool = True
   storage: StateStorage | None = None
+  value_bounds: tuple[float, float] | None = (-1.0, 1.0)
 
   def _dropped_observation(self) -> tuple | None:
     """`(shape, dtype)` of the observation that nodes do not store, or None."""
@@ -204,6 +217,9 @@ class Game:
     next_state = self.step(state, action)
     reward = evaluators.rewards_of(next_state, mover)
     turn_sign = jnp.where(next_state.current_player == mover, 1.0, -1.0)
+    env_discount = getattr(next_state, "discount", None)  # jumanji's, where states carry it
+    if env_discount is not None:
+      turn_sign = turn_sign * env_discount
     discount = jnp.where(evaluators.is_finished(next_state), 0.0, turn_sign)
     prior_logits, value = self._evaluate(params, rng_key, next_state)
     output = RecurrentFnOutput(
@@ -298,6 +314,10 @@ def _parse_dag_arguments(text: str) -> dict:
 def _env_from_spec(spec: str):
   """The env named by a `make_game` spec string."""
   name, colon, arguments = spec.partition(":")
+  if name == "jumanji":
+    from mcgs_jax.games import jumanji_env
+
+    return jumanji_env.make_jumanji_env(arguments)
   if colon and not arguments:
     raise ValueError(f"game {spec!r} names no arguments after ':'; write {name!r} for the defaults")
   if name == "nim":
@@ -313,7 +333,7 @@ def _env_from_spec(spec: str):
     hint = f" (did you mean {guess[0]!r}?)" if guess else ""
     raise ValueError(
       f"unknown game {spec!r}{hint}: expected 'nim[:heaps]', "
-      f"'dag[:name=value,...]' or one of {', '.join(SUPPORTED_ENV_IDS)}"
+      f"'dag[:name=value,...]', 'jumanji:<env id>' or one of {', '.join(SUPPORTED_ENV_IDS)}"
     )
   import pgx
 
@@ -339,8 +359,8 @@ def make_game(
 
   Args:
     game: a spec string (`"connect_four"`, `"tic_tac_toe"`, `"nim:3,4,5"`,
-      `"dag:actions=3,depth=6,width=5,seed=0"`, ...; see the module docstring) or an
-      env object.
+      `"dag:actions=3,depth=6,width=5,seed=0"`, `"jumanji:Sudoku-v0"`, ...; see the
+      module docstring) or an env object.
     evaluator: `evaluate(params, rng_key, state) -> (logits, value)`; defaults to
       `evaluators.uniform_evaluator()`.
     lanes: uint32 lanes of the transposition key (2 = 64 bits).
@@ -364,7 +384,8 @@ def make_game(
 
   Raises:
     ValueError: for an unknown or malformed spec, a game without a transposition
-      key, an unknown `history` or a `repetition_bound` that is not an int >= 1.
+      key, an unknown `history` or a `repetition_bound` outside
+      `[1, keys.MAX_REPETITION_BOUND]`.
   """
   check_history(history, repetition_bound)
   if isinstance(game, str) and game.partition(":")[0] == "2048":
@@ -386,6 +407,7 @@ def make_game(
     observation_spec=_observation_spec(state),
     store_observation=store_observation,
     storage=storage_for(getattr(env, "id", None), state) if compact_state else None,
+    value_bounds=getattr(env, "value_bounds", (-1.0, 1.0)),
   )
 
 
@@ -417,13 +439,15 @@ def search_game(
   The root is `game.root` evaluated with `root_key` (default: `key`, the search's
   key); the invalid actions `[B, A]` are the game's, and also those of `also_invalid`
   (bool `[B, A]`) when given; the game's state keys are the transposition keys
-  (`hash_fn`). `options` are the policy's other keywords. Call it inside the function
-  that `jax.jit` compiles, so that the whole search is one program.
+  (`hash_fn`) and its `value_bounds` the solver's bounds. `options` are the policy's
+  other keywords (they win over the game's). Call it inside the function that
+  `jax.jit` compiles, so that the whole search is one program.
   """
   root = game.root(params, key if root_key is None else root_key, state)
   invalid_actions = game.invalid_actions(state)
   if also_invalid is not None:
     invalid_actions = invalid_actions | also_invalid
+  options = {"hash_fn": game.hash_fn, "value_bounds": game.value_bounds, **options}
   return policy(
     params,
     key,
@@ -431,6 +455,5 @@ def search_game(
     game.recurrent_fn,
     num_simulations,
     invalid_actions=invalid_actions,
-    hash_fn=game.hash_fn,
     **options,
   )

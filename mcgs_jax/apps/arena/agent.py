@@ -265,6 +265,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
     num_parallel=agent.num_parallel,
     capacity=agent.search_capacity,
     max_children=agent.max_children,
+    value_bounds=game.value_bounds,
   )
 
   def search(params, key, state, graph, played):

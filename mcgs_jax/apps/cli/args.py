@@ -16,6 +16,8 @@ EXTRA_OF_MODULE = {
   "matplotlib": "viz",
   "mctx": "bench",
   "tqdm": "bench",
+  "ortools": "bench",
+  "jumanji": "jumanji",
 }
 
 # The packages each extra of pyproject.toml installs (a test keeps the two the same).
@@ -23,7 +25,8 @@ PACKAGES_OF_EXTRA = {
   "games": ("pgx",),
   "train": ("pgx", "flax", "optax"),
   "viz": ("matplotlib",),
-  "bench": ("mctx", "pgx", "flax", "tqdm"),
+  "bench": ("mctx", "pgx", "flax", "tqdm", "ortools"),
+  "jumanji": ("jumanji",),
 }
 
 

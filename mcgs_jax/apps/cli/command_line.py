@@ -15,6 +15,8 @@ commands:
   arena    a match between two search agents: score and Elo (default: graph against
            tree on connect four; see `mcgs-jax arena -h`)
   bench    speed of mcgs_jax against mctx on a pgx game (see `mcgs-jax bench -h`)
+  evaluate search agents on instances of a planning problem (jumanji), against its
+           exact optimum: graph, tree and mctx (see `mcgs-jax evaluate -h`)
   play     single-player games with chance (2048) by Stochastic MuZero search, graph
            and tree side by side (see `mcgs-jax play -h`)
   search   search positions and print root tables (see `mcgs-jax search -h`)
@@ -70,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(USAGE, end="")
     return 0 if args else 2
   command, rest = args[0], args[1:]
-  if command not in ("arena", "bench", "play", "search", "train"):
+  if command not in ("arena", "bench", "evaluate", "play", "search", "train"):
     print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
   if use_cache and os.environ.get("MCGS_JAX_NO_CACHE", "") in ("", "0"):
@@ -141,6 +143,10 @@ def _run(command: str, rest: list[str]) -> int:
 
     benchmark.main(rest)
     return 0
+  if command == "evaluate":
+    from mcgs_jax.apps.cli import evaluate as evaluate_command
+
+    return evaluate_command.main(rest)
   if command == "search":
     from mcgs_jax.apps.cli import search as search_command
 

@@ -55,7 +55,7 @@ def _int(text: str) -> int:
 # The flags that mirror `Config` fields: (flag, field, type, help). Their ranges are
 # `check_config`'s, reported with the flag's name.
 _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-  ("--game", "game", str, "pgx game id"),
+  ("--game", "game", str, "pgx game id, or jumanji:<env id> (one-player)"),
   ("--policy", "policy", str, f"self-play search policy, one of {TRAINING_POLICIES}"),
   ("--engine", "engine", str, "self-play search: mcgs (this library) or mctx (DeepMind's)"),
   ("--games", "num_games", _int, "self-play games per iteration"),
@@ -129,8 +129,8 @@ def _check_game(config: Config) -> None:
   state = game.init(jax.random.PRNGKey(0), 1)
   if getattr(state, "observation", None) is None or not hasattr(state, "current_player"):
     raise ValueError(
-      f"--game {config.game!r}: training needs a pgx board game with an observation "
-      f"for the network (e.g. {', '.join(registry.MAX_GAME_LENGTH)})"
+      f"--game {config.game!r}: training needs a game with an observation for the "
+      f"network (e.g. {', '.join(registry.MAX_GAME_LENGTH)} or jumanji:Knapsack-v1)"
     )
   try:
     max_game_length(game, config.game)

@@ -1,5 +1,7 @@
-"""The training loop's evaluation: arena matches of the network against the uniform
-MCTS baseline and against the network of the previous evaluation."""
+"""The training loop's evaluation: in a two-player game, arena matches of the network
+against the uniform MCTS baseline and against the network of the previous
+evaluation; in a one-player game (jumanji), the network's episodes on instances
+self-play never drew, against their exact optima (`mcgs_jax.apps.planning`)."""
 
 import dataclasses
 import time
@@ -39,6 +41,42 @@ def uniform_baseline(num_simulations: int, name: str = "uniform-mcts"):
     solver=False,
     name=name,
   )
+
+
+# One-player evaluations draw their instances from seeds past every self-play key's
+# range of `fold_in` indices, so none is a self-play instance.
+EPISODE_SEED_OFFSET = 1 << 30
+
+
+def evaluate_episodes(config: Config, apply_fn, params, seed: int) -> dict:
+  """The network's search on `config.eval_games` instances of a one-player game:
+  `eval_return` (mean return), `eval_solved` (the share solved, None without value
+  bounds), `eval_gap` (mean gap to the exact optimum, None where unknown) and
+  `eval_first_ply_s` (the first step's search, which compiles)."""
+  from mcgs_jax.apps import registry
+  from mcgs_jax.apps.planning import play_episodes
+
+  network = network_agent(config.policy, config.num_simulations, apply_fn)
+  result = play_episodes(
+    registry.game_from_spec(config.game),
+    network,
+    num_instances=config.eval_games,
+    seed=EPISODE_SEED_OFFSET + seed,
+    params=params,
+  ).summary()
+  return dict(
+    eval_return=result["mean_return"],
+    eval_solved=result["solved"],
+    eval_gap=result["mean_gap"],
+    eval_first_ply_s=result["first_search_seconds"],
+  )
+
+
+def is_one_player(game_spec: str) -> bool:
+  """Whether `game_spec` names a one-player game (jumanji's environments)."""
+  from mcgs_jax.apps import registry
+
+  return getattr(registry.game_from_spec(game_spec).env, "num_players", 2) == 1
 
 
 def evaluate(config: Config, apply_fn, params, previous_params, seed: int) -> dict:
@@ -87,6 +125,9 @@ def timed_evaluation(entry, config, apply_fn, params, previous_params, history):
   first evaluation, which also compiles the arena's match steps."""
   start = time.perf_counter()
   seed = config.seed * 1000 + entry["iteration"]
-  entry.update(evaluate(config, apply_fn, params, previous_params, seed=seed))
+  if is_one_player(config.game):
+    entry.update(evaluate_episodes(config, apply_fn, params, seed=seed))
+  else:
+    entry.update(evaluate(config, apply_fn, params, previous_params, seed=seed))
   entry["eval_s"] = time.perf_counter() - start
   entry["eval_compiles"] = not any("eval_s" in earlier for earlier in history)

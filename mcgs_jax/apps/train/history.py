@@ -44,8 +44,14 @@ def format_entry(entry: dict) -> str:
         f"  {label} {result['wins']}-{result['draws']}-{result['losses']} "
         f"score {result['score']:.2f}"
       )
+  if "eval_return" in entry:
+    text += f"  eval return {entry['eval_return']:.3f}"
+    if entry.get("eval_solved") is not None:
+      text += f" solved {entry['eval_solved']:.2f}"
+    if entry.get("eval_gap") is not None:
+      text += f" gap {100 * entry['eval_gap']:.2f}%"
   if "eval_s" in entry:
-    text += f"  arena {entry['eval_s']:.1f}s"
+    text += f"  {'episodes' if 'eval_return' in entry else 'arena'} {entry['eval_s']:.1f}s"
     if entry.get("eval_compiles"):
       text += (
         f" (of which {entry.get('eval_first_ply_s', 0.0):.1f}s first plies, compiling the arena)"
@@ -69,14 +75,10 @@ def plot_history(history: list[dict], path: str | None = None):
   loss_axis.set_xlabel("iteration")
   loss_axis.set_title("training loss")
   loss_axis.legend()
-  for label, text in (("vs_baseline", "vs uniform MCTS"), ("vs_previous", "vs previous network")):
-    points = [(entry["iteration"], entry[label]["score"]) for entry in history if entry.get(label)]
-    if points:
-      score_axis.plot(*zip(*points, strict=True), marker="o", label=text)
-  score_axis.axhline(0.5, color="grey", linestyle=":")
-  score_axis.set_ylim(-0.05, 1.05)
-  score_axis.set_xlabel("iteration")
-  score_axis.set_title("arena score (win = 1, draw = 0.5)")
+  if any("eval_return" in entry for entry in history):
+    _plot_episodes(score_axis, history)
+  else:
+    _plot_scores(score_axis, history)
   if score_axis.get_legend_handles_labels()[0]:
     score_axis.legend()
   else:
@@ -85,6 +87,28 @@ def plot_history(history: list[dict], path: str | None = None):
   if path is not None:
     files.save_figure(figure, path)
   return figure
+
+
+def _plot_scores(axis, history: list[dict]) -> None:
+  """A two-player game's arena scores per iteration."""
+  for label, text in (("vs_baseline", "vs uniform MCTS"), ("vs_previous", "vs previous network")):
+    points = [(entry["iteration"], entry[label]["score"]) for entry in history if entry.get(label)]
+    if points:
+      axis.plot(*zip(*points, strict=True), marker="o", label=text)
+  axis.axhline(0.5, color="grey", linestyle=":")
+  axis.set_ylim(-0.05, 1.05)
+  axis.set_xlabel("iteration")
+  axis.set_title("arena score (win = 1, draw = 0.5)")
+
+
+def _plot_episodes(axis, history: list[dict]) -> None:
+  """A one-player game's mean evaluation return per iteration."""
+  points = [
+    (entry["iteration"], entry["eval_return"]) for entry in history if "eval_return" in entry
+  ]
+  axis.plot(*zip(*points, strict=True), marker="o", label="mean return")
+  axis.set_xlabel("iteration")
+  axis.set_title("evaluation episodes (the network's search)")
 
 
 def save_history(path: str, history: History) -> None:

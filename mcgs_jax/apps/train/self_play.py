@@ -55,6 +55,7 @@ def search_policy(game: Game, config: Config, *, fast: bool = False):
       simulations,
       invalid_actions=invalid,
       hash_fn=game.hash_fn,
+      value_bounds=game.value_bounds,
       transpositions=config.transpositions,
       capacity=config.search_capacity,
       graph=graph,
@@ -111,8 +112,9 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
       (visit distribution for muzero, improved policy for gumbel), or with
       `policy_target="new"` the distribution of this search's own root visits;
       sums to 1 over legal actions;
-    * `value` `[T, B]`: the final outcome (+1 win, 0 draw, -1 loss) for the player
-      who moves at `t`;
+    * `value` `[T, B]`: the return from move `t` on for the player who moves at
+      `t` (its rewards of moves `t, t + 1, ...`): the final outcome (+1 win, 0 draw,
+      -1 loss) in a board game, the return-to-go of a one-player task (jumanji);
     * `legal` `[T, B, A]`: the legal actions at `t`;
     * `valid` `[T, B]`: False for padding (the game had already ended);
     * `carried_visits` `[T, B]`: root visits the search started with (kept from
@@ -145,9 +147,12 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
       )
       graph = data_parallel.shard_games(mg.empty_like(shapes), mesh)
     _, trajectory = jax.lax.scan(move, (params, state, graph), jax.random.split(moves_key, length))
-    returns = jnp.sum(trajectory.pop("rewards"), axis=0)  # [B, players]
+    # The return from each move on (rewards of that move and every later one): the
+    # final outcome in a board game, whose only reward is the last move's.
+    rewards = trajectory.pop("rewards")  # [T, B, players]
+    returns = jnp.flip(jnp.cumsum(jnp.flip(rewards, 0), axis=0), 0)
     player = trajectory.pop("player")  # [T, B]
-    value = jnp.take_along_axis(returns[None], player[..., None], axis=-1)[..., 0]
+    value = jnp.take_along_axis(returns, player[..., None], axis=-1)[..., 0]
     trajectory["value"] = jnp.where(trajectory["valid"], value, 0.0)
     trajectory["policy"] = jnp.where(trajectory["valid"][..., None], trajectory["policy"], 0.0)
     return trajectory
