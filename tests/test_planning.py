@@ -201,11 +201,11 @@ def test_one_player_self_play_targets_the_return_to_go():
   record = jax.tree_util.tree_map(
     np.asarray, make_self_play(game, config)(params, jax.random.PRNGKey(1))
   )
-  items = game.env.env.num_items
   for b in range(config.num_games):
     valid = np.flatnonzero(record["valid"][:, b])
-    values = record["observation"][valid, b, items : 2 * items]
-    packed = record["observation"][valid, b, 2 * items : 3 * items]
+    # One row per item: weight, value, packed, legal, log value per weight, budget.
+    values = record["observation"][valid, b, :, 1]
+    packed = record["observation"][valid, b, :, 2]
     for t in valid[:-1]:
       item = np.flatnonzero(packed[t + 1] != packed[t])
       assert len(item) == 1
@@ -216,3 +216,31 @@ def test_one_player_self_play_targets_the_return_to_go():
   history = train_lib.train(config)
   assert history[-1]["eval_return"] > 0 and history[-1]["eval_solved"] is None
   assert history[-1]["eval_gap"] >= -1e-6
+
+
+def test_the_set_network_scores_each_item_from_its_row_in_any_order(tmp_path):
+  """`EntityPolicyValueNet` on Knapsack's rows: permuting the items permutes the
+  logits and keeps the value; a checkpoint of it loads by its shapes alone; it is
+  refused for an env without a row per action; bad specs name themselves."""
+  from mcgs_jax.apps.train import checkpoint_files  # noqa: PLC0415
+
+  game = make_game("jumanji:Knapsack-v1")
+  state = episodes.instances(game, 3, seed=0)
+  for spec in ("entity:1,16", "entity:0,16"):
+    apply_fn, params = networks.init_network(game.env, jax.random.PRNGKey(0), network=spec)
+    logits, value = apply_fn(params, state.observation)
+    order = jax.random.permutation(jax.random.PRNGKey(1), 50)
+    permuted_logits, permuted_value = apply_fn(params, state.observation[:, order])
+    np.testing.assert_allclose(permuted_logits, logits[:, order], atol=1e-5)
+    np.testing.assert_allclose(permuted_value, value, atol=1e-5)
+    path = str(tmp_path / f"{spec.replace(':', '_')}.msgpack")
+    checkpoint_files.save_checkpoint(path, params)
+    loaded_fn, loaded, _ = checkpoint_files.load_network(path, game.env)
+    np.testing.assert_array_equal(loaded_fn(loaded, state.observation)[0], logits)
+  with pytest.raises(ValueError, match="needs an observation with one row per action"):
+    networks.init_network(
+      make_game("jumanji:Sudoku-v0").env, jax.random.PRNGKey(0), network="entity"
+    )
+  for spec in ("entity:0,0", "mlp:2", "cnn"):
+    with pytest.raises(ValueError, match=f"network '{spec}'"):
+      networks.parse_network(spec)

@@ -19,9 +19,10 @@ state and what the search reads of the last timestep:
     non-zero discount (a time limit cutting off the episode) is `truncated`. Every
     registered single-agent env ends its time limits with discount 0, as a
     termination.
-  * `observation`: the timestep's observation, every leaf flattened and cast to one
-    float32 vector `[O]`, for a network. `step` never reads the old observation, so
-    `Game.store_observation=False` is exact.
+  * `observation`: the network's input: one row of features per action for Knapsack
+    (items) and TSP (cities), `[A, F]`; for the other envs the timestep's
+    observation, every leaf flattened into one float32 vector `[O]`. `step` never
+    reads the old observation, so `Game.store_observation=False` is exact.
   * Stepping a finished state returns it unchanged with reward 0 (pgx's rule).
 
 `make_jumanji_env(env_id)` refuses, with a `ValueError` that says why, an env whose
@@ -120,7 +121,9 @@ class JumanjiState:
   axis under vmap).
 
   env_state: jumanji's state of the env (a pytree, its PRNG key included).
-  observation: float32 [O], the timestep's observation, every leaf flattened.
+  observation: float32, the network's input: `[A, F]`, one row of features per
+    action, for Knapsack (items) and TSP (cities); `[O]`, the timestep's
+    observation with every leaf flattened, for the other envs.
   legal_action_mask: bool [A], the flattened action mask (all True without one).
   terminated: bool [], the last timestep ended the episode with discount 0.
   truncated: bool [], it ended the episode with a non-zero discount (time limit).
@@ -130,7 +133,7 @@ class JumanjiState:
   """
 
   env_state: Any  # jumanji's State: a pytree of arrays
-  observation: chex.Array  # float32 [O]
+  observation: chex.Array  # float32 [A, F] or [O]
   legal_action_mask: chex.Array  # bool [A]
   terminated: chex.Array  # bool []
   truncated: chex.Array  # bool []
@@ -300,6 +303,46 @@ def _flat_observation(observation) -> jax.Array:
   return jnp.concatenate([jnp.ravel(jnp.asarray(leaf)).astype(jnp.float32) for leaf in leaves])
 
 
+def _knapsack_entities(env, observation) -> jax.Array:
+  """float32 `[items, 6]`, one row per item (its action): weight, value, packed,
+  legal, the log of value per weight, and the budget left (the same in every row)."""
+  weights, values = observation.weights, observation.values
+  left = env.total_budget - jnp.sum(jnp.where(observation.packed_items, weights, 0.0))
+  # Weights and values are drawn in (0, 1); the floor keeps the log finite.
+  ratio = jnp.log(jnp.maximum(values, 1e-3)) - jnp.log(jnp.maximum(weights, 1e-3))
+  columns = (weights, values, observation.packed_items, observation.action_mask, ratio)
+  return jnp.stack([*columns, jnp.broadcast_to(left, weights.shape)], axis=-1).astype(jnp.float32)
+
+
+def _tsp_entities(env, observation) -> jax.Array:
+  """float32 `[cities, 8]`, one row per city (its action): x, y, visited, current,
+  start, distance to the current city and to the start (0 before the first city is
+  chosen), legal."""
+  del env
+  points = observation.coordinates
+  count = points.shape[0]
+  cities = jnp.arange(count)
+  current = (cities == observation.position) & (observation.position >= 0)
+  start = (cities == observation.trajectory[0]) & (observation.trajectory[0] >= 0)
+
+  def distance_to(mask):
+    anchor = jnp.sum(jnp.where(mask[:, None], points, 0.0), axis=0)
+    return jnp.where(jnp.any(mask), jnp.linalg.norm(points - anchor, axis=-1), 0.0)
+
+  columns = [points[:, 0], points[:, 1], ~observation.action_mask, current, start]
+  columns += [distance_to(current), distance_to(start), observation.action_mask]
+  return jnp.stack(columns, axis=-1).astype(jnp.float32)
+
+
+# Observations with one row of features per action (an item, a city), for a network
+# that scores every action from its own row (`networks.EntityPolicyValueNet`); the
+# other envs' observations are their leaves flattened into one vector.
+_ENTITY_OBSERVATIONS: dict[str, Callable[[Any, Any], jax.Array]] = {
+  "Knapsack-v1": _knapsack_entities,
+  "TSP-v1": _tsp_entities,
+}
+
+
 def _select(pred, on_true, on_false):
   """Picks `on_true` or `on_false` leaf by leaf (both pytrees of one structure)."""
   return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
@@ -398,13 +441,24 @@ class JumanjiEnv:
       joint = joint & mask[agent].reshape(shape)
     return joint.reshape(-1)
 
+  @property
+  def entity_observation(self) -> bool:
+    """Whether `observation` holds one row of features per action (`[A, F]`:
+    Knapsack's items, TSP's cities) rather than one flat vector."""
+    return (self.env_id or "") in _ENTITY_OBSERVATIONS
+
+  def _observe(self, observation) -> jax.Array:
+    """The network's input of a jumanji observation (see `JumanjiState`)."""
+    entities = _ENTITY_OBSERVATIONS.get(self.env_id or "")
+    return _flat_observation(observation) if entities is None else entities(self.env, observation)
+
   def _state(self, env_state, timestep) -> JumanjiState:
     """The `JumanjiState` of jumanji's state and the timestep that reached it."""
     discount = jnp.asarray(timestep.discount, jnp.float32)
     last = timestep.last()
     return JumanjiState(
       env_state=env_state,
-      observation=_flat_observation(timestep.observation),
+      observation=self._observe(timestep.observation),
       legal_action_mask=self.legal_actions(timestep.observation),
       terminated=last & (discount == 0),
       truncated=last & (discount != 0),

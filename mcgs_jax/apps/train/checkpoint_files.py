@@ -107,31 +107,46 @@ def load_checkpoint(path: str, params_template, opt_state_template=None):
 _NETWORKS: dict[Any, Any] = {}  # (env, hidden) -> (apply_fn, params template)
 
 
-def load_network(path: str, env):
-  """`(apply_fn, params, iteration)` of the `MLPPolicyValueNet` in a checkpoint.
-
-  The hidden widths are read from the file (the kernels' shapes), so no `Config` is
-  needed; `env` gives the observation shape and the number of actions. Checkpoints of
-  the same architecture share one `apply_fn` (so arena agents built from them share
-  compiled steps).
-  """
-  payload = _read_state(path)
-  layers = payload["params"].get("params", {}) if isinstance(payload["params"], dict) else {}
+def _architecture(path: str, layers: dict) -> tuple[str, tuple[int, ...]]:
+  """`(network spec, hidden widths)` of the params' layers (`networks.init_network`'s
+  arguments), read from the kernels' shapes."""
+  if "embed" in layers and "policy_head" in layers:  # an EntityPolicyValueNet
+    blocks = sum(name.startswith("MultiHeadDotProductAttention_") for name in layers)
+    width = int(np.shape(layers["embed"]["kernel"])[-1])
+    return f"entity:{blocks},{width}", ()
   if "Dense_0" not in layers or "policy_head" not in layers:
-    raise files.CheckpointError(f"checkpoint {path!r} holds no MLPPolicyValueNet")
+    raise files.CheckpointError(f"checkpoint {path!r} holds no policy-value network")
   hidden: list[int] = []
   while f"Dense_{len(hidden)}" in layers:
     hidden.append(int(np.shape(layers[f"Dense_{len(hidden)}"]["kernel"])[-1]))
-  cache_key = (id(env), tuple(hidden))
+  return "mlp", tuple(hidden)
+
+
+def load_network(path: str, env):
+  """`(apply_fn, params, iteration)` of the network in a checkpoint: an
+  `MLPPolicyValueNet` or an `EntityPolicyValueNet` (`mcgs_jax.games.networks`).
+
+  The architecture is read from the file (the kernels' shapes), so no `Config` is
+  needed; `env` gives the observation shape, the number of actions and the value's
+  bounds. Checkpoints of the same architecture share one `apply_fn` (so arena agents
+  built from them share compiled steps).
+  """
+  payload = _read_state(path)
+  layers = payload["params"].get("params", {}) if isinstance(payload["params"], dict) else {}
+  network, hidden = _architecture(path, layers)
+  cache_key = (id(env), network, hidden)
   if cache_key not in _NETWORKS:
-    _NETWORKS[cache_key] = (env,) + networks.init_network(env, jax.random.PRNGKey(0), hidden=hidden)
+    _NETWORKS[cache_key] = (env,) + networks.init_network(
+      env, jax.random.PRNGKey(0), hidden=hidden, network=network
+    )
   _, apply_fn, template = _NETWORKS[cache_key]
   params = flax.serialization.from_state_dict(template, payload["params"])
   expected = jax.tree_util.tree_map(np.shape, template)
   found = jax.tree_util.tree_map(np.shape, params)
   if expected != found:
+    first = "embed" if network != "mlp" else "Dense_0"
     size = lambda shapes: (
-      shapes["params"]["Dense_0"]["kernel"][0],
+      shapes["params"][first]["kernel"][0],
       shapes["params"]["policy_head"]["kernel"][-1],
     )
     raise files.CheckpointError(

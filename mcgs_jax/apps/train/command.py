@@ -83,6 +83,12 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ("--eval-games", "eval_games", _int, "arena games per opponent per evaluation, 0 for none"),
   ("--eval-every", "eval_every", _int, "evaluate every N iterations and after the last"),
   ("--hidden", "hidden", _int_list, "comma-separated hidden layer widths"),
+  (
+    "--network",
+    "network",
+    str,
+    "mlp (widths --hidden) or entity:BLOCKS,WIDTH (a set network: jumanji's Knapsack, TSP)",
+  ),
   ("--learning-rate", "learning_rate", _float, "Adam step size"),
   ("--buffer-size", "buffer_size", _int, "positions in the replay buffer"),
   ("--train-batch-size", "train_batch_size", _int, "positions per training step"),
@@ -147,6 +153,7 @@ _UNSET_DEFAULTS = {
   "devices": "every device of every process",
   "fast_simulations": "simulations // 4",
   "forced_playouts": "2 with muzero on this library's engine, else 0",
+  "network": "entity:2,64 for jumanji's Knapsack and TSP, else mlp",
 }
 
 

@@ -213,7 +213,9 @@ def _start_run(
   key = jax.random.PRNGKey(config.seed)
   init_key, key = jax.random.split(key)
   board = registry.game_from_spec(config.game)  # the one the arena's matches play
-  apply_fn, fresh_params = networks.init_network(board.env, init_key, hidden=config.hidden)
+  apply_fn, fresh_params = networks.init_network(
+    board.env, init_key, hidden=config.hidden, network=config.resolved_network(board.env)
+  )
   if params is not None:
     _check_params(params, fresh_params)
   params = fresh_params if params is None else params
@@ -251,13 +253,14 @@ def _check_params(params, fresh_params) -> None:
   ]
   if paths(params) != paths(fresh_params):
     raise ValueError(
-      "params: another network structure than Config.hidden and the game give "
+      "params: another network structure than Config.network, Config.hidden and the game give "
       f"(arrays {paths(params)[:3]}..., expected {paths(fresh_params)[:3]}...)"
     )
   mismatch = _shape_mismatch(fresh_params, params)
   if mismatch:
     raise ValueError(
-      f"params: another width or game than Config.hidden and the game give: {mismatch}"
+      f"params: another width or game than Config.network, Config.hidden and the game give: "
+      f"{mismatch}"
     )
   leaves = jax.tree_util.tree_leaves_with_path(params)
   for (path, leaf), fresh in zip(leaves, jax.tree_util.tree_leaves(fresh_params), strict=True):
