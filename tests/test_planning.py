@@ -244,3 +244,7 @@ def test_the_set_network_scores_each_item_from_its_row_in_any_order(tmp_path):
   for spec in ("entity:0,0", "mlp:2", "cnn"):
     with pytest.raises(ValueError, match=f"network '{spec}'"):
       networks.parse_network(spec)
+  from mcgs_jax.apps import train as train_lib  # noqa: PLC0415
+
+  with pytest.raises(ValueError, match="network must be 'mlp' or 'entity:BLOCKS,WIDTH'"):
+    train_lib.Config(network="cnn")

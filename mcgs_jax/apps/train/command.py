@@ -153,7 +153,6 @@ _UNSET_DEFAULTS = {
   "devices": "every device of every process",
   "fast_simulations": "simulations // 4",
   "forced_playouts": "2 with muzero on this library's engine, else 0",
-  "network": "entity:2,64 for jumanji's Knapsack and TSP, else mlp",
 }
 
 

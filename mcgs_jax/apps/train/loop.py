@@ -214,7 +214,7 @@ def _start_run(
   init_key, key = jax.random.split(key)
   board = registry.game_from_spec(config.game)  # the one the arena's matches play
   apply_fn, fresh_params = networks.init_network(
-    board.env, init_key, hidden=config.hidden, network=config.resolved_network(board.env)
+    board.env, init_key, hidden=config.hidden, network=config.network
   )
   if params is not None:
     _check_params(params, fresh_params)
