@@ -22,13 +22,15 @@ step (one search of the whole batch; the first step, which compiles, left out).
 `--equal-time` keeps the first engine's simulations and gives every other engine the
 simulations that take the first engine's time per step (measured first on the
 instances' initial states, `arena.calibrate_simulations`). `--json` prints one JSON
-object instead. The evaluator is random rollouts by default (`--rollouts` per leaf),
+object instead, with every instance's return and optimum (null where unknown). The
+evaluator is random rollouts by default (`--rollouts` per leaf),
 `uniform`, or `network` with `--checkpoint FILE` (a network `mcgs-jax train` wrote
 for this game). Bad input exits with status 2 and one line, before any search.
 """
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -165,9 +167,10 @@ def evaluate(args) -> dict[str, Any]:
       game, agent, num_instances=args.instances, seed=args.seed, params=params, optimal=optimal
     )
     optimal = result.optimal  # solved once, for every engine
-    rows.append(result.summary())
+    rows.append({**result.summary(), "returns": result.returns.tolist()})
   return dict(
     game=args.game,
+    optimal=None if optimal is None else [None if math.isnan(v) else v for v in optimal.tolist()],
     instances=args.instances,
     seed=args.seed,
     policy=args.policy,

@@ -146,7 +146,7 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
         )
       )
       graph = data_parallel.shard_games(mg.empty_like(shapes), mesh)
-    _, trajectory = jax.lax.scan(move, (params, state, graph), jax.random.split(moves_key, length))
+    trajectory = _play_until_over(move, (params, state, graph), moves_key, length)
     # The return from each move on (rewards of that move and every later one): the
     # final outcome in a board game, whose only reward is the last move's.
     rewards = trajectory.pop("rewards")  # [T, B, players]
@@ -164,6 +164,32 @@ def make_self_play(game: Game, config: Config, mesh: jax.sharding.Mesh | None = 
     in_shardings=data_parallel.replicated(mesh),
     out_shardings=data_parallel.batch_sharded(mesh, axis=1),
   )
+
+
+def _play_until_over(move, carry, key: jax.Array, length: int) -> dict:
+  """The records `[length, B, ...]` of `move(carry, key_t)` for `t = 0, 1, ...` while
+  a game of the batch is not over (at most `length` moves; move `t` takes key `t` of
+  `split(key, length)`). Rows after the last game ended stay zero, their `valid`
+  False: the moves a fixed-length scan would play there change nothing and record
+  nothing valid, so the valid positions are the scan's, and a batch of short
+  episodes (Sudoku's 20 cells of 81) stops early."""
+  keys = jax.random.split(key, length)
+  shapes = jax.eval_shape(move, carry, keys[0])[1]
+  empty = jax.tree_util.tree_map(lambda s: jnp.zeros((length, *s.shape), s.dtype), shapes)
+
+  def playing(loop):
+    step, (_, state, _), _ = loop
+    return (step < length) & jnp.any(~evaluators.is_finished(state))
+
+  def one_move(loop):
+    step, carry, records = loop
+    carry, record = move(carry, keys[step])
+    records = jax.tree_util.tree_map(
+      lambda rows, row: jax.lax.dynamic_update_index_in_dim(rows, row, step, 0), records, record
+    )
+    return step + 1, carry, records
+
+  return jax.lax.while_loop(playing, one_move, (jnp.int32(0), carry, empty))[2]
 
 
 def _graph_move_counts(
