@@ -138,8 +138,8 @@ def test_evaluate_command_reports_every_engine(capsys):
     (["--game", "jumanji:Sudoko-v0"], "did you mean"),
     (["--game", "jumanji:JobShop-v0"], "MAX_ACTIONS"),
     (["--engines", "graph,alpha"], "--engines: expected distinct names"),
-    (["--evaluator", "network"], "--evaluator network needs --checkpoint"),
-    (["--checkpoint", "x.msgpack"], "--checkpoint is for --evaluator network"),
+    (["--game", "jumanji:Sudoku-v0", "--evaluator", "network"], "no network is shipped for"),
+    (["--evaluator", "rollout", "--checkpoint", "x.msgpack"], "--checkpoint is for --evaluator"),
     (["--instances", "0"], "argument --instances"),
   ],
 )
@@ -248,3 +248,25 @@ def test_the_set_network_scores_each_item_from_its_row_in_any_order(tmp_path):
 
   with pytest.raises(ValueError, match="network must be 'mlp' or 'entity:BLOCKS,WIDTH'"):
     train_lib.Config(network="cnn")
+
+
+@pytest.mark.parametrize("env_id", ["Knapsack-v1", "TSP-v1"])
+def test_the_shipped_networks_load_and_are_the_default_evaluator(env_id, capsys):
+  """The networks shipped for Knapsack and TSP load for their game and are what
+  `mcgs-jax evaluate` searches with when no evaluator is named; a trained network's
+  search beats the uniform one's on the same instances."""
+  from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint  # noqa: PLC0415
+  from mcgs_jax.apps.train.checkpoint_files import load_network  # noqa: PLC0415
+
+  game = make_game(f"jumanji:{env_id}")
+  apply_fn, params, _ = load_network(builtin_checkpoint(f"jumanji:{env_id}"), game.env)
+  logits, _ = apply_fn(params, episodes.instances(game, 2, seed=0).observation)
+  assert logits.shape == (2, game.num_actions)
+  argv = ["--game", f"jumanji:{env_id}", "--instances", "8", "--simulations", "8"]
+  argv += ["--engines", "graph", "--json"]
+  assert evaluate_command.main(argv) == 0
+  trained = json.loads(capsys.readouterr().out)
+  assert evaluate_command.main(argv + ["--evaluator", "uniform"]) == 0
+  uniform = json.loads(capsys.readouterr().out)
+  assert trained["evaluator"] == "network"
+  assert trained["engines"][0]["mean_gap"] < uniform["engines"][0]["mean_gap"]

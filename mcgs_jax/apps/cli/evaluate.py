@@ -23,9 +23,11 @@ step (one search of the whole batch; the first step, which compiles, left out).
 simulations that take the first engine's time per step (measured first on the
 instances' initial states, `arena.calibrate_simulations`). `--json` prints one JSON
 object instead, with every instance's return and optimum (null where unknown). The
-evaluator is random rollouts by default (`--rollouts` per leaf),
-`uniform`, or `network` with `--checkpoint FILE` (a network `mcgs-jax train` wrote
-for this game). Bad input exits with status 2 and one line, before any search.
+evaluator is, by default, the network shipped with the package for the game
+(Knapsack-v1, TSP-v1: `mcgs-jax train` runs, docs/planning.md), else random rollouts
+(`--rollouts` per leaf); `--evaluator uniform | rollout | network` with
+`--checkpoint FILE` (a network `mcgs-jax train` wrote for this game) chooses. Bad
+input exits with status 2 and one line, before any search.
 """
 
 import argparse
@@ -35,6 +37,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint
 from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_seed_argument,
@@ -64,7 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     help="comma-separated, from graph, tree, mctx (default: all three)",
   )
   parser.add_argument("--policy", choices=MCTX_POLICY_NAMES, default="muzero")
-  parser.add_argument("--evaluator", choices=EVALUATOR_NAMES, default="rollout")
+  parser.add_argument(
+    "--evaluator",
+    choices=EVALUATOR_NAMES,
+    default=None,
+    help="default: network with the network shipped for the game (Knapsack, TSP), else rollout",
+  )
   parser.add_argument("--rollouts", type=int_at_least(1, 1024), default=1)
   parser.add_argument("--checkpoint", help="the network of --evaluator network")
   parser.add_argument("--no-reuse", action="store_true", help="graph and tree: search afresh")
@@ -117,6 +125,17 @@ def _agents(args, apply_fn) -> list:
   return agents
 
 
+def _resolve_evaluator(args) -> None:
+  """Sets `args.evaluator` where it was not given: `network` with `--checkpoint` or a
+  network shipped for the game (`builtin_checkpoint`, then `args.checkpoint`), else
+  `rollout`."""
+  if args.evaluator is None:
+    shipped = builtin_checkpoint(args.game)
+    args.evaluator = "network" if args.checkpoint or shipped else "rollout"
+  if args.evaluator == "network" and not args.checkpoint:
+    args.checkpoint = builtin_checkpoint(args.game)
+
+
 def _game_and_network(args):
   """`(game, apply_fn, params)`: the one-player game of `--game` and the network of
   `--evaluator network` (None, None otherwise)."""
@@ -133,7 +152,9 @@ def _game_and_network(args):
       raise ValueError("--checkpoint is for --evaluator network")
     return game, None, None
   if not args.checkpoint:
-    raise ValueError("--evaluator network needs --checkpoint FILE")
+    raise ValueError(
+      f"--evaluator network needs --checkpoint FILE (no network is shipped for {args.game})"
+    )
   from mcgs_jax.apps.train.checkpoint_files import load_network
 
   apply_fn, params, _ = load_network(args.checkpoint, game.env)
@@ -146,6 +167,7 @@ def evaluate(args) -> dict[str, Any]:
   from mcgs_jax.apps.arena.calibration import calibrate_simulations
   from mcgs_jax.apps.planning import episodes
 
+  _resolve_evaluator(args)
   game, apply_fn, params = _game_and_network(args)
   agents = _agents(args, apply_fn)
   state = episodes.instances(game, args.instances, args.seed)
