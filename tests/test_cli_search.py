@@ -282,3 +282,40 @@ def test_random_legal_actions_pick_legal_moves_only():
   )
   assert actions.dtype == np.int32
   assert set(actions[:-1]) == {1, 4} and actions[-1] == 0
+
+
+def test_a_second_search_calls_the_stored_program_without_tracing(capsys, tmp_path, monkeypatch):
+  """With the compilation cache on, `mcgs-jax search` keeps its traced program
+  (`program_cache`): a second identical run reads it instead of tracing and prints
+  the same report; another configuration is another program; a damaged file is
+  traced afresh; with the cache off nothing is stored."""
+  import jax  # noqa: PLC0415
+
+  from mcgs_jax.apps.cli import program_cache  # noqa: PLC0415
+
+  pytest.importorskip("flatbuffers")
+  before = jax.config.jax_compilation_cache_dir
+  jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+  try:
+    programs = tmp_path / program_cache.PROGRAMS
+    argv = ["--game", "nim:2,3", "--simulations", "16", "--json"]
+    assert search_command.main(argv) == 0
+    first = capsys.readouterr().out
+    stored = sorted(programs.iterdir())
+    assert len(stored) == 1
+    with monkeypatch.context() as patch:
+      traced = []
+      patch.setattr(jax.export, "export", lambda *a, **k: traced.append(a))
+      assert search_command.main(argv) == 0
+      assert capsys.readouterr().out == first and traced == []  # read, not traced
+    assert search_command.main(argv[:-1] + ["--seed", "3", "--json"]) == 0  # same program
+    assert search_command.main(["--game", "nim:2,3", "--simulations", "8", "--json"]) == 0
+    assert len(list(programs.iterdir())) == 2
+    capsys.readouterr()
+    stored[0].write_bytes(b"damaged")
+    assert search_command.main(argv) == 0
+    assert capsys.readouterr().out == first
+    jax.config.update("jax_compilation_cache_dir", None)
+    assert program_cache.cached_program(len, "x", 1) is len
+  finally:
+    jax.config.update("jax_compilation_cache_dir", before)

@@ -22,7 +22,7 @@ EXTRA_OF_MODULE = {
 
 # The packages each extra of pyproject.toml installs (a test keeps the two the same).
 PACKAGES_OF_EXTRA = {
-  "games": ("pgx",),
+  "games": ("pgx", "flatbuffers"),
   "train": ("pgx", "flax", "optax"),
   "viz": ("matplotlib",),
   "bench": ("mctx", "pgx", "flax", "tqdm", "ortools"),

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from mcgs_jax.apps.cli import program_cache
 from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_key_history_arguments,
@@ -201,6 +202,15 @@ def _jitted_step(env):
   return jax.jit(env.step)
 
 
+@functools.lru_cache(maxsize=8)
+def _jitted_start(env):
+  """The start state (key 0) in one compiled program: run eagerly, pgx's `init` is
+  dozens of small programs, each a read of the compilation cache."""
+  import jax
+
+  return jax.jit(lambda: env.init(jax.random.PRNGKey(0)))
+
+
 def _illegal_reason(game, spec: str, state, action: int) -> str:
   """Why `action` is illegal in `state`, in the game's words where known."""
   name = spec.partition(":")[0]
@@ -218,10 +228,9 @@ def _illegal_reason(game, spec: str, state, action: int) -> str:
 def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
   """The state after `moves` from the start (key 0), or ValueError naming `source`,
   the move's number (from 1) and the game's reason."""
-  import jax
-  import jax.numpy as jnp
+  import numpy as np
 
-  state = game.env.init(jax.random.PRNGKey(0))
+  state = _jitted_start(game.env)()
   step = _jitted_step(game.env)
   for number, action in enumerate(moves, start=1):
     where = f"move {number} of {source}"
@@ -229,11 +238,11 @@ def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
       raise ValueError(f"{where}: action {action} is out of range [0, {game.num_actions})")
     if bool(state.terminated) or bool(getattr(state, "truncated", False)):
       raise ValueError(f"{where}: action {action} is played after the game ended")
-    if not bool(state.legal_action_mask[action]):
+    if not np.asarray(state.legal_action_mask)[action]:
       raise ValueError(
         f"{where}: action {action} is illegal: {_illegal_reason(game, spec, state, action)}"
       )
-    state = step(state, jnp.int32(action))
+    state = step(state, np.int32(action))
   return state
 
 
@@ -273,7 +282,10 @@ def _jitted_search(
   solver: bool,
   max_children: int | None,
 ):
-  """`(rng_key, states [B, ...]) -> PolicyOutput`, jitted once per configuration."""
+  """`(seed, states [B, ...]) -> the root's arrays (`_root_arrays`)`, the whole search
+  from the seed to what the report reads in one program, jitted once per
+  configuration (a warm run reads one program from the compilation cache, not
+  dozens)."""
   import jax
 
   from mcgs_jax.apps import registry
@@ -288,10 +300,10 @@ def _jitted_search(
     max_children=max_children,
   )
 
-  def run(rng_key, state):
-    root_key, search_key = jax.random.split(rng_key)
+  def run(seed, state):
+    root_key, search_key = jax.random.split(jax.random.PRNGKey(seed))
     root = game.root(None, root_key, state)
-    return search(
+    output = search(
       None,
       search_key,
       root,
@@ -299,6 +311,7 @@ def _jitted_search(
       simulations,
       invalid_actions=game.invalid_actions(state),
     )
+    return _root_arrays(game, output, state)
 
   return jax.jit(run)
 
@@ -330,30 +343,28 @@ def _action_label(game, spec: str, action: int) -> str:
 
 def search_positions(args, positions: list[list[int]]) -> list[dict]:
   """Searches every position in one batch; returns one report dict per position."""
-  import jax
+  import numpy as np
 
   from mcgs_jax.apps import registry
 
   evaluator = args.evaluator
-  game = _make_game(
+  game_options = (
     args.game,
     evaluator,
     args.rollouts if evaluator == "rollout" else 1,
     tuple(sorted(key_history_options(args).items())),
   )
+  game = _make_game(*game_options)
   states, batch = _position_batch(game, args, positions)
   max_children = registry.default_max_children(args.game, args.max_children)
   _check_search_memory(game, batch, args.simulations, max_children)
-  search = _jitted_search(
-    game,
-    args.policy,
-    args.simulations,
-    not args.no_transpositions,
-    args.solver,
-    max_children,
+  transpositions = not args.no_transpositions
+  search_options = (args.policy, args.simulations, transpositions, args.solver, max_children)
+  seed = np.uint32(args.seed)
+  search = program_cache.cached_program(
+    _jitted_search(game, *search_options), repr((game_options, search_options)), seed, batch
   )
-  output = search(jax.random.PRNGKey(args.seed), batch)
-  roots = _root_statistics(game, output, batch)
+  roots = {name: np.asarray(value) for name, value in search(seed, batch).items()}
   return [
     _position_report(game, args, moves, state, {name: value[b] for name, value in roots.items()})
     for b, (moves, state) in enumerate(zip(positions, states, strict=True))
@@ -380,7 +391,7 @@ def _position_batch(game, args, positions: list[list[int]]):
   """`(states, batch)`: the state after each position's moves, and all of them
   stacked; ValueError naming a position whose game is over."""
   import jax
-  import jax.numpy as jnp
+  import numpy as np
 
   states = []
   for number, moves in enumerate(positions, start=1):
@@ -390,16 +401,16 @@ def _position_batch(game, args, positions: list[list[int]]):
     if bool(state.terminated) or bool(getattr(state, "truncated", False)):
       raise ValueError(f"{source}: position {where}: the game is over, nothing to search")
     states.append(state)
-  return states, jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+  # Stacked on the host: one small program per leaf otherwise.
+  return states, jax.tree.map(lambda *leaves: np.stack(leaves), *states)
 
 
-def _root_statistics(game, output, batch) -> dict[str, Any]:
-  """The root statistics of the batch's search, numpy, `[B, ...]`: per action
-  (`visits`, `q`, `prior`, `legal`, `proven`, `proven_value`, `[B, A]`) and per root
-  (`root_value`, `num_nodes`, `hits`, `dropped`, `chosen`, `root_proven`,
+def _root_arrays(game, output, batch) -> dict[str, Any]:
+  """The root statistics of the batch's search (traced with it), `[B, ...]`: per
+  action (`visits`, `q`, `prior`, `legal`, `proven`, `proven_value`, `[B, A]`) and per
+  root (`root_value`, `num_nodes`, `hits`, `dropped`, `chosen`, `root_proven`,
   `root_proven_value`)."""
   import jax
-  import numpy as np
 
   from mcgs_jax._src import proofs
 
@@ -425,11 +436,11 @@ def _root_statistics(game, output, batch) -> dict[str, Any]:
     root_proven=graph.node_proven[:, 0],
     root_proven_value=graph.proven_values[:, 0],
   )
-  return {name: np.asarray(value) for name, value in arrays.items()}
+  return arrays
 
 
 def _position_report(game, args, moves: list[int], state, root: dict[str, Any]) -> dict:
-  """The report dict of one position, `root` its `_root_statistics`."""
+  """The report dict of one position, `root` its `_root_arrays` (numpy)."""
   from mcgs_jax.apps import registry
 
   exact = _exact_action_values(game, args.game, moves, state)
