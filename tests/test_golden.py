@@ -77,6 +77,7 @@ GRAPH_OPTIONS = dict(
   num_parallel=1,
   fold_evaluations=False,
   max_children=None,
+  proof_first=False,
 )
 
 # Each policy with every hyperparameter given.

@@ -50,6 +50,7 @@ REBUILT_FIELDS = (
   "children_prior_logits",
   "children_actions",
   "node_dropped_actions",
+  "node_unproven_edges",
   "embeddings",
   "hash_slots",
   "num_nodes",

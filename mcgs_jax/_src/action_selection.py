@@ -32,12 +32,15 @@ def excluded_actions(
 ) -> chex.Array:
   """`[W]` bool: the root's invalid actions at depth 0, edges whose evaluation was
   not finite (`graph.edge_non_finite`), with compact edges the empty slots, and with
-  `solver` the proven edges not worth a playout (`proofs.excluded_edges`)."""
+  `solver` the proven edges not worth a playout (`proofs.excluded_edges`) and, with
+  `GraphOptions.proof_first`, the edges that are not among the cheapest to prove
+  (`proofs.proof_order_excluded`)."""
   excluded = (graph.root_invalid_edges & (depth == 0)) | graph.edge_non_finite[node_index]
   if graph.compact:
     excluded |= graph.edge_actions(node_index) < 0
   if solver:
     excluded |= proofs.excluded_edges(graph, node_index)
+    excluded |= proofs.proof_order_excluded(graph, node_index, excluded)
   return excluded
 
 

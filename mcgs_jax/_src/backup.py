@@ -49,18 +49,29 @@ def node_update(
 
 def _record_leaf_proof(graph: Graph, path: Path) -> Graph:
   """Re-proves the existing non-terminal node a playout stopped at, so a proof its
-  children already hold moves up even though the leaf is not re-entered."""
+  children already hold moves up even though the leaf is not re-entered (and, with
+  `node_unproven_edges`, recounts its unproven edges)."""
   clamped_leaf = jnp.maximum(path.leaf, 0)
   existing = (path.leaf >= 0) & ~path.leaf_is_new & ~take(graph.node_terminal, clamped_leaf)
-  proven, proven_value = jax.vmap(proofs.prove_node)(graph, clamped_leaf)
+  proven, proven_value, unproven = jax.vmap(proofs.prove_and_count)(graph, clamped_leaf)
   target = drop_unless(
     existing & proven & ~take(graph.node_proven, clamped_leaf), clamped_leaf, graph.capacity
   )
+  graph = _set_unproven(graph, drop_unless(existing, clamped_leaf, graph.capacity), unproven)
   return graph.replace(
     node_proven=set_at(graph.node_proven, target, True, mode="drop"),
     proven_values=set_at(graph.proven_values, target, proven_value, mode="drop"),
     node_values=set_at(graph.node_values, target, proven_value, mode="drop"),
   )
+
+
+def _set_unproven(graph: Graph, target: chex.Array, unproven: chex.Array) -> Graph:
+  """`graph` with `unproven [B]` written to `node_unproven_edges` at `target [B]`
+  (dropped where out of range); unchanged without that table."""
+  if graph.node_unproven_edges is None:
+    return graph
+  counts = set_at(graph.node_unproven_edges, target, unproven, mode="drop")
+  return graph.replace(node_unproven_edges=counts)
 
 
 def backup(graph: Graph, path: Path, *, options: GraphOptions = DEFAULT_OPTIONS) -> Graph:
@@ -111,9 +122,9 @@ def backup(graph: Graph, path: Path, *, options: GraphOptions = DEFAULT_OPTIONS)
     target = drop_unless(on_path, node, capacity)
     if solver:
       legal = None if path.legal is None else path.legal[:, depth]
-      proven, proven_value = jax.vmap(proofs.prove_node)(graph, node, legal)
+      proven, proven_value, unproven = jax.vmap(proofs.prove_and_count)(graph, node, legal)
       value = jnp.where(proven, proven_value, value)
-      graph = graph.replace(
+      graph = _set_unproven(graph, target, unproven).replace(
         node_proven=set_at(graph.node_proven, target, proven, mode="drop"),
         proven_values=set_at(graph.proven_values, target, proven_value, mode="drop"),
       )

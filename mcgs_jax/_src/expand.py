@@ -9,7 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, compact, hashing, types
+from mcgs_jax._src import checks, compact, hashing, numerics, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.descent import Path, last_edge
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
@@ -198,7 +198,12 @@ def _write_rows(
   if evaluation.children_actions is not None:
     new_rows["children_actions"] = evaluation.children_actions
     new_rows["node_dropped_actions"] = evaluation.dropped_actions
-  written = set(new_rows) | {"embeddings", "children_actions", "node_dropped_actions"}
+  if graph.node_unproven_edges is not None:
+    # A new node's legal edges are all unexpanded; a terminal node has none.
+    legal = jnp.sum(numerics.softmax(evaluation.prior_logits) > 0, axis=-1)
+    new_rows["node_unproven_edges"] = jnp.where(evaluation.terminal, 0, legal)
+  optional = {"children_actions", "node_dropped_actions", "node_unproven_edges"}
+  written = set(new_rows) | {"embeddings"} | optional
   assert written == set(NODE_FIELDS), "a node table is not set"
   graph = graph.replace(
     **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},

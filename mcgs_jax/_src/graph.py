@@ -17,20 +17,18 @@ UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
 
 
 # Every `Graph` field declares in its metadata its role and its empty value, the value
-# of a row no node uses: `empty_graph` (in `initial`) fills with it (or
-# `clear_used_rows` writes it over the rows a recycled graph used), `expand` writes a
-# new node's row of every node table (`path_marks` with its empty value), `reroot`
-# moves rows and refills freed ones, `empty_like` fills every field with it, and
-# `mcgs_jax.testing` checks that unused rows hold it. The field lists (`NODE_FIELDS`,
-# ...) below the class are read from this metadata.
+# of a row no node uses: `empty_graph` (in `initial`) fills with it (`clear_used_rows`
+# writes it over a recycled graph's used rows), `expand` writes a new node's row of
+# every node table, `reroot` moves rows and refills freed ones, `empty_like` fills
+# every field with it, `mcgs_jax.testing` checks that unused rows hold it; the field
+# lists (`NODE_FIELDS`, ...) below the class are read from this metadata.
 def _node_table(empty: Any) -> dict[str, Any]:
   """A `[B, N, ...]` table, one row per node, written whole when the node is created."""
   return {"role": "node", "empty": empty}
 
 
 def _edge_table(empty: Any) -> dict[str, Any]:
-  """A `[B, N, W]` table, one entry per edge (a node's action, or with compact edges
-  its slot)."""
+  """A `[B, N, W]` table, one entry per edge (an action; with compact edges a slot)."""
   return {"role": "edge", "empty": empty}
 
 
@@ -44,10 +42,9 @@ def _other(empty: Any) -> dict[str, Any]:
 
 @chex.dataclass(frozen=True)
 class Graph:
-  """A batch of search graphs. `B` games, capacity `N` nodes, `A` actions,
-  `L` key lanes (0 in tree mode), `C` hash slots (0 in tree mode), `W` edges per
-  node: `A` (dense, as mctx's tree), or `K` with compact edges
-  (`GraphOptions.max_children`).
+  """A batch of search graphs. `B` games, capacity `N` nodes, `A` actions, `L` key
+  lanes (0 in tree mode), `C` hash slots (0 in tree mode), `W` edges per node: `A`
+  (dense, as mctx's tree), or `K` with compact edges (`GraphOptions.max_children`).
 
   Edge tables are `[B, N, W]`. In a dense graph column `a` is action `a`. With
   compact edges a node keeps the `K` valid actions of highest prior in its `K`
@@ -84,6 +81,8 @@ class Graph:
   node_dropped_actions: `[B, N]` int32, the node's valid actions that got no slot
     (it had more than `K`): never searched, so the solver proves such a node only
     by a winning edge, never by every edge being proven; None in a dense graph.
+  node_unproven_edges: `[B, N]` int32, the node's legal edges into no proven child when
+    it was last recomputed (`GraphOptions.proof_first`); None without it.
   edge_visits: `[B, N, W]` int32, `N(n, a)`: how often selection at n chose a.
   edge_rewards: `[B, N, W]` float, reward of the transition.
   edge_discounts: `[B, N, W]` float, discount of the transition.
@@ -163,6 +162,7 @@ class Graph:
   children_prior_logits: chex.Array = dataclasses.field(metadata=_node_table(0.0))
   children_actions: chex.Array | None = dataclasses.field(metadata=_node_table(-1))
   node_dropped_actions: chex.Array | None = dataclasses.field(metadata=_node_table(0))
+  node_unproven_edges: chex.Array | None = dataclasses.field(metadata=_node_table(0))
   edge_visits: chex.Array = dataclasses.field(metadata=_edge_table(0))
   edge_rewards: chex.Array = dataclasses.field(metadata=_edge_table(0.0))
   edge_discounts: chex.Array = dataclasses.field(metadata=_edge_table(0.0))

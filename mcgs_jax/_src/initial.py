@@ -97,6 +97,7 @@ def initial_graph(
     value_bounds=options.value_bounds,
     extra_data=extra_data,
     max_children=options.max_children,
+    count_unproven=options.counts_unproven_edges,
   )
   for name, given in (("graph", graph), ("recycle", recycle)):
     if given is not None:
@@ -155,6 +156,7 @@ def empty_graph(
   extra_data: chex.ArrayTree = None,
   recycle: Graph | None = None,
   max_children: int | None = None,
+  count_unproven: bool = False,
 ) -> Graph:
   """A graph whose only node is the root.
 
@@ -170,10 +172,11 @@ def empty_graph(
       allocating new ones (see `clear_used_rows`); the result is the same. Ignored
       when the whole graph fits in one clearing block (`_CLEAR_BYTES`).
     max_children: `K`, compact edges (`GraphOptions.max_children`), or None (dense).
+    count_unproven: keep `Graph.node_unproven_edges` (`GraphOptions.proof_first`).
   """
   batch_size, num_actions = root.prior_logits.shape
   value_dtype = root.value.dtype
-  root_rows, slots = _root_rows(root, root_key, root_invalid_actions, max_children)
+  root_rows, slots = _root_rows(root, root_key, root_invalid_actions, max_children, count_unproven)
   edge_dtypes = _edge_dtypes(value_dtype)
   width = compact.slot_width(max_children, num_actions)
   # A graph that fits in one clearing block is as cheap to fill anew, and XLA then
@@ -194,6 +197,7 @@ def empty_graph(
   )
   tables.setdefault("children_actions", None)
   tables.setdefault("node_dropped_actions", None)
+  tables.setdefault("node_unproven_edges", None)
   for name in edge_dtypes:
     tables[name] = empty_tables[name]
   for name in COUNTER_FIELDS:
@@ -219,10 +223,12 @@ def _root_rows(
   root_key: chex.Array,
   root_invalid_actions: chex.Array,
   max_children: int | None,
+  count_unproven: bool,
 ) -> tuple[dict[str, tuple[chex.Array, Any]], compact.Slots | None]:
   """`({name: (the root's entry [B, ...], dtype)}, slots)` of every node table but
-  the embeddings (and the slot tables in a dense graph) in a new graph, and the
-  root's compact `Slots` (None in a dense graph)."""
+  the embeddings (the slot tables in a dense graph, and `node_unproven_edges` unless
+  `count_unproven`) in a new graph, and the root's compact `Slots` (None in a dense
+  graph)."""
   batch_size = root.prior_logits.shape[0]
   value_dtype = root.value.dtype
   root_terminal = jnp.all(root_invalid_actions, axis=-1)
@@ -246,6 +252,12 @@ def _root_rows(
   if slots is not None:
     rows["children_actions"] = (slots.actions, jnp.int32)
     rows["node_dropped_actions"] = (slots.dropped, jnp.int32)
+  if count_unproven:
+    # Every legal edge of the root is unproven (compact slots hold valid actions only).
+    legal = numerics.softmax(prior_logits) > 0
+    if slots is None:
+      legal &= ~root_invalid_actions
+    rows["node_unproven_edges"] = (jnp.sum(legal, axis=-1), jnp.int32)
   return rows, slots
 
 

@@ -30,6 +30,11 @@ and no shortcut ever fires.
 
 Proofs reach a shared node's other parents when those are next on a playout path:
 a stale proof is a missing proof, never a wrong one.
+
+With `GraphOptions.proof_first`, backup also keeps each node's count of legal edges
+into no proven child (`prove_and_count`, `Graph.node_unproven_edges`), and selection
+takes only the edges cheapest to prove by it (`proof_order_excluded`); it reads the
+proofs, never writes one.
 """
 
 import chex
@@ -112,18 +117,19 @@ class _NodeProof:
   proven: chex.Array  # [A] bool, legal edges into a proven child.
   exact: chex.Array  # [A] float, their exact values (meaningful where proven).
   best: chex.Array  # [] float, the best exact value of a proven edge; -inf if none.
+  unproven: chex.Array  # [] int32, legal edges into no proven child.
   settled: chex.Array  # [] bool, it has legal edges, every one is proven, none dropped.
   in_bounds: chex.Array  # [] bool, `in_bounds`.
   wins: chex.Array  # [] bool, a `winning_edges` edge proves it at once.
 
 
-def _max_then_ors(
+def _max_sum_then_ors(
   first: tuple[chex.Array, ...], second: tuple[chex.Array, ...]
 ) -> tuple[chex.Array, ...]:
   """The combining step of `_node_proof`'s reduction: the maximum of the first
-  operands, the or of the others."""
-  ors = tuple(a | b for a, b in zip(first[1:], second[1:], strict=True))
-  return (jax.lax.max(first[0], second[0]),) + ors
+  operands, the sum of the second, the or of the others."""
+  ors = tuple(a | b for a, b in zip(first[2:], second[2:], strict=True))
+  return (jax.lax.max(first[0], second[0]), first[1] + second[1]) + ors
 
 
 def _node_proof(
@@ -137,18 +143,18 @@ def _node_proof(
   proven &= legal
   # One reduction over the actions for the five: on the CPU each reduction that XLA
   # does not merge is a loop of its own, run at every depth of selection and backup.
-  # Maximum and or are exact in any order, so the values are those of `jnp.max` and
-  # `jnp.any`.
-  best, any_legal, any_unproven, any_outside, any_winning = jax.lax.reduce(
+  # Maximum, integer sum and or are exact in any order, so the values are those of
+  # `jnp.max`, `jnp.sum` and `jnp.any`.
+  best, unproven, any_legal, any_outside, any_winning = jax.lax.reduce(
     (
       jnp.where(proven, exact, -jnp.inf),
+      (legal & ~proven).astype(jnp.int32),
       legal,
-      legal & ~proven,
       proven & ~_inside_bounds(graph, exact),
       proven & _at_bound(exact, graph.value_bounds[1], 1.0),
     ),
-    (jnp.array(-jnp.inf, exact.dtype),) + (jnp.array(False),) * 4,
-    _max_then_ors,
+    (jnp.array(-jnp.inf, exact.dtype), jnp.array(0, jnp.int32)) + (jnp.array(False),) * 3,
+    _max_sum_then_ors,
     (0,),
   )
   return _NodeProof(
@@ -156,7 +162,8 @@ def _node_proof(
     proven=proven,
     exact=exact,
     best=best,
-    settled=any_legal & ~any_unproven & ~has_dropped_actions(graph, node_index),
+    unproven=unproven,
+    settled=any_legal & (unproven == 0) & ~has_dropped_actions(graph, node_index),
     in_bounds=~any_outside,
     wins=any_winning & ~any_outside,
   )
@@ -167,9 +174,19 @@ def prove_node(
 ) -> tuple[chex.Array, chex.Array]:
   """`(proven, value)` of one game's non-terminal node from its edges (`legal` `[A]`:
   its `legal_edges`, computed here when None)."""
+  proven, value, _ = prove_and_count(graph, node_index, legal)
+  return proven, value
+
+
+def prove_and_count(
+  graph: Graph, node_index: chex.Array, legal: chex.Array | None = None
+) -> tuple[chex.Array, chex.Array, chex.Array]:
+  """`prove_node`'s `(proven, value)` and the node's legal edges into no proven child
+  (`[]` int32, what `Graph.node_unproven_edges` stores)."""
   proof = _node_proof(graph, node_index, legal)
   is_proven = proof.wins | proof.settled
-  return is_proven, jnp.where(is_proven, proof.best, 0.0).astype(graph.proven_values.dtype)
+  value = jnp.where(is_proven, proof.best, 0.0).astype(graph.proven_values.dtype)
+  return is_proven, value, proof.unproven
 
 
 def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
@@ -182,6 +199,31 @@ def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   losing = _at_bound(proof.exact, graph.value_bounds[0], -1.0) & proof.in_bounds
   excluded = proof.proven & (losing | (proof.exact < proof.best))
   return excluded & jnp.any(proof.legal & ~excluded)
+
+
+def proof_order_excluded(graph: Graph, node_index: chex.Array, excluded: chex.Array) -> chex.Array:
+  """`[W]` bool: with `GraphOptions.proof_first`, the edges of one game's node that
+  selection leaves for later: the illegal ones, and those of its candidates (its
+  legal edges not in `excluded`, `[W]` bool) that are not among the cheapest to
+  prove. An unexpanded edge costs 1 (one playout may prove it), an edge into an
+  unproven child the child's `node_unproven_edges` (each needs a playout before the
+  child is settled), an edge into a proven child +inf (nothing is left to prove
+  there). A proof-number order of depth one: the cost of a child is the number of
+  its open edges, each counted as one leaf. Nothing is excluded at a proven node
+  (its playouts go to its best proven edges, as without the order), where every
+  candidate costs +inf, or without `proof_first` (`node_unproven_edges` None)."""
+  if graph.node_unproven_edges is None:
+    return jnp.zeros_like(excluded)
+  children = graph.children_index[node_index]
+  clamped_children = jnp.maximum(children, 0)
+  unproven = graph.node_unproven_edges[clamped_children].astype(jnp.float32)
+  cost = jnp.where(graph.node_proven[clamped_children], jnp.inf, unproven)
+  cost = jnp.where(children < 0, 1.0, cost)
+  legal = legal_edges(graph, node_index)
+  cheapest = jnp.min(jnp.where(legal & ~excluded, cost, jnp.inf))
+  # Illegal edges are left out too (PUCT does not mask them; their prior is 0).
+  open_node = jnp.isfinite(cheapest) & ~graph.node_proven[node_index]
+  return open_node & ((cost > cheapest) | ~legal)
 
 
 def best_proven_action(graph: Graph) -> tuple[chex.Array, chex.Array]:
