@@ -100,12 +100,12 @@ def run_pipeline(name: str, seed: int, args) -> dict:
   return record
 
 
-def measure(network_file: str, engine: str, args) -> dict:
-  """`EpisodeResult.summary()` of a saved network searched by `engine`'s search on
+def measure(network_file: str, engine: str, args, policy: str = "muzero") -> dict:
+  """`EpisodeResult.summary()` of a saved network searched by `engine`'s `policy` on
   the evaluation instances."""
   game = registry.game_from_spec(f"jumanji:{args.env}")
   apply_fn, params, _ = load_network(network_file, game.env)
-  options = dict(policy="muzero", evaluator="network", apply_fn=apply_fn)
+  options = dict(policy=policy, evaluator="network", apply_fn=apply_fn)
   options["num_simulations"] = args.eval_simulations
   agent = Agent(engine="mctx", **options) if engine == "mctx" else Agent(**options)
   result = episodes.play_episodes(
@@ -131,8 +131,9 @@ def curves(records: dict, args) -> dict:
       out[seed, name] = [dict(elapsed_s=report["seconds_used"], **report["evaluation"])]
       continue
     engine = "mctx" if name.startswith("mctx") else "mcgs"
+    policy = "gumbel" if name.endswith("gumbel") else "muzero"
     out[seed, name] = [
-      dict(elapsed_s=snapshot["elapsed_s"], **measure(snapshot["file"], engine, args))
+      dict(elapsed_s=snapshot["elapsed_s"], **measure(snapshot["file"], engine, args, policy))
       for snapshot in record["snapshots"]
     ]
     print(f"seed {seed} {name}: {[round(score(p), 4) for p in out[seed, name]]}", flush=True)
@@ -166,6 +167,7 @@ def plot(points: dict, path: str, env: str) -> None:
 def section(points: dict, finals_same_search: dict, records: dict, args) -> list[str]:
   seeds = sorted({seed for seed, _ in points})
   names = [name for name in PIPELINES if any((s, name) in points for s in seeds)]
+  searched = [name for name in names if name != "a2c"]
   loads = [record["load_before"] for record in records.values()]
   lines = [
     f"## Training race on jumanji {args.env} at equal wall time "
@@ -180,15 +182,19 @@ def section(points: dict, finals_same_search: dict, records: dict, args) -> list
     f"{args.train_steps} training steps per iteration, the same network. Final "
     f"networks measured on {args.instances} instances of seed {args.eval_seed} (never "
     f"trained on), each with its own pipeline's search at {args.eval_simulations} "
-    "simulations per step (A2C: its greedy policy); 'same search': both networks "
-    "searched by mctx's tree.",
+    "simulations per step (A2C: its greedy policy); \"X net, mctx's search\": X's final "
+    "network searched by mctx.muzero_policy, so that the networks compare apart from "
+    "the searches.",
     "",
-    "| seed | " + " | ".join(names) + " | mcgs net, mctx search | mctx net, mctx search |",
-    "|---|" + "---|" * (len(names) + 2),
+    "| seed | "
+    + " | ".join(names)
+    + "".join(f" | {name} net, mctx's search" for name in searched)
+    + " |",
+    "|---|" + "---|" * (len(names) + len(searched)),
   ]
   for seed in seeds:
     cells = [_cell(points[seed, name][-1]) if (seed, name) in points else "-" for name in names]
-    same = [_cell(finals_same_search.get((seed, name))) for name in ("mcgs", "mctx")]
+    same = [_cell(finals_same_search.get((seed, name))) for name in searched]
     lines.append(f"| {seed} | " + " | ".join(cells + same) + " |")
   lines += [
     "",
@@ -233,7 +239,7 @@ def main(argv=None) -> None:
   points = curves(records, args)
   finals_same_search = {}
   for (seed, name), record in records.items():
-    if name in ("mcgs", "mctx"):
+    if name != "a2c":
       finals_same_search[seed, name] = measure(record["snapshots"][-1]["file"], "mctx", args)
   with open(os.path.join(args.out, f"{args.env}_results.json"), "w", encoding="utf-8") as handle:
     json.dump(

@@ -31,6 +31,7 @@ def strong_vs_weak():
   )
 
 
+@pytest.mark.slow
 def test_strong_agent_wins(strong_vs_weak):
   result = strong_vs_weak
   assert result.wins + result.draws + result.losses == NUM_GAMES == result.games
@@ -47,6 +48,7 @@ def test_strong_agent_wins(strong_vs_weak):
   assert result.wins == int((result.outcomes > 0).sum())
 
 
+@pytest.mark.slow
 def test_colours_alternate_and_openings_are_shared(strong_vs_weak):
   result = strong_vs_weak
   half = NUM_GAMES // 2

@@ -143,6 +143,7 @@ def _huge_reward_fn(reward):
   return recurrent_fn
 
 
+@pytest.mark.slow
 def test_overflowing_reward_is_counted_as_non_finite():
   # 3e38 is a finite float32, but two visits of it overflow: counted, never stored.
   root = mg.RootFnOutput(

@@ -119,6 +119,7 @@ def test_a_bound_past_its_range_is_refused_where_it_is_given(bound):
   assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_step_limits_are_pgx_s():
   from pgx import animal_shogi, gardner_chess  # noqa: PLC0415
   from pgx._src.games import chess as chess_game  # noqa: PLC0415
@@ -438,8 +439,8 @@ def _random_states(env_id: str):
   return jax.tree.map(lambda leaf: leaf.reshape((count,) + leaf.shape[2:]), trajectory)
 
 
-@pytest.mark.quick_variants("go_9x9", "chess")
 @pytest.mark.parametrize("env_id", ["go_9x9", "chess", "gardner_chess", "animal_shogi"])
+@pytest.mark.quick_variants("go_9x9")
 def test_random_play_never_merges_different_positions_in_any_mode(env_id):
   states = _random_states(env_id)
   count = RANDOM_ROWS * RANDOM_STEPS
@@ -537,8 +538,8 @@ def _position_pairs(env_id: str):
   return states, [(0, 1), (2, 3)]
 
 
-@pytest.mark.quick_variants("animal_shogi-4")
 @pytest.mark.parametrize("env_id,depth", [("animal_shogi", 4), ("chess", 2)])
+@pytest.mark.slow
 def test_states_merged_by_the_position_key_have_the_same_futures(env_id, depth):
   """States that the position key merges and the exact key keeps apart (the same
   position reached by other moves) have the same outcome on every continuation of up

@@ -288,6 +288,7 @@ def test_bench_output_that_is_a_directory_is_refused_before_work(tmp_path, flag,
 
 
 @pytest.mark.parametrize("delay", [0.5, 4.0])
+@pytest.mark.quick_variants("0.5")
 def test_ctrl_c_ends_a_command_with_one_line_and_130(tmp_path, delay):
   """SIGINT during `mcgs-jax train --quick` (after it printed its config, while it
   compiles or plays): exit status 130, one line on stderr, no traceback, and the

@@ -85,10 +85,10 @@ def assert_same_search(dense, compact):
   np.testing.assert_array_equal(slots.dropped_actions, 0)
 
 
-@pytest.mark.quick_variants("muzero-othello-default", "gumbel-connect_four-solver")
 @pytest.mark.parametrize("option", OPTIONS)
 @pytest.mark.parametrize("name", GAMES)
 @pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.quick_variants("gumbel-connect_four-solver")
 def test_covering_slots_search_as_dense(policy, name, option):
   dense = _search(policy, name, None, **OPTIONS[option])
   compact = _search(policy, name, GAMES[name], **OPTIONS[option])

@@ -61,6 +61,7 @@ def test_another_embedding_structure_is_refused():
     search(jax.random.PRNGKey(1), root, recurrent_fn, graph=graph)
 
 
+@pytest.mark.slow
 def test_another_leaf_dtype_is_refused():
   graph = _rerooted()
   root = _cast_embedding(_next_root(), jnp.int16)
@@ -73,6 +74,7 @@ def test_another_leaf_dtype_is_refused():
     search(jax.random.PRNGKey(1), root, recurrent_fn, graph=graph)
 
 
+@pytest.mark.slow
 def test_another_key_width_is_refused():
   one_lane = lambda embedding: jnp.stack([embedding["total"].astype(jnp.uint32)], axis=-1)
   two_lanes = lambda embedding: jnp.stack(
@@ -117,6 +119,7 @@ def test_a_graph_continued_from_another_position_is_refused():
 
 
 @pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+@pytest.mark.quick_variants("muzero")
 def test_a_compounding_discount_is_counted_not_nan(policy):
   """A finite discount of 1e10 at every step would compound to inf along a path
   (and NaN from inf - inf): it is counted as a non-finite evaluation instead, and
@@ -245,8 +248,8 @@ def _stochastic_search(key, root, graph=None, *, transpositions=True):
   )
 
 
-@pytest.mark.quick_variants("graph")  # the same check on the unkeyed path
 @pytest.mark.parametrize("transpositions", [True, False], ids=["graph", "tree"])
+@pytest.mark.slow
 def test_a_stochastic_graph_rerooted_by_an_action_only_starts_afresh_and_is_counted(
   transpositions,
 ):

@@ -382,6 +382,7 @@ GRAPH_CASE_EFFECTS = {
 
 
 @pytest.mark.parametrize("case", sorted(GRAPH_CASES))
+@pytest.mark.quick_variants("solver")
 def test_golden_graph(case):
   numbers, graph = run_graph_case(case)
   path = GOLDEN_DIR / f"graph_{case}.json"

@@ -161,6 +161,7 @@ def tic_tac_toe_run():
   return run
 
 
+@pytest.mark.slow
 def test_graph_mode_on_tic_tac_toe():
   run = tic_tac_toe_run()
   out, invalid = run(jax.random.PRNGKey(1))
@@ -236,6 +237,7 @@ def test_traced_gumbel_scale_and_zero_noise():
   np.testing.assert_array_equal(first.action, second.action)
 
 
+@pytest.mark.slow
 def test_continue_a_graph():
   root = ROOT(3)
   policy = jax.jit(

@@ -116,6 +116,7 @@ def both_episodes(env, key, steps):
 
 
 @pytest.mark.parametrize("env_id", WRITTEN + ("Cleaner-v0",))
+@pytest.mark.quick_variants("Sudoku-v0", "Knapsack-v1", "TSP-v1")
 def test_the_wrapper_plays_as_jumanji(env_id):
   env = game_of(env_id).env
   run = jax.jit(jax.vmap(lambda key: both_episodes(env, key, EPISODE_STEPS[env_id])))

@@ -104,6 +104,7 @@ def test_missing_training_dependencies_exit_2_naming_them(a2c, monkeypatch, caps
   assert len(err) == 1 and "no-such-package" in err[0] and "pip install dm-haiku" in err[0]
 
 
+@pytest.mark.slow
 def test_more_than_one_device_exits_2_with_one_line():
   flags = "--xla_force_host_platform_device_count=2"
   env = {

@@ -59,8 +59,8 @@ EMPTY_ROOT = mg.RootFnOutput(
 POLICIES = registry.POLICIES
 
 
-@pytest.mark.quick_variants("muzero")
 @pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.slow
 def test_empty_embedding_runs_as_a_tree(name):
   policy = POLICIES[name]
   run = lambda **kw: jax.jit(
@@ -87,6 +87,7 @@ def test_empty_embedding_with_a_user_hash_fn_is_a_graph():
   assert np.all(np.asarray(graph.transposition_hits) >= 1)
 
 
+@pytest.mark.slow
 def test_empty_embedding_in_search_and_stochastic_policy():
   rule = functools.partial(mg.muzero_action_selection, depth=0)
   graph = jax.jit(
@@ -117,6 +118,7 @@ def _commuting():
   return root(B), recurrent_fn
 
 
+@pytest.mark.slow
 def test_traced_muzero_hyperparameters_equal_concrete_ones():
   root, recurrent_fn = _commuting()
   values = dict(
@@ -129,6 +131,7 @@ def test_traced_muzero_hyperparameters_equal_concrete_ones():
   np.testing.assert_array_equal(traced.search_graph.edge_visits, concrete.search_graph.edge_visits)
 
 
+@pytest.mark.slow
 def test_a_dirichlet_fraction_known_to_be_zero_draws_no_noise():
   """A fraction of 0 known at trace time skips the Gamma sampler (its program has
   none), and the search is the same to the bit as with a traced 0, which samples the

@@ -57,6 +57,7 @@ def optimal_actions(heaps, env):
   return {a for a, v in values.items() if v == max(values.values())}
 
 
+@pytest.mark.slow
 def test_nim_2_4_tree_mode_finds_the_winning_move():
   out, env = nim_search((2, 4), False)
   optimal = optimal_actions((2, 4), env)
@@ -68,6 +69,7 @@ def test_nim_2_4_tree_mode_finds_the_winning_move():
   assert np.mean((q + 1) / 2) > 0.75
 
 
+@pytest.mark.slow
 def test_nim_3_4_5_random_rollouts_mislead():
   """The chapter: the right move looks worse (~42%) than a wrong one (~64%)."""
   out, env = nim_search((3, 4, 5), False)
@@ -85,8 +87,8 @@ def test_nim_3_4_5_random_rollouts_mislead():
   assert np.mean(right_win[wrong] < chosen_win[wrong]) >= 0.75
 
 
-@pytest.mark.quick_variants("heaps0")
 @pytest.mark.parametrize("heaps", [(2, 4), (3, 4, 5)])
+@pytest.mark.slow
 def test_node_counts_tree_vs_graph(heaps):
   tree, _ = nim_search(heaps, False)
   graph, _ = nim_search(heaps, True)

@@ -101,6 +101,7 @@ def _searched_with_room_for_the_cap():
 
 
 @pytest.mark.parametrize("max_depth", [5461, 5462])
+@pytest.mark.slow
 def test_legal_edges_are_recorded_only_up_to_the_cap(max_depth):
   """`D * A` entries per game at most (`MAX_RECORDED_LEGAL`, 16,384: 5,461 depths of
   3 actions fit, 5,462 do not); past it the path carries none and backup reads the
@@ -123,12 +124,12 @@ PARALLEL = mg.GraphOptions(solver=True, capacity=160, num_parallel=2)
 
 
 # The gumbel variant repeats the check on another policy's rules: it runs in the slow set.
-@pytest.mark.quick_variants("muzero, 2 parallel playouts")
 @pytest.mark.parametrize(
   ("policy", "options"),
   [(mg.muzero_policy, PARALLEL), (mg.gumbel_muzero_policy, OPTIONS)],
   ids=["muzero, 2 parallel playouts", "gumbel"],
 )
+@pytest.mark.slow
 def test_searches_with_and_without_recorded_legal_edges_are_the_same(policy, options, monkeypatch):
   """A whole search with the solver, recording the legal edges or not (the cap set to
   0), ends in the same graph bit for bit: with parallel playouts, whose other paths

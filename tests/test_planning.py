@@ -92,6 +92,7 @@ def test_instances_do_not_depend_on_how_many_are_drawn():
 
 
 @pytest.mark.parametrize("engine", ["graph", "tree", "mctx"])
+@pytest.mark.quick_variants("graph")
 def test_episodes_reach_at_most_the_optimum_and_repeat_under_one_seed(engine):
   game = make_game("jumanji:Knapsack-v1")
   if engine == "mctx":
@@ -110,6 +111,7 @@ def test_episodes_reach_at_most_the_optimum_and_repeat_under_one_seed(engine):
     assert first.hits_per_simulation == 0.0
 
 
+@pytest.mark.slow
 def test_a_solved_sudoku_is_counted_and_merges_are_found():
   game = make_game("jumanji:Sudoku-very-easy-v0")
   agent = Agent(policy="muzero", evaluator="rollout", num_simulations=16)
@@ -149,6 +151,7 @@ def test_evaluate_command_refuses_bad_input_in_one_line(argv, message, capsys):
   assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
 
 
+@pytest.mark.slow
 def test_the_network_value_lies_within_the_game_bounds():
   for spec, bounds in (
     ("jumanji:Sudoku-very-easy-v0", (0.0, 1.0)),
@@ -251,6 +254,7 @@ def test_the_set_network_scores_each_item_from_its_row_in_any_order(tmp_path):
 
 
 @pytest.mark.parametrize("env_id", ["Knapsack-v1", "TSP-v1"])
+@pytest.mark.slow
 def test_the_shipped_networks_load_and_are_the_default_evaluator(env_id, capsys):
   """The networks shipped for Knapsack and TSP load for their game and are what
   `mcgs-jax evaluate` searches with when no evaluator is named; a trained network's

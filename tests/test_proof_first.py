@@ -118,7 +118,6 @@ def test_without_it_the_graph_keeps_no_count():
   assert not mg.GraphOptions(proof_first=True).counts_unproven_edges
 
 
-@pytest.mark.quick_variants("slots_2_parallel_2")
 @pytest.mark.parametrize(
   "options",
   [
@@ -129,6 +128,7 @@ def test_without_it_the_graph_keeps_no_count():
   ],
   ids=["slots_2_parallel_2", "slots_4", "tree", "catch_up_fold"],
 )
+@pytest.mark.slow
 def test_proofs_stay_exact_with_the_other_options(options):
   """The order changes which edge a playout takes, never what is proven: with compact
   edges below the legal count, parallel playouts, a tree, the stop rule and folding,

@@ -44,6 +44,7 @@ def test_split_matches_jax(seed, num, typed):
   shape=st.sampled_from([(), (1,), (7,), (82,), (362,), (3, 5)]),
   typed=st.booleans(),
 )
+@pytest.mark.slow
 def test_uniform_matches_jax(seed, shape, typed):
   key = jax.random.split(_key(seed, typed))[1]  # a derived key, not only a seed's
   ours, theirs = random_bits.uniform(key, shape), jax.random.uniform(key, shape)

@@ -67,6 +67,7 @@ def test_without_playout_cap_every_move_is_a_full_search(network_game):
   assert set(buffer.data) == {"observation", "policy", "value"}
 
 
+@pytest.mark.slow
 def test_a_fast_position_is_absent_from_the_policy_loss_but_not_the_value_loss(network_game):
   _, apply_fn, params = network_game
   rng = np.random.default_rng(0)
@@ -106,6 +107,7 @@ def _late_positions(game):
 
 
 @pytest.mark.parametrize("solver", [False, True])
+@pytest.mark.quick_variants("True")
 def test_the_solver_reaches_self_play_searches(network_game, solver):
   game, _, params = network_game
   state = _late_positions(game)
@@ -282,6 +284,7 @@ def test_self_play_with_forced_playouts_trains_on_pruned_targets(network_game):
   assert np.all(policy[~trajectory["legal"][valid]] == 0)
 
 
+@pytest.mark.slow
 def test_pruning_that_would_leave_no_visit_keeps_them_unpruned():
   # With reuse the target counts only the search's own visits. Where all of them went
   # to a child that pruning empties (here: one visit to a child that is not the most
@@ -302,6 +305,7 @@ def test_pruning_that_would_leave_no_visit_keeps_them_unpruned():
   assert untouched[0, 0] == 0.0  # the same child pruned from the whole visit count
 
 
+@pytest.mark.slow
 def test_pruning_checks_its_arguments_as_the_policy_does():
   root_fn, recurrent = commuting_game(num_actions=4, modulus=7, horizon=4)
   out = mg.muzero_policy(None, jax.random.PRNGKey(0), root_fn(2), recurrent, 8)

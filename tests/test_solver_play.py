@@ -59,10 +59,10 @@ def _root_proofs(out):
   return np.asarray(proven), np.asarray(value)
 
 
-@pytest.mark.quick_variants("uct-0.0")  # its search is the fallback test's too
 @pytest.mark.parametrize(
   "policy, temperature", [("uct", 0.0), ("muzero", 0.0), ("muzero", 1.0)], ids=str
 )
+@pytest.mark.slow
 def test_a_proven_loss_is_played_only_when_every_move_is_one(policy, temperature):
   most_visited_lost = 0
   for heaps in ((3, 4, 5), (2, 3, 4), (1, 2, 3)):
@@ -83,6 +83,7 @@ def test_a_proven_loss_is_played_only_when_every_move_is_one(policy, temperature
   assert most_visited_lost > 0, "no search had a proven loss as its most visited move"
 
 
+@pytest.mark.slow
 def test_with_no_visit_left_the_fallback_is_no_proven_loss():
   """Where no edge the solver leaves has a visit, the policy falls back on the
   highest prior: made here a proven loss's, which the fallback used to play."""

@@ -744,7 +744,7 @@ def test_grid_mdp_greedy_play_is_not_optimal():
 def one_node_graph(rewards, children, value_bounds):
   """One game's graph, as the proof functions read it: node 1 with one edge per
   entry of `rewards`, leading to the terminal (proven, value 0) node `children[a]`
-  (-1: unexpanded), every action legal."""
+  (-1: unexpanded), every action legal, a dense graph (no dropped actions)."""
   num_actions = len(rewards)
   edge_rewards = np.zeros((num_actions + 2, num_actions), np.float32)
   edge_rewards[1] = rewards
@@ -758,6 +758,7 @@ def one_node_graph(rewards, children, value_bounds):
     edge_discounts=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
     children_prior_logits=jnp.zeros((num_actions + 2, num_actions), jnp.float32),
     root_invalid_edges=jnp.zeros(num_actions, bool),
+    node_dropped_actions=None,
     value_bounds=jnp.asarray(
       (-jnp.inf, jnp.inf) if value_bounds is None else value_bounds, jnp.float32
     ),

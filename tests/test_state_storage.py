@@ -119,6 +119,7 @@ def _leaves(tree):
 
 
 @pytest.mark.parametrize("spec", ["chess", "shogi", "go_9x9", "go_19x19"])
+@pytest.mark.quick_variants("chess", "go_9x9")
 def test_stored_states_are_smaller(spec):
   """Bytes per stored state (printed: `pytest -s`): fewer than pgx's state without
   its observation, and the same as it with `compact_state=False`."""

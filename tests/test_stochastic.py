@@ -337,6 +337,7 @@ def test_reuse_by_action_then_outcome():
   check_stochastic_graph(restarted.search_graph, num_simulations, tree_mode=False)
 
 
+@pytest.mark.slow
 def test_parallel_playouts():
   num_simulations = 32
   out = toy_search(
@@ -510,6 +511,7 @@ def test_plain_recurrent_output_is_rejected_as_decision_output():
 
 
 @pytest.mark.parametrize("bad_logit", [-jnp.inf, jnp.nan])
+@pytest.mark.quick_variants("nan")
 def test_chance_logits_with_no_possible_outcome_are_counted(bad_logit):
   """A decision whose chance logits allow no outcome (all -inf, or NaN) cannot be
   evaluated: each such expansion is counted in `non_finite_evaluations` and adds no

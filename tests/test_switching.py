@@ -66,6 +66,7 @@ def tree_match():
   return play_match(GAME, TREE, OPPONENT, num_games=8, seed=4, opening_moves=1)
 
 
+@pytest.mark.slow
 def test_mctx_engine_plays_our_tree_search(tree_match):
   """Tree mode equals mctx: the mctx agent plays every game exactly as this
   library's tree search without reuse (same moves, same outcomes)."""

@@ -111,6 +111,7 @@ def test_a_resume_refuses_a_directory_of_params_only_checkpoints(tmp_path):
   assert _bytes_of(directory) == written
 
 
+@pytest.mark.slow
 def test_a_diverged_run_stops_by_name_with_only_finite_checkpoints(tmp_path, capsys):
   directory, history = tmp_path / "ck", tmp_path / "history.json"
   argv = ["--quick", "--games", "8", "--simulations", "8", "--hidden", "16"]
@@ -206,6 +207,7 @@ def test_ctrl_c_ends_the_running_iteration_and_checkpoints_it(tmp_path):
   files.unseal(str(directory / "iteration_0002.msgpack"))
 
 
+@pytest.mark.slow
 def test_a_run_killed_before_its_first_checkpoint_resumes_afresh(tmp_path, capsys):
   """`mcgs-jax train --resume DIR` for a run killed (SIGKILL) before its first
   checkpoint starts that run afresh, with its own flags (the docs said so and the

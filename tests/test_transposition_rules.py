@@ -75,6 +75,7 @@ def test_every_stop_rule_keeps_the_invariants(options):
   assert np.all(graph.transposition_hits > 0)
 
 
+@pytest.mark.slow
 def test_leak_one_and_a_huge_epsilon_are_never_stopping():
   """The leak coin uses its own stream of the selection keys, so a leak that always
   continues gives exactly the search of `never`, as does a lag nothing exceeds."""
@@ -192,8 +193,8 @@ def test_stored_edge_values_are_what_each_node_used():
       )
 
 
-@pytest.mark.quick_variants("commuting")
 @pytest.mark.parametrize("game_name", ["commuting", "dag"])
+@pytest.mark.slow
 def test_dropped_parallel_playouts_do_not_reuse_stamps(game_name):
   """With `num_parallel`, collided playouts are dropped; a stamp taken from the root
   visits would then repeat in the next step and stop playouts at nodes falsely

@@ -71,8 +71,8 @@ def test_a_high_temperature_never_samples_an_invalid_action():
 
 
 # muzero: the greedy variant's search and weights, sampled from instead of argmaxed
-@pytest.mark.quick_variants("muzero_greedy", "uct")
 @pytest.mark.parametrize("policy", ["muzero", "muzero_greedy", "uct"])
+@pytest.mark.quick_variants("muzero_greedy")
 def test_a_continued_graph_never_weighs_or_plays_an_edge_invalid_at_its_root(policy):
   """The same root searched again with its most visited action now invalid (a
   learned model does not mask interior actions, so a rerooted graph can hold visits
