@@ -6,6 +6,7 @@ Pipelines (`--pipelines`):
 
   * `mcgs`: `mcgs-jax train --game jumanji:<env>` with its defaults (a graph kept
     between moves, forced playouts, the game's default network) and `--make-room`;
+  * `mcgs-gumbel`: the same with `--policy gumbel` (this library's Gumbel MuZero);
   * `mctx`: the same with `--engine mctx` (DeepMind's `mctx.muzero_policy`, a tree
     searched afresh every move), `mctx-gumbel`: with `--policy gumbel` too;
   * `a2c`: jumanji's A2C with its own networks and hyperparameters
@@ -48,6 +49,7 @@ from mcgs_jax.apps.train.checkpoint_files import load_network
 
 PIPELINES = {
   "mcgs": ["--make-room"],
+  "mcgs-gumbel": ["--make-room", "--policy", "gumbel"],
   "mctx": ["--engine", "mctx"],
   "mctx-gumbel": ["--engine", "mctx", "--policy", "gumbel"],
   "a2c": None,  # benchmarks/jumanji_a2c.py
@@ -77,6 +79,9 @@ def run_pipeline(name: str, seed: int, args) -> dict:
   folder = os.path.join(args.out, args.env, f"seed{seed}")
   os.makedirs(folder, exist_ok=True)
   prefix = os.path.join(folder, name)
+  if args.reuse and os.path.exists(prefix + "_record.json"):
+    with open(prefix + "_record.json", encoding="utf-8") as handle:
+      return json.load(handle)
   load = os.getloadavg()[0]
   started = time.perf_counter()
   print(
@@ -97,6 +102,8 @@ def run_pipeline(name: str, seed: int, args) -> dict:
     with open(prefix + "_history.json", encoding="utf-8") as handle:
       record = dict(snapshots=json.load(handle)["snapshots"])
   record.update(load_before=load, process_seconds=time.perf_counter() - started)
+  with open(prefix + "_record.json", "w", encoding="utf-8") as handle:
+    json.dump(record, handle)
   return record
 
 
@@ -147,7 +154,13 @@ def plot(points: dict, path: str, env: str) -> None:
   import matplotlib.pyplot as plt
 
   figure, axis = plt.subplots(figsize=(6, 4))
-  colours = {"mcgs": "tab:blue", "mctx": "tab:orange", "mctx-gumbel": "tab:red", "a2c": "tab:green"}
+  colours = {
+    "mcgs": "tab:blue",
+    "mcgs-gumbel": "tab:purple",
+    "mctx": "tab:orange",
+    "mctx-gumbel": "tab:red",
+    "a2c": "tab:green",
+  }
   for (seed, name), curve in sorted(points.items()):
     axis.plot(
       [p["elapsed_s"] for p in curve],
@@ -228,6 +241,11 @@ def main(argv=None) -> None:
   parser.add_argument("--out", default="planning_race")
   parser.add_argument("--plot")
   parser.add_argument("--write", action="store_true", help="append the section to RESULTS.md")
+  parser.add_argument(
+    "--reuse",
+    action="store_true",
+    help="keep the runs already recorded under --out (an interrupted race goes on)",
+  )
   args = parser.parse_args(argv)
   names = [name for name in args.pipelines.split(",") if name]
   if set(names) - set(PIPELINES):

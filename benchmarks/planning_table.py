@@ -39,7 +39,6 @@ CASES = {
   "tsp-rollout": ("TSP-v1", "rollout", None, (16, 64, 256)),
   "tsp-network": ("TSP-v1", "network", "jumanji_tsp.msgpack", (8, 32, 128)),
   "sudoku-easy-rollout": ("Sudoku-very-easy-v0", "rollout", None, (16, 64)),
-  "sudoku-easy-network": ("Sudoku-very-easy-v0", "network", "jumanji_sudoku_easy.msgpack", (8, 32)),
   "sudoku-rollout": ("Sudoku-v0", "rollout", None, (64, 256)),
   "rubiks-rollout": ("RubiksCube-partly-scrambled-v0", "rollout", None, (64, 256)),
 }
