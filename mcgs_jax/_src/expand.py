@@ -200,7 +200,7 @@ def _write_rows(
     new_rows["node_dropped_actions"] = evaluation.dropped_actions
   if graph.node_unproven_edges is not None:
     # A new node's legal edges are all unexpanded; a terminal node has none.
-    legal = jnp.sum(numerics.softmax(evaluation.prior_logits) > 0, axis=-1)
+    legal = jnp.sum(numerics.positive_probability(evaluation.prior_logits), axis=-1)
     new_rows["node_unproven_edges"] = jnp.where(evaluation.terminal, 0, legal)
   optional = {"children_actions", "node_dropped_actions", "node_unproven_edges"}
   written = set(new_rows) | {"embeddings"} | optional

@@ -254,7 +254,7 @@ def _root_rows(
     rows["node_dropped_actions"] = (slots.dropped, jnp.int32)
   if count_unproven:
     # Every legal edge of the root is unproven (compact slots hold valid actions only).
-    legal = numerics.softmax(prior_logits) > 0
+    legal = numerics.positive_probability(prior_logits)
     if slots is None:
       legal &= ~root_invalid_actions
     rows["node_unproven_edges"] = (jnp.sum(legal, axis=-1), jnp.int32)

@@ -114,6 +114,13 @@ def softmax(logits: chex.Array) -> chex.Array:
   return unnormalized / row_sum(unnormalized)[..., None]
 
 
+def positive_probability(logits: chex.Array) -> chex.Array:
+  """`[..., A]` bool: the actions of `logits [..., A]` whose `softmax` probability is
+  positive, the rule by which an edge counts as legal (an invalid action's logit,
+  or an empty slot's, has none)."""
+  return softmax(logits) > 0
+
+
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = np.uint32(0x1BD11BDA)  # the key schedule's constant (Threefry's C240)
 _ONE_BITS = np.uint32(0x3F800000)  # float32 1.0

@@ -65,7 +65,7 @@ def _at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
 def legal_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[W]` bool: edges with a positive prior (and valid at the root; an empty slot
   of compact edges has a zero prior)."""
-  legal = numerics.softmax(graph.children_prior_logits[node_index]) > 0
+  legal = numerics.positive_probability(graph.children_prior_logits[node_index])
   return legal & ~(graph.root_invalid_edges & (node_index == ROOT_INDEX))
 
 
