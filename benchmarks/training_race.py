@@ -90,27 +90,25 @@ VARIANTS = {
   "gumbel+reuse": ["--policy", "gumbel"],
   "gumbel": ["--policy", "gumbel", "--no-reuse"],
   "mctx-gumbel": ["--engine", "mctx", "--policy", "gumbel"],
+  # The ablation of the defaults: a tree instead of the graph, and no reuse.
+  "default-tree": ["--tree"],
+  "default-no-reuse": ["--no-reuse"],
 }
 DEFAULT_VARIANTS = ("mctx", "default")
-REFERENCE = "mctx"  # each seed's final mctx network is its curves' Elo 0
-COMMON = [
-  "--game",
-  "connect_four",
-  "--games",
-  "256",
-  "--simulations",
-  "32",
-  "--hidden",
-  "256,256",
-  "--buffer-size",
-  "50000",
-  "--train-steps",
-  "200",
-  "--eval-games",
-  "0",
-  "--iterations",
-  "10000",
-]
+REFERENCE = "mctx"  # by default each seed's final mctx network is its curves' Elo 0
+
+
+def common_flags(args) -> list[str]:
+  """The `mcgs-jax train` flags every variant shares: game, network, self-play games
+  and simulations, training steps, no evaluation, no iteration limit (the budget
+  stops a run)."""
+  network = ["--network", args.network] if args.network else ["--hidden", "256,256"]
+  return [
+    *("--game", args.game, "--games", str(args.selfplay_games)),
+    *("--simulations", str(args.simulations), *network),
+    *("--buffer-size", "50000", "--train-steps", str(args.train_steps)),
+    *("--eval-games", "0", "--iterations", "10000"),
+  ]
 
 
 def file_name(variant: str) -> str:
@@ -156,13 +154,14 @@ def train_with_snapshots(argv: list[str], budget: float, fractions, prefix: str)
   files.write_atomically(f"{prefix}_history.json", json.dumps(payload, indent=1))
 
 
-def run_variant(name: str, seed: int, budget: float, fractions, out: str) -> dict:
-  """Trains one variant with one seed in a fresh process; returns its history file's
-  content (with `process_seconds`)."""
+def run_variant(name: str, seed: int, fractions, args) -> dict:
+  """Trains one variant with one seed in a fresh process for `args.budget` seconds;
+  returns its history file's content (with `process_seconds`)."""
+  budget, out = args.budget, args.out
   folder = run_folder(out, seed)
   os.makedirs(folder, exist_ok=True)
   prefix = os.path.join(folder, file_name(name))
-  argv = [*COMMON, "--seed", str(seed), *VARIANTS[name]]
+  argv = [*common_flags(args), "--seed", str(seed), *VARIANTS[name]]
   command = [sys.executable, "-m", "benchmarks.training_race", "--worker", json.dumps(argv)]
   command += ["--budget", str(budget), "--fractions", ",".join(map(str, fractions))]
   command += ["--out", prefix]
@@ -228,8 +227,10 @@ def solved_accuracy(game, networks: dict, positions, simulations: int, seed: int
   return shares
 
 
-def play_reference(game, snapshot: str, reference: str, args) -> dict:
-  """One learning-curve point: the network in `snapshot` against `reference`."""
+def play_reference(game, snapshot: str, reference: str, args, openings: int = 3) -> dict:
+  """One learning-curve point: the network in `snapshot` against `reference`
+  (`args.games` games from `openings`-ply random openings, match seed
+  `args.eval_seed`)."""
   a_fn, a_params, _ = train.load_network(snapshot, game.env)
   b_fn, b_params, _ = train.load_network(reference, game.env)
   result = arena.play_match(
@@ -240,7 +241,7 @@ def play_reference(game, snapshot: str, reference: str, args) -> dict:
     seed=args.eval_seed,
     params_a=a_params,
     params_b=b_params,
-    opening_moves=3,
+    opening_moves=openings,
   )
   return dict(
     wins=int(result.wins),
@@ -262,7 +263,7 @@ def learning_curves(game, runs: dict, args) -> dict:
       cache = json.load(handle)
   curves = {}
   for (seed, name), run in runs.items():
-    reference = run_reference(runs, seed)
+    reference = run_reference(runs, seed, args.reference)
     points = []
     for snapshot in run["snapshots"]:
       point = dict(elapsed_s=snapshot["elapsed_s"], iteration=snapshot["iteration"])
@@ -330,8 +331,53 @@ def final_network(run: dict) -> str:
   return run["snapshots"][-1]["file"]
 
 
-def run_reference(runs: dict, seed: int) -> str:
-  return final_network(runs[seed, REFERENCE])
+def run_reference(runs: dict, seed: int, reference: str) -> str:
+  return final_network(runs[seed, reference])
+
+
+def replay(game, runs: dict, seeds: list[int], names: list[str], args) -> list[str]:
+  """RESULTS lines: each variant's final network against the same seed's final
+  reference network on openings the curves never played (`args.replay_games` games,
+  `args.replay_openings`-ply random openings, match seed `args.replay_seed`)."""
+  settings = argparse.Namespace(
+    **{**vars(args), "games": args.replay_games, "eval_seed": args.replay_seed}
+  )
+  lines = [
+    "",
+    f"Replay on new openings: each final network against the same seed's final "
+    f"{args.reference} network, {args.replay_games} games from "
+    f"{args.replay_openings}-ply random openings (match seed {args.replay_seed}), "
+    "otherwise as the curves:",
+    "",
+    f"| variant | Elo over {args.reference} per seed [95%] | W-D-L per seed | pooled Elo [95%] |",
+    "|---|---|---|---|",
+  ]
+  replayed = args.replay_variants.split(",") if args.replay_variants else names
+  for name in names:
+    if name == args.reference or name not in replayed:
+      continue
+    cells, tallies, points = [], [], []
+    for seed in seeds:
+      if (seed, name) not in runs:
+        continue
+      result = play_reference(
+        game,
+        final_network(runs[seed, name]),
+        run_reference(runs, seed, args.reference),
+        settings,
+        openings=args.replay_openings,
+      )
+      wins, draws, losses = result["wins"], result["draws"], result["losses"]
+      points += [1.0] * wins + [0.5] * draws + [0.0] * losses
+      low, high = result["elo_ci95"]
+      cells.append(f"{result['elo']:+.0f} [{low:+.0f}, {high:+.0f}]")
+      tallies.append(f"{wins}-{draws}-{losses}")
+      print(f"replay seed {seed} {name}: {cells[-1]}", flush=True)
+    if points:
+      _, elo, (low, high), _ = arena_results.elo_interval(np.array(points))
+      pooled = f"{elo:+.0f} [{low:+.0f}, {high:+.0f}]"
+      lines.append(f"| {name} | {'; '.join(cells)} | {'; '.join(tallies)} | {pooled} |")
+  return lines
 
 
 def time_to_reference(points: list[dict]) -> float | None:
@@ -340,7 +386,7 @@ def time_to_reference(points: list[dict]) -> float | None:
   return next((p["elapsed_s"] for p in points if p["elo"] >= 0.0), None)
 
 
-def plot_curves(curves: dict, path: str, title: str) -> None:
+def plot_curves(curves: dict, path: str, title: str, reference: str = REFERENCE) -> None:
   """Elo against the reference by wall time, a colour per variant, a marker per seed."""
   import matplotlib
 
@@ -370,7 +416,7 @@ def plot_curves(curves: dict, path: str, title: str) -> None:
     )
   axis.axhline(0.0, color="grey", linewidth=0.8)
   axis.set_xlabel("wall time of training (minutes, compilation included)")
-  axis.set_ylabel("Elo against the seed's final mctx network")
+  axis.set_ylabel(f"Elo against the seed's final {reference} network")
   axis.set_title(title)
   axis.legend(fontsize=7, ncol=2)
   figure.tight_layout()
@@ -378,7 +424,7 @@ def plot_curves(curves: dict, path: str, title: str) -> None:
   plt.close(figure)
 
 
-def main(argv=None):
+def build_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--budget", type=float, default=600.0, help="seconds per run")
   parser.add_argument("--seeds", default="0,1,2", help="training seeds (default: %(default)s)")
@@ -392,8 +438,32 @@ def main(argv=None):
     "--variants",
     default=",".join(DEFAULT_VARIANTS),
     help=f"comma-separated, of {tuple(VARIANTS)} (default: %(default)s; "
-    f"{REFERENCE!r} is always trained: it is the reference)",
+    "--reference is always trained)",
   )
+  parser.add_argument(
+    "--reference",
+    default=REFERENCE,
+    choices=tuple(VARIANTS),
+    help="the variant whose final network is each seed's Elo 0 (default: %(default)s)",
+  )
+  parser.add_argument("--game", default="connect_four", help="pgx game id (default: %(default)s)")
+  parser.add_argument(
+    "--network",
+    help="mcgs-jax train --network of every variant (default: an MLP of 256 and 256 units)",
+  )
+  parser.add_argument(
+    "--selfplay-games", type=int, default=256, help="self-play games per iteration"
+  )
+  parser.add_argument("--simulations", type=int, default=32, help="self-play simulations per move")
+  parser.add_argument("--train-steps", type=int, default=200, help="training steps per iteration")
+  parser.add_argument(
+    "--replay-games", type=int, default=0, help="games of the replay on new openings (0: none)"
+  )
+  parser.add_argument(
+    "--replay-variants", help="comma-separated variants to replay (default: every one)"
+  )
+  parser.add_argument("--replay-openings", type=int, default=4)
+  parser.add_argument("--replay-seed", type=int, default=1013)
   parser.add_argument("--games", type=int, default=512, help="games per curve point")
   parser.add_argument("--eval-simulations", type=int, default=64)
   parser.add_argument("--eval-seed", type=int, default=5)
@@ -423,6 +493,11 @@ def main(argv=None):
     help="also play variant A's final network against variant B's, per seed",
   )
   parser.add_argument("--worker", help=argparse.SUPPRESS)  # the training process
+  return parser
+
+
+def main(argv=None):
+  parser = build_parser()
   args = parser.parse_args(argv)
   fractions = [float(f) for f in args.fractions.split(",") if f]
   if not all(0.0 < f < 1.0 for f in fractions):
@@ -434,7 +509,7 @@ def main(argv=None):
   unknown = sorted(set(names) - set(VARIANTS))
   if unknown:
     parser.error(f"--variants: unknown {unknown}; expected some of {tuple(VARIANTS)}")
-  names = [REFERENCE] + [name for name in names if name != REFERENCE]
+  names = [args.reference] + [name for name in names if name != args.reference]
   pair = args.head_to_head.split(",") if args.head_to_head else []
   if pair and (len(pair) != 2 or not set(pair) <= set(names)):
     parser.error(f"--head-to-head: two of --variants {names}, got {args.head_to_head!r}")
@@ -451,22 +526,25 @@ def main(argv=None):
         continue
       if args.evaluate_only:
         continue
-      runs[seed, name] = run_variant(name, seed, args.budget, fractions, args.out)
+      runs[seed, name] = run_variant(name, seed, fractions, args)
       history = runs[seed, name]["history"]
       print(f"  {len(history)} iterations, {history[-1]['elapsed_s']:.0f} s", flush=True)
 
   if args.train_only:
     return
-  game = arena.two_player_game("connect_four")
+  game = arena.two_player_game(args.game)
   curves = learning_curves(game, runs, args)
   extra = head_to_head(game, runs, seeds, pair, args) if pair else []
+  if args.replay_games:
+    extra += replay(game, runs, seeds, names, args)
   write_section(game, runs, curves, names, seeds, fractions, args, extra)
   if args.plot:
     plot_curves(
       curves,
       args.plot,
-      f"connect four, {args.budget / 60:.0f} min per run, {os.cpu_count()}-core CPU "
+      f"{args.game}, {args.budget / 60:.0f} min per run, {os.cpu_count()}-core CPU "
       f"({args.games} games per point)",
+      args.reference,
     )
   if args.keep:
     kept = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
@@ -479,15 +557,17 @@ def main(argv=None):
 
 
 def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -> None:
-  """The RESULTS section: runs, curves, finals per seed, solved positions."""
+  """The RESULTS section: runs, curves, finals per seed, solved positions (connect
+  four)."""
+  REFERENCE = args.reference  # noqa: N806 (the name the tables are written with)
   load_text = ", ".join(f"{run.get('load_before', float('nan')):.1f}" for run in runs.values())
   lines = [
-    f"## Training race over {len(seeds)} seeds with learning curves "
+    f"## Training race on {args.game} over {len(seeds)} seeds with learning curves "
     f"(`benchmarks/training_race.py`, date {datetime.date.today().isoformat()}, "
     f"{os.cpu_count()}-core CPU ({platform.processor() or platform.machine()}), one run "
     f"at a time alone on the machine, jax {jax.__version__})",
     "",
-    f"`mcgs-jax train {' '.join(COMMON)} --seed K` plus each variant's flags, "
+    f"`mcgs-jax train {' '.join(common_flags(args))} --seed K` plus each variant's flags, "
     f"{args.budget:.0f} s of wall time per run (compilation included). Held equal: "
     "wall time, network, self-play games and simulations per move, training steps, "
     f"seeds. Networks saved after {', '.join(f'{f:g}' for f in fractions)} of the "
@@ -495,8 +575,9 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
     f"{args.games} games ({args.eval_simulations}-simulation muzero on a tree from "
     f"scratch on both sides, greedy, 3-ply random openings, seed {args.eval_seed}). "
     f"1-minute load average before each run: {load_text}. Regenerate: "
-    f"`python -m benchmarks.training_race --seeds {args.seeds} --variants "
-    f"{','.join(names)} --budget {args.budget:.0f} --games {args.games} --write`.",
+    f"`python -m benchmarks.training_race --game {args.game} --seeds {args.seeds} "
+    f"--variants {','.join(names)} --reference {args.reference} "
+    f"--budget {args.budget:.0f} --games {args.games} --write` (and the flags above).",
     "",
     "| seed | variant | iterations | positions | self-play s | wall s | final Elo "
     f"against {REFERENCE} [95%] | final W-D-L | first at >= {REFERENCE}'s final "
@@ -556,6 +637,9 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
       for p in points
     ]
     lines.append(f"| {seed} | {name} | " + " | ".join(cells) + " |")
+  if args.game != "connect_four":
+    results_section.emit(lines + list(extra), write=args.write)
+    return
   positions = endgame_accuracy.random_positions(args.positions, seed=args.positions_seed)
   finals = {}
   for (seed, name), run in runs.items():

@@ -182,7 +182,7 @@ def test_help_explains_every_column(capsys):
   out = capsys.readouterr().out
   for column in ("action", "visits", "Q", "prior", "share", "proven", "minimax", "*"):
     assert any(line.split()[:1] == [column] for line in out.splitlines()), column
-  assert "(default: rollout)" in out
+  assert "(default: network where one is shipped or given, else rollout)" in " ".join(out.split())
 
 
 def test_answer_agrees_with_minimax_or_says_why(capsys):
@@ -258,8 +258,7 @@ def test_names_come_from_the_registry():
 
   actions = {action.dest: action for action in search_command.build_parser()._actions}
   assert tuple(actions["policy"].choices) == registry.POLICY_NAMES
-  assert tuple(actions["evaluator"].choices) == registry.WEIGHTLESS_EVALUATORS
-  assert "network" not in registry.WEIGHTLESS_EVALUATORS
+  assert tuple(actions["evaluator"].choices) == registry.EVALUATOR_NAMES
   with pytest.raises(ValueError, match="unknown policy"):
     registry.playing_policy("alphabeta")
   with pytest.raises(ValueError, match="needs apply_fn"):
@@ -319,3 +318,62 @@ def test_a_second_search_calls_the_stored_program_without_tracing(capsys, tmp_pa
     assert program_cache.cached_program(len, "x", 1) is len
   finally:
     jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_a_shipped_network_is_the_default_evaluator_and_gives_the_prior(capsys):
+  """Where the package ships a network (connect four), the search evaluates with it
+  unless told otherwise: the prior column is the network's softmax over the legal
+  moves, which neither rollouts nor the uniform evaluator give."""
+  import jax
+  import numpy as np
+
+  from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint
+  from mcgs_jax.apps.train.checkpoint_files import load_network
+  from mcgs_jax.games.adapter import make_game
+
+  (report,) = json_reports(
+    capsys, "--game", "connect_four", "--moves", "3,3", "--simulations", "16"
+  )
+  assert report["evaluator"] == "network"
+  assert report["checkpoint"] == builtin_checkpoint("connect_four")
+  game = make_game("connect_four")
+  state = game.env.init(jax.random.PRNGKey(0))
+  for action in (3, 3):
+    state = game.env.step(state, action)
+  apply_fn, params, _ = load_network(report["checkpoint"], game.env)
+  logits = np.asarray(apply_fn(params, state.observation[None])[0][0])
+  expected = np.exp(logits - logits.max())
+  expected /= expected.sum()
+  priors = {row["action"]: row["prior"] for row in report["actions"]}
+  np.testing.assert_allclose([priors[a] for a in range(7)], expected, rtol=1e-4, atol=1e-6)
+  assert sum(row["visits"] for row in report["actions"]) == 16
+  (rollout,) = json_reports(
+    capsys,
+    "--game",
+    "connect_four",
+    "--moves",
+    "3,3",
+    "--simulations",
+    "16",
+    "--evaluator",
+    "rollout",
+  )
+  assert rollout["evaluator"] == "rollout" and rollout["checkpoint"] is None
+  np.testing.assert_allclose([row["prior"] for row in rollout["actions"]], 1 / 7, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+  ("argv", "message"),
+  [
+    (["--evaluator", "network"], "--evaluator network needs --checkpoint FILE"),
+    (
+      ["--evaluator", "rollout", "--checkpoint", "x.msgpack"],
+      "--checkpoint is for --evaluator network",
+    ),
+    (["--checkpoint", "missing.msgpack"], "missing.msgpack"),
+  ],
+)
+def test_network_flags_are_checked_in_one_line(capsys, argv, message):
+  status, out, err = run_search(capsys, "--game", "tic_tac_toe", *argv)
+  assert status == 2 and out == ""
+  assert message in err and len(err.strip().splitlines()) == 1

@@ -249,7 +249,9 @@ def test_the_set_network_scores_each_item_from_its_row_in_any_order(tmp_path):
       networks.parse_network(spec)
   from mcgs_jax.apps import train as train_lib  # noqa: PLC0415
 
-  with pytest.raises(ValueError, match="network must be 'mlp' or 'entity:BLOCKS,WIDTH'"):
+  with pytest.raises(
+    ValueError, match="network must be 'mlp', 'resnet:BLOCKS,CHANNELS' .* or 'entity:BLOCKS,WIDTH'"
+  ):
     train_lib.Config(network="cnn")
 
 

@@ -78,17 +78,22 @@ def test_every_variant_is_a_valid_train_config():
     [
       "-c",
       "import json; from benchmarks import training_race as race; "
-      "print(json.dumps([race.COMMON, race.VARIANTS]))",
+      "common = race.common_flags(race.build_parser().parse_args([])); "
+      "board = race.common_flags(race.build_parser().parse_args("
+      "['--game', 'go_9x9', '--network', 'resnet:2,32'])); "
+      "print(json.dumps([common, board, race.VARIANTS]))",
     ],
     timeout=300,
     check=True,
   )
-  common, variants = json.loads(listed.stdout)
+  common, board, variants = json.loads(listed.stdout)
   parser = train.build_parser()
   configs = {}
   for name, flags in variants.items():
     args = parser.parse_args([*common, "--seed", "0", *flags])
     configs[name] = train.config_from_args(args)
+    board_config = train.config_from_args(parser.parse_args([*board, "--seed", "0", *flags]))
+    assert (board_config.game, board_config.network) == ("go_9x9", "resnet:2,32")
   assert configs["default+make-room"].make_room and not configs["default"].make_room
   assert configs["mctx"].engine == "mctx" and configs["default"].engine != "mctx"
   # Every variant trains something of its own, but for the rerun of the defaults.

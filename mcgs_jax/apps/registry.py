@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import mcgs_jax as mg
 from mcgs_jax.apps.cli.args import needs_extra
-from mcgs_jax.games import adapter, evaluators
+from mcgs_jax.games import adapter, evaluators, keys
 from mcgs_jax.games.evaluators import random_legal_actions
 
 
@@ -69,11 +69,18 @@ MCTX_POLICY_NAMES = tuple(name for name, entry in POLICY_TABLE.items() if entry.
 TRAINING_POLICY_NAMES = tuple(name for name, entry in POLICY_TABLE.items() if entry.trains)
 
 EVALUATOR_NAMES = ("uniform", "rollout", "network")
-# The evaluators that need no weights (what a command offers without a checkpoint).
-WEIGHTLESS_EVALUATORS = tuple(name for name in EVALUATOR_NAMES if name != "network")
 
 # Longest game of the pgx board games the apps play (every move fills a cell).
-MAX_GAME_LENGTH = {"tic_tac_toe": 9, "connect_four": 42}
+# Plies after which every game is over: a board's cells (hex: 121 and the swap);
+# othello: 60 discs, and a pass only before a disc (two passes end the game), so
+# at most 121; pgx's step limits (`mcgs_jax.games.keys.STEP_LIMITS`) elsewhere.
+MAX_GAME_LENGTH = {
+  "tic_tac_toe": 9,
+  "connect_four": 42,
+  "othello": 121,
+  "hex": 122,
+  **{game: keys.STEP_LIMITS[game] for game in ("go_9x9", "gardner_chess", "animal_shogi")},
+}
 
 # Compact edges the commands choose by default (`GraphOptions.max_children`), by
 # game; the others search dense edge tables. Chess and shogi: 96 slots, above the
@@ -92,7 +99,6 @@ __all__ = [
   "POLICY_NAMES",
   "POLICY_TABLE",
   "TRAINING_POLICY_NAMES",
-  "WEIGHTLESS_EVALUATORS",
   "PolicyEntry",
   "default_max_children",
   "game_from_spec",

@@ -1,7 +1,9 @@
 """Flax policy-value networks (need the `train` extra: flax, optax): an MLP for any
-flat-able observation, and a set network for observations with one row of features
-per action (jumanji's Knapsack and TSP). A network is named by a spec string
-(`parse_network`): `"mlp"` (widths from `hidden`) or `"entity:BLOCKS,WIDTH"`."""
+flat-able observation, a residual convolutional network for board observations
+`[H, W, C]` (pgx's games), and a set network for observations with one row of
+features per action (jumanji's Knapsack and TSP). A network is named by a spec string
+(`parse_network`): `"mlp"` (widths from `hidden`), `"resnet:BLOCKS,CHANNELS"` or
+`"entity:BLOCKS,WIDTH"`."""
 
 from collections.abc import Sequence
 
@@ -45,6 +47,53 @@ def squash_value(value, value_bounds: tuple[float, float] | None):
   return low + (high - low) * (jnp.tanh(value) + 1.0) / 2.0
 
 
+class ResidualBlock(nn.Module):
+  """A pre-activation residual block: `x + conv(relu(norm(conv(relu(norm(x))))))`,
+  two 3x3 convolutions of `channels`, shape `[B, H, W, channels]` kept."""
+
+  channels: int
+
+  @nn.compact
+  def __call__(self, features):
+    hidden = nn.Conv(self.channels, (3, 3))(nn.relu(nn.LayerNorm()(features)))
+    return features + nn.Conv(self.channels, (3, 3))(nn.relu(nn.LayerNorm()(hidden)))
+
+
+class ResNetPolicyValueNet(nn.Module):
+  """A residual convolutional policy-value network for board observations
+  `[B, H, W, C]` (pgx's feature planes; any dtype, cast to float32), shaped like the
+  network of pgx's AlphaZero example: a 3x3 convolution to `channels`, `blocks`
+  pre-activation residual blocks (`ResidualBlock`), then two heads over the final
+  features: a 1x1 convolution to 2 planes and a dense layer to the logits
+  `[B, num_actions]`, and a 1x1 convolution to 1 plane, a dense layer of `channels`
+  units and a dense layer to the value `[B]`, squashed into `value_bounds` as
+  `MLPPolicyValueNet`'s.
+
+  Layer norm stands where pgx's network has batch norm: it keeps no running
+  statistics, so the network stays a pure `apply(params, observation)` that a search
+  can call inside `jit` without mutable state, in self-play and in the arena alike.
+  """
+
+  num_actions: int
+  blocks: int = 6
+  channels: int = 64
+  value_bounds: tuple[float, float] | None = (-1.0, 1.0)
+
+  @nn.compact
+  def __call__(self, observation):
+    features = nn.Conv(self.channels, (3, 3), name="stem")(observation.astype(jnp.float32))
+    for _ in range(self.blocks):
+      features = ResidualBlock(self.channels)(features)
+    features = nn.relu(nn.LayerNorm()(features))
+    batch = observation.shape[0]
+    policy = nn.relu(nn.Conv(2, (1, 1), name="policy_conv")(features))
+    logits = nn.Dense(self.num_actions, name="policy_head")(jnp.reshape(policy, (batch, -1)))
+    value = nn.relu(nn.Conv(1, (1, 1), name="value_conv")(features))
+    value = nn.relu(nn.Dense(self.channels, name="value_hidden")(jnp.reshape(value, (batch, -1))))
+    value = nn.Dense(1, name="value_head")(value)[:, 0]
+    return logits, squash_value(value, self.value_bounds)
+
+
 class EntityPolicyValueNet(nn.Module):
   """A set network for observations `[B, A, F]` with one row of features per action
   (an item to pack, a city to visit): each row is embedded (`width`), `blocks`
@@ -77,29 +126,35 @@ class EntityPolicyValueNet(nn.Module):
     return logits, squash_value(value, self.value_bounds)
 
 
-NETWORK_KINDS = ("mlp", "entity")
+NETWORK_KINDS = ("mlp", "resnet", "entity")
+# Blocks and width of a spec given without them ("resnet", "entity").
+DEFAULT_SIZES = {"resnet": (6, 64), "entity": (2, 64)}
 
 
 def parse_network(spec: str) -> tuple[str, tuple[int, ...]]:
-  """`"mlp"` -> `("mlp", ())`; `"entity:2,64"` -> `("entity", (2, 64))` (blocks >= 0,
-  width >= 1; `"entity"` alone: 2 blocks of 64). ValueError naming the spec otherwise."""
+  """`"mlp"` -> `("mlp", ())`; `"resnet:6,64"` -> `("resnet", (6, 64))` (blocks >= 0,
+  channels >= 1); `"entity:2,64"` -> `("entity", (2, 64))` (blocks >= 0, width >= 1).
+  `"resnet"` and `"entity"` alone take `DEFAULT_SIZES`. ValueError naming the spec
+  otherwise."""
   kind, _, arguments = str(spec).partition(":")
-  expected = "'mlp' or 'entity:BLOCKS,WIDTH' (e.g. entity:2,64)"
+  expected = "'mlp', 'resnet:BLOCKS,CHANNELS' (e.g. resnet:6,64) or 'entity:BLOCKS,WIDTH'"
   try:
     numbers = tuple(int(part) for part in arguments.split(",")) if arguments else ()
   except ValueError:
     raise ValueError(f"network {spec!r}: expected {expected}") from None
   if kind == "mlp" and not numbers:
     return kind, ()
-  if kind == "entity" and (not numbers or (len(numbers) == 2 and numbers[0] >= 0 < numbers[1])):
-    return kind, numbers or (2, 64)
+  sized = len(numbers) == 2 and numbers[0] >= 0 and numbers[1] >= 1
+  if kind in DEFAULT_SIZES and (not numbers or sized):
+    return kind, numbers or DEFAULT_SIZES[kind]
   raise ValueError(f"network {spec!r}: expected {expected}")
 
 
 def init_network(env, rng_key, hidden: Sequence[int] = (64, 64), network: str = "mlp"):
   """Builds and initialises the network `network` (`parse_network`) for `env`: an
-  `MLPPolicyValueNet` of widths `hidden`, or an `EntityPolicyValueNet` (for an env
-  whose observation has one row per action, `env.entity_observation`).
+  `MLPPolicyValueNet` of widths `hidden`, a `ResNetPolicyValueNet` (for an env whose
+  observation is a board `[H, W, C]`), or an `EntityPolicyValueNet` (for an env whose
+  observation has one row per action, `env.entity_observation`).
 
   The input shape is taken from the observation of `env.init(rng_key)`; the value's
   bounds are the env's `value_bounds` where it has them (a one-player jumanji env:
@@ -111,7 +166,18 @@ def init_network(env, rng_key, hidden: Sequence[int] = (64, 64), network: str = 
   kind, numbers = parse_network(network)
   bounds = getattr(env, "value_bounds", (-1.0, 1.0))
   model: nn.Module
-  if kind == "entity":
+  init_key, state_key = jax.random.split(rng_key)
+  example_observation = env.init(state_key).observation[None]
+  if kind == "resnet":
+    if example_observation.ndim != 4:
+      raise ValueError(
+        f"network {network!r} needs a board observation [H, W, C]; "
+        f"{getattr(env, 'id', env)!r} has shape {tuple(example_observation.shape[1:])}"
+      )
+    model = ResNetPolicyValueNet(
+      num_actions=env.num_actions, blocks=numbers[0], channels=numbers[1], value_bounds=bounds
+    )
+  elif kind == "entity":
     if not getattr(env, "entity_observation", False):
       raise ValueError(
         f"network {network!r} needs an observation with one row per action "
@@ -124,7 +190,5 @@ def init_network(env, rng_key, hidden: Sequence[int] = (64, 64), network: str = 
     model = MLPPolicyValueNet(
       num_actions=env.num_actions, hidden=tuple(hidden), value_bounds=bounds
     )
-  init_key, state_key = jax.random.split(rng_key)
-  example_observation = env.init(state_key).observation[None]
   params = model.init(init_key, example_observation)
   return model.apply, params

@@ -31,9 +31,11 @@ DEFAULTS: dict[str, Any] = dict(
 )
 MAX_SIMULATIONS = 1_000_000
 # Trained networks shipped with the package, by game (see `builtin_checkpoint`): the
-# arena's connect four, and the planning problems `mcgs-jax evaluate` measures.
+# arena's connect four, go 9x9 (a residual network, docs/training.md), and the
+# planning problems `mcgs-jax evaluate` measures.
 BUILTIN_NETWORKS = {
   "connect_four": "connect_four.msgpack",
+  "go_9x9": "go_9x9.msgpack",
   "jumanji:Knapsack-v1": "jumanji_knapsack.msgpack",
   "jumanji:TSP-v1": "jumanji_tsp.msgpack",
 }
@@ -45,9 +47,9 @@ _simulations_int = int_at_least(1, MAX_SIMULATIONS)
 
 
 def builtin_checkpoint(game: str) -> str | None:
-  """The path of the trained network shipped for `game` (connect four, jumanji's
-  Knapsack and TSP: `mcgs-jax train` runs, docs/training.md and docs/planning.md give
-  their commands), or None."""
+  """The path of the trained network shipped for `game` (connect four, go 9x9,
+  jumanji's Knapsack and TSP: `mcgs-jax train` runs, docs/training.md and
+  docs/planning.md give their commands), or None."""
   name = BUILTIN_NETWORKS.get(game)
   if name is None:
     return None

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcgs_jax.apps.cli import program_cache
+from mcgs_jax.apps.cli.arena_parser import BUILTIN_NETWORKS, builtin_checkpoint
 from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_key_history_arguments,
@@ -37,7 +38,7 @@ from mcgs_jax.apps.cli.args import (
   key_history_options,
   parse_or_status,
 )
-from mcgs_jax.apps.registry import POLICY_NAMES, WEIGHTLESS_EVALUATORS
+from mcgs_jax.apps.registry import EVALUATOR_NAMES, POLICY_NAMES
 
 PROG = "mcgs-jax search"
 # Exact solving is quick up to this many empty cells.
@@ -113,11 +114,17 @@ def _add_search_arguments(parser) -> None:
   )
   parser.add_argument(
     "--evaluator",
-    choices=list(WEIGHTLESS_EVALUATORS),
-    default="rollout",
-    help="leaf evaluator: rollout (random playouts to the end) or "
-    "uniform (value 0 everywhere: every Q stays near 0) "
-    "(default: %(default)s)",
+    choices=list(EVALUATOR_NAMES),
+    help="leaf evaluator: network (--checkpoint FILE, or the network shipped for "
+    f"the game: {', '.join(BUILTIN_NETWORKS)}), rollout (random playouts to the end) or "
+    "uniform (value 0 everywhere: every Q stays near 0) (default: network where "
+    "one is shipped or given, else rollout)",
+  )
+  parser.add_argument(
+    "--checkpoint",
+    metavar="FILE",
+    help="network for --evaluator network (a mcgs-jax train checkpoint; default: "
+    "the game's shipped network)",
   )
   parser.add_argument(
     "--rollouts",
@@ -250,11 +257,32 @@ def play_moves(game, spec: str, moves: Sequence[int], source: str = "--moves"):
 # Search
 
 
+def resolve_evaluator(args) -> None:
+  """Sets `args.evaluator` (when not given: network with a checkpoint, given or
+  shipped for the game, else rollout) and `args.checkpoint` (the shipped network
+  for `--evaluator network` without `--checkpoint`); ValueError naming the flag for
+  a network without a checkpoint or a checkpoint without the network."""
+  checkpoint = args.checkpoint or builtin_checkpoint(args.game)
+  if args.evaluator is None:
+    args.evaluator = "network" if checkpoint else "rollout"
+  if args.evaluator == "network" and not checkpoint:
+    raise ValueError(
+      f"--evaluator network needs --checkpoint FILE (no network is shipped for "
+      f"{args.game}; shipped: {', '.join(BUILTIN_NETWORKS)})"
+    )
+  if args.checkpoint and args.evaluator != "network":
+    raise ValueError(f"--checkpoint is for --evaluator network, not {args.evaluator}")
+  args.checkpoint = checkpoint if args.evaluator == "network" else None
+
+
 @functools.lru_cache(maxsize=8)
-def _make_game(spec: str, evaluator: str, rollouts: int, key_options: tuple = ()):
-  """The `Game` for `spec` with the named evaluator and the key's history options
-  (`(name, value)` pairs of `make_game` keywords; cached, so repeated in-process
-  calls reuse the env and hence the compiled search)."""
+def _make_game(
+  spec: str, evaluator: str, rollouts: int, key_options: tuple = (), checkpoint: str | None = None
+):
+  """The `Game` for `spec` with the named evaluator (`"network"`: the network in
+  `checkpoint`, whose weights `_network_params` reads) and the key's history options
+  (`(name, value)` pairs of `make_game` keywords). Cached, so repeated in-process
+  calls reuse the env and hence the compiled search."""
   from mcgs_jax.apps import registry
   from mcgs_jax.games import adapter
 
@@ -266,11 +294,28 @@ def _make_game(spec: str, evaluator: str, rollouts: int, key_options: tuple = ()
     raise ValueError(f"--game {spec!r}: {error}") from None
   if not isinstance(game, adapter.Game):
     raise ValueError(f"--game {spec!r}: a game with chance; play it with mcgs-jax play")
+  apply_fn = None
+  if evaluator == "network" and checkpoint is not None:  # `resolve_evaluator` gives one
+    from mcgs_jax.apps.train.checkpoint_files import load_network  # flax: the train extra
+
+    apply_fn, _, _ = load_network(checkpoint, game.env)
   if evaluator != "uniform":  # make_game's default evaluator is the uniform one
     game = dataclasses.replace(
-      game, evaluator=registry.make_evaluator(evaluator, game.env, num_rollouts=rollouts)
+      game,
+      evaluator=registry.make_evaluator(
+        evaluator, game.env, num_rollouts=rollouts, apply_fn=apply_fn
+      ),
     )
   return game
+
+
+def _network_params(game, checkpoint: str | None):
+  """The weights of the network in `checkpoint` (None without one)."""
+  if checkpoint is None:
+    return None
+  from mcgs_jax.apps.train.checkpoint_files import load_network
+
+  return load_network(checkpoint, game.env)[1]
 
 
 @functools.lru_cache(maxsize=8)
@@ -282,10 +327,10 @@ def _jitted_search(
   solver: bool,
   max_children: int | None,
 ):
-  """`(seed, states [B, ...]) -> the root's arrays (`_root_arrays`)`, the whole search
-  from the seed to what the report reads in one program, jitted once per
-  configuration (a warm run reads one program from the compilation cache, not
-  dozens)."""
+  """`(seed, states [B, ...], params) -> the root's arrays (`_root_arrays`)`, the
+  whole search from the seed to what the report reads in one program, jitted once
+  per configuration (a warm run reads one program from the compilation cache, not
+  dozens). `params` are the network's weights, None for the other evaluators."""
   import jax
 
   from mcgs_jax.apps import registry
@@ -300,11 +345,11 @@ def _jitted_search(
     max_children=max_children,
   )
 
-  def run(seed, state):
+  def run(seed, state, params):
     root_key, search_key = jax.random.split(jax.random.PRNGKey(seed))
-    root = game.root(None, root_key, state)
+    root = game.root(params, root_key, state)
     output = search(
-      None,
+      params,
       search_key,
       root,
       game.recurrent_fn,
@@ -353,8 +398,10 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     evaluator,
     args.rollouts if evaluator == "rollout" else 1,
     tuple(sorted(key_history_options(args).items())),
+    args.checkpoint,
   )
   game = _make_game(*game_options)
+  params = _network_params(game, args.checkpoint)
   states, batch = _position_batch(game, args, positions)
   max_children = registry.default_max_children(args.game, args.max_children)
   _check_search_memory(game, batch, args.simulations, max_children)
@@ -362,9 +409,13 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
   search_options = (args.policy, args.simulations, transpositions, args.solver, max_children)
   seed = np.uint32(args.seed)
   search = program_cache.cached_program(
-    _jitted_search(game, *search_options), repr((game_options, search_options)), seed, batch
+    _jitted_search(game, *search_options),
+    repr((game_options, search_options)),
+    seed,
+    batch,
+    params,
   )
-  roots = {name: np.asarray(value) for name, value in search(seed, batch).items()}
+  roots = {name: np.asarray(value) for name, value in search(seed, batch, params).items()}
   return [
     _position_report(game, args, moves, state, {name: value[b] for name, value in roots.items()})
     for b, (moves, state) in enumerate(zip(positions, states, strict=True))
@@ -453,6 +504,7 @@ def _position_report(game, args, moves: list[int], state, root: dict[str, Any]) 
     "moves": list(moves),
     "policy": args.policy,
     "evaluator": args.evaluator,
+    "checkpoint": args.checkpoint,
     "rollouts": args.rollouts,
     "simulations": args.simulations,
     "transpositions": not args.no_transpositions,
@@ -519,6 +571,8 @@ def format_table(report: dict) -> str:
     evaluator += f" ({count} random playout{'s' if count > 1 else ''} per leaf)"
   elif evaluator == "uniform":
     evaluator += " (value 0 at every leaf)"
+  elif evaluator == "network":
+    evaluator += f" ({os.path.basename(report['checkpoint'])})"
   lines = [
     f"game {report['game']}  moves {moves}  policy {report['policy']}  "
     f"evaluator {evaluator}  {mode}  simulations {report['simulations']}",
@@ -575,6 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   if isinstance(args, int):
     return args
   try:
+    resolve_evaluator(args)
     if args.positions is not None:
       positions = read_positions(args.positions)
     else:

@@ -114,6 +114,10 @@ def _architecture(path: str, layers: dict) -> tuple[str, tuple[int, ...]]:
     blocks = sum(name.startswith("MultiHeadDotProductAttention_") for name in layers)
     width = int(np.shape(layers["embed"]["kernel"])[-1])
     return f"entity:{blocks},{width}", ()
+  if "stem" in layers and "policy_head" in layers:  # a ResNetPolicyValueNet
+    blocks = sum(name.startswith("ResidualBlock_") for name in layers)
+    channels = int(np.shape(layers["stem"]["kernel"])[-1])
+    return f"resnet:{blocks},{channels}", ()
   if "Dense_0" not in layers or "policy_head" not in layers:
     raise files.CheckpointError(f"checkpoint {path!r} holds no policy-value network")
   hidden: list[int] = []
@@ -124,7 +128,8 @@ def _architecture(path: str, layers: dict) -> tuple[str, tuple[int, ...]]:
 
 def load_network(path: str, env):
   """`(apply_fn, params, iteration)` of the network in a checkpoint: an
-  `MLPPolicyValueNet` or an `EntityPolicyValueNet` (`mcgs_jax.games.networks`).
+  `MLPPolicyValueNet`, a `ResNetPolicyValueNet` or an `EntityPolicyValueNet`
+  (`mcgs_jax.games.networks`).
 
   The architecture is read from the file (the kernels' shapes), so no `Config` is
   needed; `env` gives the observation shape, the number of actions and the value's
@@ -144,9 +149,9 @@ def load_network(path: str, env):
   expected = jax.tree_util.tree_map(np.shape, template)
   found = jax.tree_util.tree_map(np.shape, params)
   if expected != found:
-    first = "embed" if network != "mlp" else "Dense_0"
+    first = {"mlp": "Dense_0", "resnet": "stem"}.get(network.partition(":")[0], "embed")
     size = lambda shapes: (
-      shapes["params"][first]["kernel"][0],
+      shapes["params"][first]["kernel"][-2],
       shapes["params"]["policy_head"]["kernel"][-1],
     )
     raise files.CheckpointError(

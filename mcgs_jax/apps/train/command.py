@@ -87,7 +87,9 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     "--network",
     "network",
     str,
-    "mlp (widths --hidden) or entity:BLOCKS,WIDTH (a set network: jumanji's Knapsack, TSP)",
+    "mlp (widths --hidden), resnet:BLOCKS,CHANNELS (a residual convolutional network "
+    "over a board's planes: pgx's games) or entity:BLOCKS,WIDTH (a set network: "
+    "jumanji's Knapsack, TSP)",
   ),
   ("--learning-rate", "learning_rate", _float, "Adam step size"),
   ("--buffer-size", "buffer_size", _int, "positions in the replay buffer"),

@@ -75,8 +75,10 @@ class Config:
     temperature: self-play move temperature of the muzero policy.
     hidden: widths of the MLP policy-value network's hidden layers.
     network: the policy-value network (`mcgs_jax.games.networks.parse_network`):
-      `"mlp"` (default; widths `hidden`) or `"entity:BLOCKS,WIDTH"` (a set network
-      over one row of features per action: jumanji's Knapsack and TSP). On
+      `"mlp"` (default; widths `hidden`), `"resnet:BLOCKS,CHANNELS"` (a residual
+      convolutional network over a board's planes `[H, W, C]`, as in pgx's
+      AlphaZero example) or `"entity:BLOCKS,WIDTH"` (a set network over one row of
+      features per action: jumanji's Knapsack and TSP). On
       Knapsack-v1, 300 s of training on this project's 2-core CPU reached a 5.6% gap
       to the optimum with the MLP, 22% with `entity:0,64` and 51% with `entity:1,32`
       (benchmarks/RESULTS.md, "Networks for planning").
