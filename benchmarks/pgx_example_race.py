@@ -55,7 +55,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks import pgx_example, results_section, training_race
 from mcgs_jax.apps import arena, files
 from mcgs_jax.apps.arena import results as arena_results
 
@@ -247,6 +246,10 @@ def network_apply(args):
   import haiku as hk
   import pgx
 
+  # The other scripts are imported where used, so that the edits and the checkpoint
+  # helpers load without the `benchmarks` package (tests/test_pgx_example_race.py).
+  from benchmarks import pgx_example
+
   num_actions = pgx.make(args.env_id).num_actions
   network = pgx_example.load_network(args.example)
 
@@ -265,6 +268,8 @@ def network_apply(args):
 
 def play(game, apply_fn, record_a: dict, record_b: dict, args) -> dict:
   """`record_a`'s final network against `record_b`'s (see the module docstring)."""
+  from benchmarks import training_race
+
   model = lambda record: jax.tree.map(jnp.asarray, read_checkpoint(record["file"])["model"])
   result = arena.play_match(
     game,
@@ -347,6 +352,8 @@ def main(argv=None) -> None:
 
 
 def write_section(runs: dict, matches: dict, seeds, ways, args) -> None:
+  from benchmarks import results_section
+
   load_text = ", ".join(f"{run['load_before']:.1f}" for run in runs.values())
   lines = [
     f"## pgx's AlphaZero example trained three ways at equal wall time "
