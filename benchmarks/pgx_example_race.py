@@ -281,13 +281,7 @@ def play(game, apply_fn, record_a: dict, record_b: dict, args) -> dict:
     params_b=model(record_b),
     opening_moves=4,
   )
-  return dict(
-    wins=int(result.wins),
-    draws=int(result.draws),
-    losses=int(result.losses),
-    elo=float(result.elo),
-    elo_ci95=[float(x) for x in result.elo_ci95],
-  )
+  return training_race.match_record(result)
 
 
 PAIRS = (("import", "mctx"), ("graph", "mctx"), ("graph", "import"))

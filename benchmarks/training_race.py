@@ -243,6 +243,11 @@ def play_reference(game, snapshot: str, reference: str, args, openings: int = 3)
     params_b=b_params,
     opening_moves=openings,
   )
+  return match_record(result)
+
+
+def match_record(result) -> dict:
+  """A match's W-D-L and Elo with its 95% interval, as plain numbers for JSON."""
   return dict(
     wins=int(result.wins),
     draws=int(result.draws),
