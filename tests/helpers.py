@@ -1,6 +1,7 @@
-"""What several test files share: running a benchmark script from the checkout, and
-one simulation's selection and expansion."""
+"""What several test files share: running a benchmark script from the checkout,
+loading one as a module, and one simulation's selection and expansion."""
 
+import importlib.util
 import pathlib
 import subprocess
 import sys
@@ -24,6 +25,17 @@ def run_in_checkout(argv, **kwargs):
 def run_benchmark(script, *args, **kwargs):
   """`python -m benchmarks.SCRIPT ARGS...` from the repository's root (`run_in_checkout`)."""
   return run_in_checkout(["-m", f"benchmarks.{script}", *args], **kwargs)
+
+
+def load_benchmark(script):
+  """`benchmarks/SCRIPT.py` loaded as a module from its file (no `benchmarks`
+  package on the path: the tests also run against an installed wheel)."""
+  spec = importlib.util.spec_from_file_location(
+    f"{script}_benchmark", REPO / "benchmarks" / f"{script}.py"
+  )
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
 
 def select_and_expand(key, graph, *, rules, recurrent_fn, max_depth, options):

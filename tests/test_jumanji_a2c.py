@@ -3,7 +3,6 @@ instances are `mcgs-jax evaluate`'s, its training returns are the episodes' rewa
 sums, a bad flag or a missing dependency exits 2 with one line, and a tiny run trains
 and plays Knapsack within the exact optimum."""
 
-import importlib.util
 import json
 import math
 import os
@@ -12,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import REPO, run_benchmark
+from helpers import load_benchmark, run_benchmark
 
 pytest.importorskip("jumanji.training.setup_train")  # jumanji and its training extras
 
@@ -25,12 +24,7 @@ from mcgs_jax.games import make_game  # noqa: E402
 
 @pytest.fixture(scope="module")
 def a2c():
-  spec = importlib.util.spec_from_file_location(
-    "jumanji_a2c_benchmark", REPO / "benchmarks" / "jumanji_a2c.py"
-  )
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return load_benchmark("jumanji_a2c")
 
 
 def _leaves(tree):

@@ -1,11 +1,10 @@
 """`benchmarks/pgx_example.py`: it takes pgx's AlphaZero example's own definitions
 unchanged (decorators included) and binds the example's `mctx` name to each engine."""
 
-import importlib.util
 import textwrap
 
 import pytest
-from helpers import REPO
+from helpers import load_benchmark
 
 import mcgs_jax
 
@@ -41,12 +40,7 @@ FAKE_TRAIN = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def pgx_example():
-  spec = importlib.util.spec_from_file_location(
-    "pgx_example_benchmark", REPO / "benchmarks" / "pgx_example.py"
-  )
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return load_benchmark("pgx_example")
 
 
 def test_example_source_takes_the_four_definitions_with_decorators(pgx_example, tmp_path):

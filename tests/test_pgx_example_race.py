@@ -3,14 +3,13 @@ applied to a small stand-in `train.py` with the example's shape (written here, n
 pgx's), give a self-play scan that keeps each game's graph between moves; and a
 run's final network is its last complete checkpoint."""
 
-import importlib.util
 import pickle
 import textwrap
 
 import jax
 import numpy as np
 import pytest
-from helpers import REPO
+from helpers import load_benchmark
 
 pytest.importorskip("pgx")
 pytest.importorskip("mctx")
@@ -90,12 +89,7 @@ STAND_IN = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def race():
-  spec = importlib.util.spec_from_file_location(
-    "pgx_example_race_benchmark", REPO / "benchmarks" / "pgx_example_race.py"
-  )
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return load_benchmark("pgx_example_race")
 
 
 def run_way(race, example, way: str):
