@@ -16,7 +16,7 @@ from mcgs_jax._src.action_selection import (
   uct_action_selection,
 )
 from mcgs_jax._src.forced_playouts import prune_forced_playouts
-from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph, edges_by_action
+from mcgs_jax._src.graph import ROOT_INDEX, UNEXPANDED, Graph, SearchSummary, edges_by_action
 from mcgs_jax._src.gumbel import (
   GumbelMuZeroExtraData,
   gumbel_muzero_policy,
@@ -46,7 +46,6 @@ from mcgs_jax._src.types import (
   RecurrentState,
   RootActionSelectionFn,
   RootFnOutput,
-  SearchSummary,
 )
 
 Tree = Graph  # mctx's name: code that reads `mctx.Tree` fields reads a `Graph`.

@@ -6,7 +6,7 @@ import mctx
 import numpy as np
 import pytest
 
-from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax.apps import registry
 from mcgs_jax.games import adapter, evaluators, search_game
 from mcgs_jax.games.nim import Nim

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from mcgs_jax._src.per_game import where_per_game
+from mcgs_jax._src.batched import where_per_game
 from mcgs_jax.testing import check_graph, commuting_game
 
 ROOT, RECURRENT = commuting_game()

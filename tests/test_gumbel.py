@@ -12,7 +12,7 @@ import pytest
 
 from mcgs_jax import qtransform_completed_by_mix_value, search
 from mcgs_jax._src import gumbel
-from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax.apps.benchmark import random_positions
 from mcgs_jax.games import evaluators, search_game
 from mcgs_jax.games.adapter import make_game

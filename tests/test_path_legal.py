@@ -14,9 +14,9 @@ from helpers import select_and_expand
 
 import mcgs_jax as mg
 from mcgs_jax._src import action_selection as selection
-from mcgs_jax._src import descent as select_lib
 from mcgs_jax._src import proofs
 from mcgs_jax._src import search as search_steps
+from mcgs_jax._src.search import descent as select_lib
 from mcgs_jax.testing import commuting_game
 
 BATCH = 6

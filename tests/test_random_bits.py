@@ -1,6 +1,6 @@
 """The search's key splits and tie-breaks give `jax.random`'s bits exactly.
 
-`mcgs_jax._src.numerics` writes the Threefry-2x32 hash out in full (XLA's CPU
+`mcgs_jax._src.random_bits` writes the Threefry-2x32 hash out in full (XLA's CPU
 lowering of `jax.random` runs it as a rolled loop of many small operations); every
 value must still be the one `jax.random` returns, for raw and typed keys, batched,
 under `jit` and `vmap`, and anything it does not reproduce must go to `jax.random`.
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax._src import numerics as random_bits
+from mcgs_jax._src import random_bits
 
 
 def _bits(values):

@@ -1,4 +1,4 @@
-"""Reductions over a node's actions (`mcgs_jax._src.numerics`) give XLA's own small-batch
+"""Reductions over a node's actions (`mcgs_jax._src.rows`) give XLA's own small-batch
 results, and the same numbers for a row whatever batch it is reduced in.
 
 The search reduces `[B, A]` rows at every depth; XLA's CPU backend reduces a large
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax._src import numerics as rows
+from mcgs_jax._src import rows
 
 FUNCTIONS = {
   "row_sum": (rows.row_sum, lambda x: jnp.sum(x, axis=-1)),

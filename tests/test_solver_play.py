@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import mcgs_jax as mg
-from mcgs_jax._src import policies as readout
-from mcgs_jax._src import proofs
+from mcgs_jax._src import proofs, readout
 from mcgs_jax.apps import cli, registry
 from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game

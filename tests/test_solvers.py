@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import mcgs_jax as mg
 from mcgs_jax._src import proofs
-from mcgs_jax._src.descent import select
+from mcgs_jax._src.search import select
 from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcgs_jax._src import numerics as random_bits
-from mcgs_jax._src.numerics import (
+from mcgs_jax._src import random_bits
+from mcgs_jax._src.tie_break import (
   TIE_BREAK_SCALE,
   decided_without_tie_break,
   masked_argmax,

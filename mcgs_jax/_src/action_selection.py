@@ -8,23 +8,17 @@ A root rule is called as `fn(rng_key, graph, node_index)`, an interior rule as
 `fn(rng_key, graph, node_index, depth)`, with an unbatched graph (the search vmaps
 them), exactly as in mctx, so custom mctx rules port by renaming
 `tree.children_visits` to `graph.edge_visits`.
-
-Beside them the stop rule (`stop_rule_ends_playout`), batched: whether a playout
-ends at a child that other parents have visited more often than its edge.
 """
 
 import functools
 from typing import Any
 
 import chex
-import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import numerics, proofs, qtransforms, types
-from mcgs_jax._src.batched import take
+from mcgs_jax._src import proofs, qtransforms, random_bits, rows, types
 from mcgs_jax._src.graph import Graph
-from mcgs_jax._src.numerics import TIE_BREAK_SCALE, masked_argmax, tie_broken_argmax
-from mcgs_jax._src.options import GraphOptions
+from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax, tie_broken_argmax
 
 
 def excluded_actions(
@@ -47,10 +41,10 @@ def excluded_actions(
 def action_uniforms(rng_key: chex.PRNGKey, graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[W]` floats in [0, 1), one per edge of one game's node: `uniform(rng_key, [A])`
   in a dense graph, and with compact edges the float of each slot's action in that
-  row (`numerics.uniform_at`), so a slot's tie-break is its action's."""
+  row (`random_bits.uniform_at`), so a slot's tie-break is its action's."""
   if not graph.compact:
-    return numerics.uniform(rng_key, (graph.max_children,))
-  return numerics.uniform_at(rng_key, jnp.maximum(graph.edge_actions(node_index), 0))
+    return random_bits.uniform(rng_key, (graph.max_children,))
+  return random_bits.uniform_at(rng_key, jnp.maximum(graph.edge_actions(node_index), 0))
 
 
 def muzero_action_selection(
@@ -101,7 +95,7 @@ def puct_terms(
   edge_visits = graph.edge_visits[node_index]
   node_visits = graph.node_visits[node_index]
   exploration = pb_c_init + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
-  prior = numerics.softmax(graph.children_prior_logits[node_index])
+  prior = rows.softmax(graph.children_prior_logits[node_index])
   policy_score = jnp.sqrt(node_visits) * exploration * prior / (edge_visits + 1)
   return qtransform(graph, node_index), policy_score
 
@@ -158,7 +152,7 @@ def uct_action_selection(
   # Unvisited edges outrank every visited one (scores of visited edges stay below 1e6).
   scores = jnp.where(edge_visits > 0, win_rate + bonus, 1e6)
   tie_break = TIE_BREAK_SCALE * action_uniforms(rng_key, graph, node_index)
-  illegal = numerics.softmax(graph.children_prior_logits[node_index]) == 0
+  illegal = rows.softmax(graph.children_prior_logits[node_index]) == 0
   return masked_argmax(
     scores + tie_break * jnp.maximum(scores, 1.0),
     illegal | excluded_actions(graph, node_index, depth, solver),
@@ -197,9 +191,7 @@ def gumbel_muzero_interior_action_selection(
   """
   del rng_key
   visits = graph.edge_visits[node_index]
-  improved = numerics.softmax(
-    graph.children_prior_logits[node_index] + qtransform(graph, node_index)
-  )
+  improved = rows.softmax(graph.children_prior_logits[node_index] + qtransform(graph, node_index))
   lag = improved - visits / (1 + jnp.sum(visits))
   if solver:
     # Masked as illegal too: once the solver excludes edges, an unvisited illegal edge
@@ -214,57 +206,6 @@ def chance_selection(graph: Graph, node_index: chex.Array, depth: chex.Array) ->
   columns): `argmax_c P(c) / (N(n, c) + 1)`, as mctx, so edge visits track the
   outcome probabilities. Edges the search excludes (e.g. a non-finite evaluation)
   are skipped."""
-  probs = numerics.softmax(graph.children_prior_logits[node_index])
+  probs = rows.softmax(graph.children_prior_logits[node_index])
   scores = probs / (graph.edge_visits[node_index] + 1)
   return masked_argmax(scores, excluded_actions(graph, node_index, depth, False))
-
-
-# `fold_in` constant that derives the stop_leak coin from a game's selection key at
-# one depth, so the coin is independent of the key the selection rule receives.
-_LEAK_STREAM = 0x6C65616B
-
-
-def stop_rule_ends_playout(
-  graph: Graph,
-  node: chex.Array,
-  action: chex.Array,
-  child: chex.Array,
-  keys: chex.Array,
-  options: GraphOptions,
-) -> chex.Array:
-  """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
-  `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
-  (visits came through other parents) before it stops, where `N(child)` counts
-  `1 + sum_b N(child, b)`: the child's folded evaluations (`fold_evaluations`) are
-  left out, or a stop, which folds one more, would never let the edge catch up.
-
-  - `"catch_up"` stops there, except that with probability `stop_leak` (a coin per
-    game per depth, drawn from that game's selection key) the playout continues;
-  - `"value_lag"` stops there only when `|edge_values(n, a) - Q(n, a)| >
-    stop_epsilon`: `Q(n)` still reflects an edge value the child has since moved
-    away from. The backup that follows recomputes `n` from the live `Q(n, a)`, which
-    is the correction;
-  - `"never"` does not stop.
-
-  Args:
-    graph: the batch of graphs.
-    node, action, child: `[B]` int32, the edge and its (existing) child.
-    keys: `[B]` per-game keys of this depth.
-    options: `GraphOptions`.
-  """
-  if options.stop_rule == "never":
-    return jnp.zeros((graph.batch_size,), jnp.bool_)
-  # k(child) = 1 without folding: then this is N(child) itself.
-  edge = (node, action)
-  child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
-  # From the row the selection rule read (one gather fewer per step, as `child`).
-  caught_up = child_visits > take(take(graph.edge_visits, node), action)
-  if options.stop_rule == "catch_up":
-    if options.stop_leak == 0:
-      return caught_up
-    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
-    return caught_up & ~(coins < options.stop_leak)
-  reward, discount = take(graph.edge_rewards, edge), take(graph.edge_discounts, edge)
-  live = reward + discount * take(graph.node_values, child)
-  lag = jnp.abs(take(graph.edge_values, edge) - live)
-  return caught_up & (lag > options.stop_epsilon)

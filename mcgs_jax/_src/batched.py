@@ -1,4 +1,5 @@
-"""Reads and writes of batched tables, game by game.
+"""Reads and writes of batched tables, game by game, and the choice between two
+batched pytrees game by game (`where_per_game`).
 
 Every table of a `Graph` holds the `B` games on its leading axis, and the engine
 reads and writes it at a different row in every game. Written with an explicit batch
@@ -92,3 +93,20 @@ def drop_unless(condition: chex.Array, index: chex.Array, out_of_bounds: int) ->
   """`index` where `condition`, else `out_of_bounds`, an index that a `mode="drop"`
   scatter ignores (pass the length of the axis it indexes)."""
   return jnp.where(condition, index, out_of_bounds)
+
+
+def where_per_game(
+  mask: chex.Array, on_true: chex.ArrayTree, on_false: chex.ArrayTree
+) -> chex.ArrayTree:
+  """Per game, the leaves of `on_true` where `mask [B]` is set, else `on_false`'s.
+
+  Both trees have the same structure and leaves of shape `[B, ...]`; the mask is
+  broadcast over each leaf's trailing axes.
+  """
+
+  def pick(true_leaf: chex.Array, false_leaf: chex.Array) -> chex.Array:
+    return jnp.where(
+      jnp.reshape(mask, mask.shape + (1,) * (true_leaf.ndim - 1)), true_leaf, false_leaf
+    )
+
+  return jax.tree_util.tree_map(pick, on_true, on_false)

@@ -335,3 +335,13 @@ def check_tables(name: str, given: Graph, expected: Graph) -> None:
         f"{old.dtype}; this search needs {new.shape} {new.dtype} (same B, capacity, "
         f"A, transpositions, key width and embedding)"
       )
+
+
+def check_puct(*, pb_c_init: Any, pb_c_base: Any, temperature: Any, qtransform: Any) -> None:
+  """Range checks of PUCT's constants and the temperature, run when their values are
+  known at trace time (traced values, e.g. arguments of a jitted function, are taken
+  as given, as in mctx), and that `qtransform` is callable."""
+  check_callable("qtransform", qtransform, "(graph, node) -> [A] scores")
+  check_real("pb_c_init", pb_c_init, expected="a real number")
+  check_real("pb_c_base", pb_c_base, low=0, low_open=True)
+  check_real("temperature", temperature, low=0)

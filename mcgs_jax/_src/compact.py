@@ -15,7 +15,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import numerics
+from mcgs_jax._src import rows
 
 
 @chex.dataclass(frozen=True)
@@ -39,7 +39,7 @@ def compact_row(logits: chex.Array, invalid_actions: chex.Array | None, max_chil
   None."""
   num_actions = logits.shape[-1]
   width = slot_width(max_children, num_actions)
-  valid = numerics.positive_probability(logits)
+  valid = rows.positive_probability(logits)
   if invalid_actions is not None:
     valid &= ~invalid_actions
   ranked = jnp.where(valid, logits, -jnp.inf)

@@ -20,15 +20,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks, numerics, types
+from mcgs_jax._src import checks, rows, types
 from mcgs_jax._src.action_selection import action_uniforms, excluded_actions, puct_terms
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.numerics import TIE_BREAK_SCALE, masked_argmax
+from mcgs_jax._src.tie_break import TIE_BREAK_SCALE, masked_argmax
 
 
 def forced_counts(graph: Graph, node_index: chex.Array, forced_playouts: float) -> jax.Array:
   """`[A]` float: `n_forced` of each edge of one game's node."""
-  prior = numerics.softmax(graph.children_prior_logits[node_index])
+  prior = rows.softmax(graph.children_prior_logits[node_index])
   total = jnp.sum(graph.edge_visits[node_index])
   return jnp.sqrt(forced_playouts * prior * total)
 

@@ -1,6 +1,6 @@
 """The search graph: fixed-capacity node, edge and hash-slot arrays per game, the
-field lists read from their declared roles, and the nodes reachable from a node
-(`reachable_nodes`)."""
+field lists read from their declared roles, and the root statistics it reads out
+(`SearchSummary`)."""
 
 import dataclasses
 from typing import Any, ClassVar
@@ -9,8 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import base, compact
-from mcgs_jax._src.batched import set_at, take
+from mcgs_jax._src import compact
 
 ROOT_INDEX = 0
 UNEXPANDED = -1  # `children_index` of an edge whose child is not known yet
@@ -38,6 +37,24 @@ _COUNTER = {"role": "counter", "empty": 0}  # a `[B]` int32 count of events
 def _other(empty: Any) -> dict[str, Any]:
   """Any other field (per game, per hash slot, per root action)."""
   return {"role": "other", "empty": empty}
+
+
+@chex.dataclass(frozen=True)
+class SearchSummary:
+  """Statistics at the root of every game, as `mctx.SearchSummary`.
+
+  visit_counts: `[B, A]` float, edge visits `N(root, a)`.
+  visit_probs: `[B, A]` float, `visit_counts` normalised to sum to one (all zero when
+    the root has no visited edge, e.g. every action invalid).
+  value: `[B]` float, `Q(root)`.
+  qvalues: `[B, A]` float, `r(root, a) + discount(root, a) * Q(child)`; 0 for an
+    unexpanded action.
+  """
+
+  visit_counts: chex.Array
+  visit_probs: chex.Array
+  value: chex.Array
+  qvalues: chex.Array
 
 
 @chex.dataclass(frozen=True)
@@ -302,7 +319,7 @@ class Graph:
       return _edge_qvalues(self, node_index)
     return jax.vmap(_edge_qvalues)(self, node_index)
 
-  def summary(self) -> base.SearchSummary:
+  def summary(self) -> SearchSummary:
     """Root statistics of every game, as `mctx.Tree.summary()`: `[B, A]` visit
     counts, probabilities and Q-values (0 for actions no slot holds), `[B]` value."""
     root = jnp.full((self.batch_size,), ROOT_INDEX)
@@ -312,7 +329,7 @@ class Graph:
     # A root with no visited edge (every action invalid) gets all-zero probabilities
     # rather than 0/0.
     visit_probs = visit_counts / jnp.maximum(total, 1)
-    return base.SearchSummary(
+    return SearchSummary(
       visit_counts=visit_counts,
       visit_probs=visit_probs,
       value=value,
@@ -354,46 +371,3 @@ COUNTER_FIELDS: tuple[str, ...] = tuple(_fields_of_role("counter"))  # [B] int32
 EMPTY_VALUES: dict[str, Any] = {
   field.name: field.metadata["empty"] for field in dataclasses.fields(Graph)
 }
-
-
-def reachable_nodes(children_index: jax.Array, start: jax.Array, active: jax.Array) -> jax.Array:
-  """The nodes reachable from `start` in every game.
-
-  Args:
-    children_index: `[B, N, A]` int32, child of each edge, -1 when unexpanded.
-    start: `[B]` int32, the node to start from (ignored where not `active`).
-    active: `[B]` bool, games to search; the others get no node at all.
-
-  Returns:
-    `[B, N]` bool, True for `start` and every node reachable from it.
-
-  The set grows by sweeps over the nodes in index order: a reached node marks its
-  children, in all games at once. A search numbers a node when it first adds it, so
-  most edges lead to a higher index, and one sweep follows them all, however deep
-  the graph. An edge to a lower index (a transposition into an older part of the
-  graph) whose source was reached late needs another sweep; sweeps repeat until no
-  reached node has an unreached child. (Growing the set one edge per step over
-  the whole `[B, N, A]` table instead cost a step per level of the graph, which
-  made reachability most of `reroot`'s time.)
-  """
-  batch_size, capacity, _ = children_index.shape
-  reached = jnp.zeros((batch_size, capacity), jnp.bool_)
-  reached = set_at(reached, jnp.where(active, start, capacity), True, mode="drop")
-  expanded = children_index >= 0
-
-  def visit(node: jax.Array, reached: jax.Array) -> jax.Array:
-    children = jax.lax.dynamic_index_in_dim(children_index, node, axis=1, keepdims=False)
-    marked = jax.lax.dynamic_index_in_dim(reached, node, axis=1, keepdims=True) & (children >= 0)
-    return set_at(reached, jnp.where(marked, children, capacity), True, mode="drop")
-
-  def incomplete(reached: jax.Array) -> jax.Array:
-    children_reached = take(reached, jnp.maximum(children_index, 0))  # [B, N, A]
-    return jnp.any(reached[:, :, None] & expanded & ~children_reached)
-
-  def sweep(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-    reached, _ = carry
-    reached = jax.lax.fori_loop(0, capacity, visit, reached)
-    return reached, incomplete(reached)
-
-  reached, _ = jax.lax.while_loop(lambda carry: carry[1], sweep, (reached, jnp.array(True)))
-  return reached

@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import batched, checks, compact, hashing, numerics, types
+from mcgs_jax._src import batched, checks, compact, hashing, types
+from mcgs_jax._src.batched import where_per_game
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
   EDGE_FIELDS,
@@ -21,7 +22,7 @@ from mcgs_jax._src.graph import (
   Graph,
 )
 from mcgs_jax._src.options import MAX_CAPACITY, GraphOptions
-from mcgs_jax._src.per_game import where_per_game
+from mcgs_jax._src.rows import positive_probability, small_enough_to_sum
 
 
 def finite_root(
@@ -32,7 +33,7 @@ def finite_root(
   finite entry, taken as uniform over the valid actions, and which games needed
   either."""
   value, logits = jnp.asarray(root.value), jnp.asarray(root.prior_logits)
-  bad_value = ~numerics.small_enough_to_sum(value)
+  bad_value = ~small_enough_to_sum(value)
   # `logits < inf` is False for NaN too; -inf is allowed (a zero prior).
   bad_logits = ~(jnp.all(logits < jnp.inf, axis=-1) & jnp.any(jnp.isfinite(logits), axis=-1))
   uniform = jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, 0.0).astype(logits.dtype)
@@ -254,7 +255,7 @@ def _root_rows(
     rows["node_dropped_actions"] = (slots.dropped, jnp.int32)
   if count_unproven:
     # Every legal edge of the root is unproven (compact slots hold valid actions only).
-    legal = numerics.positive_probability(prior_logits)
+    legal = positive_probability(prior_logits)
     if slots is None:
       legal &= ~root_invalid_actions
     rows["node_unproven_edges"] = (jnp.sum(legal, axis=-1), jnp.int32)

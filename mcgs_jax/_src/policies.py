@@ -1,10 +1,8 @@
 """Policies: a search plus the choice of the action to play, as in mctx.
 
 Each policy reads top to bottom: it resolves its graph options, checks its inputs
-(once, at trace time), forms the root prior, runs the search, and reads the action
-out of the searched graph. Below the policies: the root prior (Dirichlet noise,
-`mask_invalid_actions`), and what every policy reads out of a searched graph (the
-action to play and its weights, with the solver's say on both).
+(once, at trace time), forms the root prior (`logits`), runs the search, and reads
+the action out of the searched graph (`readout`).
 """
 
 import functools
@@ -12,16 +10,17 @@ from typing import Any
 
 import chex
 import jax
-import jax.numpy as jnp
 import numpy as np
 from typing_extensions import Unpack
 
-from mcgs_jax._src import action_selection, checks, proofs, qtransforms, types
+from mcgs_jax._src import action_selection, checks, qtransforms, types
 from mcgs_jax._src import forced_playouts as forced
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.checks import check_inputs
-from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.checks import check_inputs, check_puct
+from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.logits import dirichlet_prior, mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions
+from mcgs_jax._src.readout import most_visited, sample_from_visits
 from mcgs_jax._src.search import search_with_checked_inputs
 
 
@@ -106,19 +105,13 @@ def muzero_policy(
     pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
   )
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-  root_rule, interior_rule = action_selection.make_muzero_selection(
-    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=options.solver
+  root_rule, interior_rule = _puct_rules(
+    pb_c_init=pb_c_init,
+    pb_c_base=pb_c_base,
+    qtransform=qtransform,
+    forced_playouts=forced_playouts,
+    solver=options.solver,
   )
-  forced_count = _forced_playouts(forced_playouts)
-  if forced_count > 0:
-    root_rule = functools.partial(
-      forced.forced_root_action_selection,
-      forced_playouts=forced_count,
-      pb_c_init=pb_c_init,
-      pb_c_base=pb_c_base,
-      qtransform=qtransform,
-      solver=options.solver,
-    )
   noisy_logits = dirichlet_prior(
     dirichlet_key, root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
   )
@@ -186,6 +179,32 @@ def uct_policy(
   return most_visited(searched, options=options)
 
 
+def _puct_rules(
+  *,
+  pb_c_init: Any,
+  pb_c_base: Any,
+  qtransform: types.QTransform,
+  forced_playouts: Any,
+  solver: bool,
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
+  """The (root, interior) PUCT rules of `muzero_policy`: KataGo's forced playouts at
+  the root when `forced_playouts > 0`, else mctx's rule at both."""
+  root_rule, interior_rule = action_selection.make_muzero_selection(
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform, solver=solver
+  )
+  forced_count = _forced_playouts(forced_playouts)
+  if forced_count > 0:
+    root_rule = functools.partial(
+      forced.forced_root_action_selection,
+      forced_playouts=forced_count,
+      pb_c_init=pb_c_init,
+      pb_c_base=pb_c_base,
+      qtransform=qtransform,
+      solver=solver,
+    )
+  return root_rule, interior_rule
+
+
 def _forced_playouts(value: Any) -> float:
   """`forced_playouts` as a float; ValueError naming it unless it is a finite number
   >= 0 known at trace time (it decides which root rule the search compiles)."""
@@ -196,148 +215,3 @@ def _forced_playouts(value: Any) -> float:
     )
   checks.check_real("forced_playouts", value, low=0)
   return float(known)
-
-
-def check_puct(*, pb_c_init: Any, pb_c_base: Any, temperature: Any, qtransform: Any) -> None:
-  """Range checks of PUCT's constants and the temperature, run when their values are
-  known at trace time (traced values, e.g. arguments of a jitted function, are taken
-  as given, as in mctx), and that `qtransform` is callable."""
-  checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] scores")
-  checks.check_real("pb_c_init", pb_c_init, expected="a real number")
-  checks.check_real("pb_c_base", pb_c_base, low=0, low_open=True)
-  checks.check_real("temperature", temperature, low=0)
-
-
-def dirichlet_prior(
-  rng_key: chex.PRNGKey, prior_logits: chex.Array, *, fraction: float, alpha: float
-) -> chex.Array:
-  """The logits of `(1 - fraction) * softmax(prior_logits) + fraction *
-  Dirichlet(alpha)`, per row of `[B, A]`: AlphaZero's exploration noise at the root.
-
-  A `fraction` known at trace time to be 0 draws no noise: the result is the same to
-  the bit (the noise's weight is an exact 0, and `p + 0.0 == p`), and the program
-  compiles without the Gamma sampler, which takes long to compile. `rng_key` is not
-  used then.
-  """
-  # Checked when known at trace time; a traced value (jit argument) is taken as given.
-  checks.check_real("dirichlet_fraction", fraction, low=0, high=1)
-  checks.check_real("dirichlet_alpha", alpha, low=0, low_open=True)
-  known_fraction = checks.concrete(fraction)
-  if known_fraction is not None and np.all(known_fraction == 0):
-    return probs_to_logits(jax.nn.softmax(prior_logits, axis=-1))
-  batch_size, num_actions = prior_logits.shape
-  noise = jax.random.dirichlet(rng_key, jnp.full((num_actions,), alpha), shape=(batch_size,))
-  probs = jax.nn.softmax(prior_logits, axis=-1)
-  return probs_to_logits((1 - fraction) * probs + fraction * noise)
-
-
-def excluded_root_edges(graph: Graph, options: GraphOptions) -> jax.Array:
-  """`[B, W]` bool: root edges a policy never plays, the invalid actions (and empty
-  slots) and with the solver the edges it rules out (proven losses, proven edges
-  another proven edge beats)."""
-  excluded = graph.root_invalid_edges
-  if options.solver:
-    excluded |= jax.vmap(proofs.excluded_edges, in_axes=(0, None))(graph, 0)
-  return excluded
-
-
-def final_action(graph: Graph, action: jax.Array, options: GraphOptions) -> jax.Array:
-  """`action [B]`, replaced by the best proven root action where the solver has
-  decided the root; unchanged without the solver."""
-  if not options.solver:
-    return action
-  return proofs.prefer_proven(graph, action)
-
-
-def fallback_action(
-  graph: Graph, action: jax.Array, weights: jax.Array, options: GraphOptions
-) -> jax.Array:
-  """`action [B]`, or where `weights [B, A]` has no positive entry (every playout
-  dropped, e.g. a game whose every evaluation is NaN, or with the solver every
-  visited edge proven lost) the root action with the highest prior logit among those
-  `excluded_root_edges` leaves: a legal action whenever the root has one (action 0
-  when every action is invalid), never a proven loss while an edge is not one."""
-  best_prior = jax.vmap(action_selection.masked_argmax)(
-    graph.children_prior_logits[:, ROOT_INDEX], excluded_root_edges(graph, options)
-  )
-  best_prior = graph.root_edge_actions(best_prior)
-  return jnp.where(jnp.any(weights > 0, axis=-1), action, best_prior).astype(jnp.int32)
-
-
-def _root_weights(graph: Graph, options: GraphOptions) -> tuple[jax.Array, jax.Array]:
-  """`(action_weights, excluded)`, `[B, A]` each: the visit distribution over the
-  root's valid edges (a continued graph may hold visits of an edge invalid at this
-  root: they are left out), and `excluded_root_edges` by action (with compact edges
-  an action no slot holds is excluded)."""
-  visit_counts = graph.summary().visit_counts
-  num_actions = visit_counts.shape[-1]
-  # A stochastic graph's root rows are wider than its `A` decision actions.
-  invalid = graph.root_row_to_actions(graph.root_invalid_edges, True)[:, :num_actions]
-  excluded = graph.root_row_to_actions(excluded_root_edges(graph, options), True)
-  excluded = excluded[:, :num_actions]
-  visit_counts = jnp.where(invalid, 0.0, visit_counts)
-  total = jnp.sum(visit_counts, axis=-1, keepdims=True)
-  # max(., 1): a root with no visited valid edge gets all-zero weights, not 0/0.
-  return visit_counts / jnp.maximum(total, 1), excluded
-
-
-def sample_from_visits(
-  rng_key: chex.PRNGKey,
-  graph: Graph,
-  *,
-  options: GraphOptions,
-  temperature: float | chex.Array,
-) -> types.PolicyOutput:
-  """The action sampled from the root visit distribution raised to `1 / temperature`
-  (0: the most visited), among the valid edges the solver does not rule out (the
-  best proven action where the solver has decided the root): never a proven loss
-  while a valid edge is not one. The weights are the visit distribution over the
-  root's valid edges, those the solver rules out included (the playouts they took
-  before their proof): what the search spent, not what it plays."""
-  action_weights, excluded = _root_weights(graph, options)
-  choice_weights = jnp.where(excluded, 0.0, action_weights)
-  action_logits = apply_temperature(probs_to_logits(choice_weights), temperature)
-  # An unplayable edge stays out at any temperature: log(tiny) / temperature would
-  # come near the others' logits (as in mctx, an unvisited valid edge may be drawn).
-  action_logits = jnp.where(excluded, -jnp.inf, action_logits)
-  action = jax.random.categorical(rng_key, action_logits).astype(jnp.int32)
-  action = fallback_action(graph, action, choice_weights, options)
-  return types.PolicyOutput(
-    action=final_action(graph, action, options),
-    action_weights=action_weights,
-    search_graph=graph,
-  )
-
-
-def most_visited(graph: Graph, *, options: GraphOptions) -> types.PolicyOutput:
-  """The most visited root action among the valid edges the solver does not rule out
-  (the best proven action where the solver has decided the root): never a proven
-  loss while a valid edge is not one. The weights are the visit distribution over
-  the root's valid edges, those the solver rules out included (see
-  `sample_from_visits`)."""
-  action_weights, excluded = _root_weights(graph, options)
-  choice_weights = jnp.where(excluded, 0.0, action_weights)
-  action = fallback_action(graph, jnp.argmax(choice_weights, axis=-1), choice_weights, options)
-  return types.PolicyOutput(
-    action=final_action(graph, action, options),
-    action_weights=action_weights,
-    search_graph=graph,
-  )
-
-
-def mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
-  """Sets invalid actions to the lowest finite logit (finite: no NaN in a softmax
-  even when every action is invalid)."""
-  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-  return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
-
-
-def probs_to_logits(probs: jax.Array) -> jax.Array:
-  """`log(probs)`, with zeros mapped to `log(tiny)` instead of -inf."""
-  return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
-
-
-def apply_temperature(logits: jax.Array, temperature: float | jax.Array) -> jax.Array:
-  """`logits / temperature`; temperature 0 becomes a greedy choice, not 0/0."""
-  logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-  return logits / jnp.maximum(temperature, jnp.finfo(logits.dtype).tiny)

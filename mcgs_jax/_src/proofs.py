@@ -41,7 +41,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import numerics
+from mcgs_jax._src import rows
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
 
 # Relative tolerance within which an exact value counts as equal to a bound: exact
@@ -65,7 +65,7 @@ def _at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
 def legal_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   """`[W]` bool: edges with a positive prior (and valid at the root; an empty slot
   of compact edges has a zero prior)."""
-  legal = numerics.positive_probability(graph.children_prior_logits[node_index])
+  legal = rows.positive_probability(graph.children_prior_logits[node_index])
   return legal & ~(graph.root_invalid_edges & (node_index == ROOT_INDEX))
 
 

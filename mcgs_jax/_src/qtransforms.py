@@ -9,7 +9,7 @@ import chex
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src import checks, numerics
+from mcgs_jax._src import checks, rows
 from mcgs_jax._src.graph import Graph
 
 
@@ -38,8 +38,8 @@ def qtransform_by_parent_and_siblings(
   qvalues = graph.qvalues(node_index)
   visited = graph.edge_visits[node_index] > 0
   node_value = graph.node_values[node_index]
-  low = jnp.minimum(node_value, numerics.row_min(jnp.where(visited, qvalues, node_value)))
-  high = jnp.maximum(node_value, numerics.row_max(jnp.where(visited, qvalues, node_value)))
+  low = jnp.minimum(node_value, rows.row_min(jnp.where(visited, qvalues, node_value)))
+  high = jnp.maximum(node_value, rows.row_max(jnp.where(visited, qvalues, node_value)))
   # epsilon keeps 0/0 out when every value is equal.
   return (jnp.where(visited, qvalues, low) - low) / jnp.maximum(high - low, epsilon)
 
@@ -68,11 +68,11 @@ def qtransform_completed_by_mix_value(
   visited = visit_counts > 0
   raw_value = graph.raw_values[node_index]
   if use_mixed_value:
-    prior_probs = numerics.softmax(graph.children_prior_logits[node_index])
+    prior_probs = rows.softmax(graph.children_prior_logits[node_index])
     # tiny keeps the weights finite when the prior of every visited action underflows.
     prior_probs = jnp.maximum(prior_probs, jnp.finfo(prior_probs.dtype).tiny)
-    visited_mass = numerics.row_sum(jnp.where(visited, prior_probs, 0.0))
-    weighted_q = numerics.row_sum(jnp.where(visited, prior_probs * qvalues, 0.0)) / jnp.where(
+    visited_mass = rows.row_sum(jnp.where(visited, prior_probs, 0.0))
+    weighted_q = rows.row_sum(jnp.where(visited, prior_probs * qvalues, 0.0)) / jnp.where(
       jnp.any(visited), visited_mass, 1.0
     )
     total_visits = jnp.sum(visit_counts)
@@ -81,6 +81,6 @@ def qtransform_completed_by_mix_value(
     value = raw_value
   completed = jnp.where(visited, qvalues, value)
   if rescale_values:
-    low, high = numerics.row_min(completed), numerics.row_max(completed)
+    low, high = rows.row_min(completed), rows.row_max(completed)
     completed = (completed - low) / jnp.maximum(high - low, epsilon)
   return (maxvisit_init + jnp.max(visit_counts)) * value_scale * completed

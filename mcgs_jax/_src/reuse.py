@@ -54,7 +54,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src import checks, hashing
-from mcgs_jax._src.backup import node_update, recompute_node_and_edges
 from mcgs_jax._src.batched import set_at, take
 from mcgs_jax._src.graph import (
   COUNTER_FIELDS,
@@ -64,8 +63,9 @@ from mcgs_jax._src.graph import (
   ROW_FIELDS,
   UNEXPANDED,
   Graph,
-  reachable_nodes,
 )
+from mcgs_jax._src.reachable import reachable_nodes
+from mcgs_jax._src.search.backup import node_update, recompute_node_and_edges
 
 
 def _check_graph(caller: str, graph: Any) -> None:

@@ -1,10 +1,8 @@
-"""The callables a search takes, the output of a policy, and the inputs, node
-embeddings and graph of a search with chance nodes, named as in mctx: the layer
-above the graph.
-
-The values that need no graph (`RootFnOutput`, `RecurrentFnOutput`,
-`SearchSummary`, ...) are declared in `base.py`, below the graph, and re-exported
-here, so that `types.X` names every type of a search's signature.
+"""The values and callables a search takes and returns, named and shaped as in
+mctx so that code written for mctx runs unchanged: the root and recurrent outputs,
+the callables of a search's signature, the output of a policy (its `SearchSummary`
+is declared beside the graph it summarizes, in `graph`), and the inputs, node
+embeddings and graph of a search with chance nodes.
 
 A search with chance nodes (mctx's Stochastic MuZero, whose names these are, so
 that code written for `mctx.stochastic_muzero_policy` runs unchanged) splits a move
@@ -20,17 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 import chex
 
-from mcgs_jax._src.base import (
-  Embedding,
-  HashFn,
-  Params,
-  RecurrentFn,
-  RecurrentFnOutput,
-  RecurrentState,
-  RootFnOutput,
-  SearchSummary,
-)
-from mcgs_jax._src.graph import Graph
+from mcgs_jax._src.graph import Graph, SearchSummary
 
 __all__ = [
   "ChanceData",
@@ -50,10 +38,55 @@ __all__ = [
   "RecurrentState",
   "RootActionSelectionFn",
   "RootFnOutput",
-  "SearchSummary",
   "StochasticGraph",
   "StochasticRecurrentState",
 ]
+
+Params = Any
+Embedding = Any  # any pytree whose leaves have a leading batch axis `[B, ...]`
+# mctx's name of the same thing: the state `recurrent_fn` takes and returns (any
+# pytree, `()` included: see `GraphOptions.transpositions`).
+RecurrentState = Embedding
+
+
+@chex.dataclass(frozen=True)
+class RootFnOutput:
+  """The evaluation of the root state of every game in the batch.
+
+  prior_logits: `[B, A]` float, policy logits at the root.
+  value: `[B]` float, value of the root state for the player to move.
+  embedding: pytree of `[B, ...]` arrays, the state handed to `recurrent_fn`.
+  """
+
+  prior_logits: chex.Array
+  value: chex.Array
+  embedding: Embedding
+
+
+@chex.dataclass(frozen=True)
+class RecurrentFnOutput:
+  """What `recurrent_fn` returns for one transition of every game.
+
+  reward: `[B]` float, reward of the transition for the player who moved.
+  discount: `[B]` float, multiplies the value of the next state: `-1` between the two
+    players of a zero-sum game, `1` in a one-player game, `0` when the next state is
+    terminal (the search then never looks below it).
+  prior_logits: `[B, A]` float, policy logits at the next state.
+  value: `[B]` float, value of the next state for its player to move.
+  """
+
+  reward: chex.Array
+  discount: chex.Array
+  prior_logits: chex.Array
+  value: chex.Array
+
+
+# The functions a search evaluates states with, named as in mctx.
+RecurrentFn = Callable[
+  [Params, chex.PRNGKey, chex.Array, Embedding], tuple[RecurrentFnOutput, Embedding]
+]
+HashFn = Callable[[Embedding], chex.Array]
+
 
 # Selection rules and q-transforms see one game's graph (unbatched, under `jax.vmap`).
 RootActionSelectionFn = Callable[[chex.PRNGKey, Graph, chex.Array], chex.Array]

@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 
 from mcgs_jax._src import hashing
-from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.types import RecurrentFnOutput, RootFnOutput
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.keys import (

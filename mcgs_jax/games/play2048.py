@@ -48,7 +48,7 @@ import numpy as np
 
 from mcgs_jax._src import hashing
 from mcgs_jax._src.batched import take
-from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax._src.logits import mask_invalid_actions
 from mcgs_jax._src.types import ChanceRecurrentFnOutput, DecisionRecurrentFnOutput, RootFnOutput
 
 NUM_ACTIONS = 4

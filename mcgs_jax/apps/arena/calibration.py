@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src.per_game import where_per_game
+from mcgs_jax._src.batched import where_per_game
 from mcgs_jax.apps.arena.agent import Agent, initial_graph, jitted_search
 from mcgs_jax.games import adapter, evaluators
 

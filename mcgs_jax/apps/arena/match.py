@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mcgs_jax._src.per_game import where_per_game
+from mcgs_jax._src.batched import where_per_game
 from mcgs_jax.apps import memory, registry
 from mcgs_jax.apps.arena.agent import (
   Agent,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from mcgs_jax._src.per_game import where_per_game
+from mcgs_jax._src.batched import where_per_game
 
 IMPLEMENTATIONS = ("mctx", "tree", "graph")
 

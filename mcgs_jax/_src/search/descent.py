@@ -1,10 +1,10 @@
 """Selection, the first step of a simulation: every game's playout descends from the
 root, one edge per depth, until it ends (`select`), recorded as a `Path`.
 
-The rules it applies are in `action_selection`: the selection rules, written for one
-game and lifted with `jax.vmap`, and the stop rule. The loop over depth runs at batch
-level with a scalar trip condition, so XLA never selects over the graph arrays per
-game.
+The selection rules it applies are in `action_selection`, written for one game and
+lifted with `jax.vmap`; the stop rule (`stop_rule_ends_playout`) is here. The loop
+over depth runs at batch level with a scalar trip condition, so XLA never selects
+over the graph arrays per game.
 """
 
 import functools
@@ -14,53 +14,17 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import action_selection, numerics, proofs, types
+from mcgs_jax._src import proofs, random_bits, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.numerics import masked_argmax
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
+from mcgs_jax._src.search.path import Path, last_edge_in
+from mcgs_jax._src.tie_break import masked_argmax
 
 # Most entries `D * A` of one game's `Path.legal`. The buffer is cleared at every
 # simulation and holds `D * A` bytes per game; past this size (chess: A = 4672) backup
 # reads the prior again instead of clearing a larger buffer.
 MAX_RECORDED_LEGAL = 1 << 14
-
-
-@chex.dataclass(frozen=True)
-class Path:
-  """The playout of one simulation in every game (`D` = longest path allowed).
-
-  nodes: `[B, D]` int32, node at depth d, valid for `d < length`.
-  actions: `[B, D]` int32, edge chosen at depth d (the action; with compact edges
-    the slot, whose action is `graph.children_actions[node, slot]`), valid for
-    `d < length`.
-  length: `[B]` int32, edges taken; 0 when the root is terminal, and set to 0 by
-    `link` for a playout it drops (see there).
-  leaf: `[B]` int32, node where the playout ended, set by `link`: the child of the
-    last edge; the root when the root is terminal; -1 for a dropped playout, and
-    when the node the last edge needed did not fit in the graph (that edge is then
-    not counted). `select` leaves the root where `length == 0`, else -1.
-  leaf_is_new: `[B]` bool, the leaf was added to the graph by this simulation.
-  last_edge_unexpanded: `[B]` bool, the last edge had no child when it was selected (the
-    playout asks for a new node; `link` drops it when another path of the same step
-    has linked that edge since).
-  leaf_folded: `[B]` bool, the evaluation was added to the existing leaf as one
-    more sample of its value (`fold_evaluations`); backup recomputes the leaf.
-  legal: `[B, D, W]` bool or None: with the solver, the legal edges
-    (`proofs.legal_edges`) of the node at depth d, valid for `d < length`, as
-    selection found them (a node's prior never changes once it is in the graph), so
-    that backup's proofs need not read the prior again. None without the solver or
-    when `D * A > MAX_RECORDED_LEGAL`: backup computes them.
-  """
-
-  nodes: chex.Array
-  actions: chex.Array
-  length: chex.Array
-  leaf: chex.Array
-  leaf_is_new: chex.Array
-  last_edge_unexpanded: chex.Array
-  leaf_folded: chex.Array
-  legal: chex.Array | None = None
 
 
 @chex.dataclass(frozen=True)
@@ -116,7 +80,7 @@ def _checked_actions(name: str, actions: chex.Array) -> chex.Array:
 
 def _split_keys(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
   """`[B]` keys -> `([B] keys to go on with, [B] keys for this depth)`."""
-  pairs = numerics.split_each(keys)
+  pairs = random_bits.split_each(keys)
   return pairs[:, 0], pairs[:, 1]
 
 
@@ -238,9 +202,7 @@ def _take_edges(
   child_mark = take(descent.path_marks, clamped_child)
   if options.transpositions:
     proceed &= child_mark != stamp
-    proceed &= ~action_selection.stop_rule_ends_playout(
-      graph, node, actions, clamped_child, descent.keys, options
-    )
+    proceed &= ~stop_rule_ends_playout(graph, node, actions, clamped_child, descent.keys, options)
   entered_marks = descent.entered_marks
   if options.solver:
     entered_marks = jnp.where(proceed, child_mark, entered_marks)
@@ -272,7 +234,7 @@ def select(
 
   A playout ends after choosing an edge whose child is not expanded, is terminal, is
   already on this path (cycle guard), is visited more often than the edge
-  (`N(child) > N(n, a)`, as `options.stop_rule` says: `action_selection.stop_rule_ends_playout`), is
+  (`N(child) > N(n, a)`, as `options.stop_rule` says: `stop_rule_ends_playout`), is
   proven (`options.solver`), or at `max_depth` edges. An edge marked
   `edge_non_finite` is taken only when every valid action is marked
   (`_usable_actions`); its playout is then dropped again.
@@ -298,7 +260,7 @@ def select(
   take_edges = functools.partial(
     _take_edges, graph, stamp=stamp, max_depth=max_depth, options=options
   )
-  keys, selection_keys = _split_keys(numerics.split(rng_key, batch_size))
+  keys, selection_keys = _split_keys(random_bits.split(rng_key, batch_size))
   root = jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
   root_actions = jax.vmap(root_action_selection_fn, in_axes=(0, 0, 0))(selection_keys, graph, root)
   record_legal = options.solver and buffer_depth * graph.max_children <= MAX_RECORDED_LEGAL
@@ -327,7 +289,7 @@ def select(
   descent = jax.lax.while_loop(keep_going, interior_step, descent)
   if options.solver and buffer_depth < max_depth:
     descent = _back_out_of_stale_proofs(graph, descent, stamp)
-  parent, action = _last_edge(descent.nodes, descent.actions, descent.length)
+  parent, action = last_edge_in(descent.nodes, descent.actions, descent.length)
   path = Path(
     nodes=descent.nodes,
     actions=descent.actions,
@@ -342,15 +304,52 @@ def select(
   return graph, path
 
 
-def _last_edge(
-  nodes: chex.Array, actions: chex.Array, length: chex.Array
-) -> tuple[chex.Array, chex.Array]:
-  """`last_edge` of the path held in `nodes [B, D]`, `actions [B, D]`, `length [B]`."""
-  last = jnp.maximum(length - 1, 0)
-  return take(nodes, last), take(actions, last)
+# `fold_in` constant that derives the stop_leak coin from a game's selection key at
+# one depth, so the coin is independent of the key the selection rule receives.
+_LEAK_STREAM = 0x6C65616B
 
 
-def last_edge(path: Path) -> tuple[chex.Array, chex.Array]:
-  """`(parent [B], action [B])`: the last edge of every path (garbage where
-  `length == 0`)."""
-  return _last_edge(path.nodes, path.actions, path.length)
+def stop_rule_ends_playout(
+  graph: Graph,
+  node: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  keys: chex.Array,
+  options: GraphOptions,
+) -> chex.Array:
+  """`[B]` bool: the playout ends at `child`, reached from `node` by `action`, by
+  `options.stop_rule` (see `GraphOptions`). Every rule needs `N(child) > N(n, a)`
+  (visits came through other parents) before it stops, where `N(child)` counts
+  `1 + sum_b N(child, b)`: the child's folded evaluations (`fold_evaluations`) are
+  left out, or a stop, which folds one more, would never let the edge catch up.
+
+  - `"catch_up"` stops there, except that with probability `stop_leak` (a coin per
+    game per depth, drawn from that game's selection key) the playout continues;
+  - `"value_lag"` stops there only when `|edge_values(n, a) - Q(n, a)| >
+    stop_epsilon`: `Q(n)` still reflects an edge value the child has since moved
+    away from. The backup that follows recomputes `n` from the live `Q(n, a)`, which
+    is the correction;
+  - `"never"` does not stop.
+
+  Args:
+    graph: the batch of graphs.
+    node, action, child: `[B]` int32, the edge and its (existing) child.
+    keys: `[B]` per-game keys of this depth.
+    options: `GraphOptions`.
+  """
+  if options.stop_rule == "never":
+    return jnp.zeros((graph.batch_size,), jnp.bool_)
+  # k(child) = 1 without folding: then this is N(child) itself.
+  edge = (node, action)
+  child_visits = 1 + take(graph.node_visits, child) - take(graph.node_evaluations, child)
+  # From the row the selection rule read (one gather fewer per step, as `child`).
+  caught_up = child_visits > take(take(graph.edge_visits, node), action)
+  if options.stop_rule == "catch_up":
+    if options.stop_leak == 0:
+      return caught_up
+    coins = jax.vmap(lambda key: jax.random.uniform(jax.random.fold_in(key, _LEAK_STREAM)))(keys)
+    return caught_up & ~(coins < options.stop_leak)
+  reward, discount = take(graph.edge_rewards, edge), take(graph.edge_discounts, edge)
+  live = reward + discount * take(graph.node_values, child)
+  lag = jnp.abs(take(graph.edge_values, edge) - live)
+  return caught_up & (lag > options.stop_epsilon)

@@ -9,12 +9,12 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, compact, hashing, numerics, types
+from mcgs_jax._src import checks, compact, hashing, rows, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
-from mcgs_jax._src.descent import Path, last_edge
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
-from mcgs_jax._src.numerics import small_enough_to_sum
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
+from mcgs_jax._src.rows import small_enough_to_sum
+from mcgs_jax._src.search.path import Path, last_edge
 
 
 def expand(
@@ -200,7 +200,7 @@ def _write_rows(
     new_rows["node_dropped_actions"] = evaluation.dropped_actions
   if graph.node_unproven_edges is not None:
     # A new node's legal edges are all unexpanded; a terminal node has none.
-    legal = jnp.sum(numerics.positive_probability(evaluation.prior_logits), axis=-1)
+    legal = jnp.sum(rows.positive_probability(evaluation.prior_logits), axis=-1)
     new_rows["node_unproven_edges"] = jnp.where(evaluation.terminal, 0, legal)
   optional = {"children_actions", "node_dropped_actions", "node_unproven_edges"}
   written = set(new_rows) | {"embeddings"} | optional

@@ -1,17 +1,7 @@
-"""Gumbel MuZero on a graph (Danihelka et al. 2022, "Policy improvement by planning
-with Gumbel"), with the arguments and results of `mctx.gumbel_muzero_policy`.
+"""Sequential Halving with Gumbel noise, the root rule of Gumbel MuZero (Danihelka et
+al. 2022, "Policy improvement by planning with Gumbel"), on a graph, and the
+winner a search plays.
 
-At the root, Sequential Halving with Gumbel noise decides which action each playout
-takes; at every other node a deterministic rule steers the edge visit counts towards
-`softmax(prior_logits + completed_qvalues)`. Both rules read edge statistics,
-`N(n, a) = graph.edge_visits` and the live `Q(n, a) = graph.qvalues(n)`, so in graph
-mode a shared child's current value is seen through every edge into it. With
-`transpositions=False` the search is mctx's tree search, and the same inputs and key
-give mctx's visit counts, action and action weights (up to float rounding in
-near-ties).
-
-Sequential Halving at the root
-------------------------------
 The playouts of one search are scheduled in phases. In each phase the `k`
 best-looking actions (by `gumbel + logits + completed Q`) are visited equally often,
 then `k` halves (never below 2). The schedule is a table of "considered visit
@@ -36,22 +26,14 @@ import math
 import chex
 import jax
 import jax.numpy as jnp
-from typing_extensions import Unpack
 
-from mcgs_jax._src import checks, qtransforms, types
-from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.action_selection import (
-  excluded_actions,
-  gumbel_muzero_interior_action_selection,
-  masked_argmax,
-)
-from mcgs_jax._src.checks import check_inputs
-from mcgs_jax._src.compact import slot_width
+from mcgs_jax._src import qtransforms, types
+from mcgs_jax._src.action_selection import excluded_actions, gumbel_muzero_interior_action_selection
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
-from mcgs_jax._src.initial import finite_root
-from mcgs_jax._src.options import GraphKeywords, GraphOptions
-from mcgs_jax._src.policies import excluded_root_edges, final_action, mask_invalid_actions
-from mcgs_jax._src.search import search_with_checked_inputs
+from mcgs_jax._src.logits import mask_invalid_actions
+from mcgs_jax._src.options import GraphOptions
+from mcgs_jax._src.readout import excluded_root_edges, final_action
+from mcgs_jax._src.tie_break import masked_argmax
 
 # Floor of a root score before the Sequential-Halving mask (as mctx): keeps the sum
 # finite for actions whose logit is the lowest float.
@@ -223,144 +205,7 @@ def make_gumbel_selection(
   return root, interior
 
 
-def gumbel_muzero_policy(
-  params: types.Params,
-  rng_key: chex.PRNGKey,
-  root: types.RootFnOutput,
-  recurrent_fn: types.RecurrentFn,
-  num_simulations: int,
-  invalid_actions: chex.Array | None = None,
-  max_depth: int | None = None,
-  loop_fn: types.LoopFn = jax.lax.fori_loop,
-  *,
-  qtransform: types.QTransform = (qtransforms.qtransform_completed_by_mix_value),
-  max_num_considered_actions: int = 16,
-  gumbel_scale: float = 1.0,
-  graph: Graph | None = None,
-  recycle: Graph | None = None,
-  options: GraphOptions | None = None,
-  **graph_options: Unpack[GraphKeywords],
-) -> types.PolicyOutput:
-  """Gumbel MuZero search on a graph; `mctx.gumbel_muzero_policy` plus the graph
-  keywords of `mcgs_jax.muzero_policy`.
-
-  Invalid root actions get the lowest finite logit, Gumbel noise is drawn for the
-  root, playouts choose root actions by Sequential Halving and interior actions by
-  the deterministic rule, and the action is the Sequential-Halving winner: among the
-  actions visited most by this search, the one with the highest
-  `gumbel + logits + completed Q`. The key is used as mctx uses it (one split: Gumbel
-  noise, then the search), so with `transpositions=False` this reproduces
-  `mctx.gumbel_muzero_policy` on the same inputs and key.
-
-  Args:
-    params: passed to `recurrent_fn`.
-    rng_key: the only source of randomness.
-    root: `RootFnOutput`: prior logits `[B, A]`, value `[B]`, embedding `[B, ...]`.
-    recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
-      embedding)`.
-    num_simulations: playouts per game; also the length of the Sequential-Halving
-      schedule.
-    invalid_actions: `[B, A]` bool, actions the root may not take. A game whose row
-      is all True gets `action_weights` of zeros and action 0 (as `muzero_policy`;
-      mctx returns uniform weights there).
-    max_depth: most edges in a playout (default `num_simulations`).
-    loop_fn: loop over simulations.
-    qtransform: `(graph, node) -> [A]` completed Q-values, used by both rules and
-      by the action weights.
-    max_num_considered_actions: actions sampled without replacement at the root,
-      >= 1 (fewer when fewer are valid).
-    gumbel_scale: scale of the root Gumbel noise, >= 0 (0: deterministic, e.g. for
-      evaluation in perfect-information games).
-    graph: a previous graph to continue (see `mcgs_jax.search`). Sequential Halving
-      then schedules only this call's playouts, counting root visits above those
-      the graph held (a game restarted from an empty graph counts from zero).
-    recycle: a finished graph of the same shapes whose arrays this search
-      overwrites (see `muzero_policy`). Not with `graph`.
-    options: the graph options as one `mcgs_jax.GraphOptions` (see
-      `muzero_policy`). Not with `**graph_options`.
-    **graph_options: the fields of `mcgs_jax.GraphOptions` as flat keywords, as for
-      `muzero_policy`. With `solver`, both rules skip dominated proven edges and
-      where the root is decided `action` is the best proven action; with
-      `num_parallel`, Sequential Halving counts the in-flight visits too.
-
-  Returns:
-    `PolicyOutput(action [B] int32, action_weights [B, A], search_graph)`, where
-    `action_weights = softmax(prior_logits + completed Q at the root)` over valid
-    actions, the policy-improvement target of the paper.
-  """
-  options = options_lib.resolve("gumbel_muzero_policy", options, graph_options)
-  root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
-  checked_max = _check_arguments(max_num_considered_actions, gumbel_scale, qtransform)
-  logits = _scored_logits(root, invalid_actions)
-  root_rule, interior_rule = make_gumbel_selection(
-    num_simulations=num_simulations,
-    max_num_considered_actions=checked_max,
-    qtransform=qtransform,
-    solver=options.solver,
-  )
-  search_key, gumbel_key = jax.random.split(rng_key)
-  extra_data = GumbelMuZeroExtraData(
-    root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
-    root_visits_before=_root_visits_before(
-      graph, (root.prior_logits.shape[0], slot_width(options.max_children, logits.shape[-1]))
-    ),
-  )
-  searched = search_with_checked_inputs(
-    params,
-    search_key,
-    root=root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions)),
-    recurrent_fn=recurrent_fn,
-    root_action_selection_fn=root_rule,
-    interior_action_selection_fn=interior_rule,
-    num_simulations=num_simulations,
-    max_depth=max_depth,
-    invalid_actions=invalid_actions,
-    options=options,
-    extra_data=extra_data,
-    loop_fn=loop_fn,
-    graph=graph,
-    recycle=recycle,
-  )
-  return _sequential_halving_winner(
-    searched,
-    extra_data=extra_data,
-    logits=logits,
-    invalid_actions=invalid_actions,
-    qtransform=qtransform,
-    options=options,
-  )
-
-
-def _check_arguments(
-  max_num_considered_actions: int, gumbel_scale: float, qtransform: types.QTransform
-) -> int:
-  """Checks the policy's own arguments; returns `max_num_considered_actions`."""
-  checked_max = checks.check_int(
-    "max_num_considered_actions", max_num_considered_actions, minimum=1
-  )
-  # Checked when known at trace time; a traced scale (jit argument) is taken as given.
-  checks.check_real("gumbel_scale", gumbel_scale, low=0)
-  checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] completed Q-values")
-  return checked_max
-
-
-def _scored_logits(root: types.RootFnOutput, invalid_actions: chex.Array) -> chex.Array:
-  """`[B, A]` root logits the scores read: invalid actions masked, a NaN replaced as
-  the search replaces (and counts in `non_finite_roots`) it."""
-  finite, _ = finite_root(root, invalid_actions)
-  return mask_invalid_actions(finite.prior_logits, invalid_actions)
-
-
-def _root_visits_before(graph: Graph | None, shape: tuple[int, int]) -> chex.Array:
-  """`[B, W]` int32, the root's edge visits of the graph a search continues (zeros
-  without one, and for a game whose graph is empty: it restarts from the root)."""
-  if graph is None:
-    return jnp.zeros(shape, jnp.int32)
-  visits = jnp.where((graph.num_nodes == 0)[:, None], 0, graph.edge_visits[:, ROOT_INDEX])
-  return visits.astype(jnp.int32)
-
-
-def _sequential_halving_winner(
+def sequential_halving_winner(
   graph: Graph,
   *,
   extra_data: GumbelMuZeroExtraData,

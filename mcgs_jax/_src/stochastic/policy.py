@@ -1,24 +1,4 @@
-"""Stochastic MuZero search on a graph: `mctx.stochastic_muzero_policy` plus graph
-keywords. (Stochastic MuZero: Antonoglou, Schrittwieser, Ozair, Hubert, Silver,
-"Planning in Stochastic Environments with a Learned Model", ICLR 2022.)
-
-Decision nodes (states) and chance nodes (afterstates) live in one graph, keyed
-apart: a decision node by `hash_fn(state)`, a chance node by
-`afterstate_hash_fn(afterstate)`, each key with a node-type lane. So two moves
-(from the same state or from different ones) that reach the same afterstate share
-its chance node, and two chance outcomes that reach the same state share its
-decision node.
-
-Both node types follow the rules of Monte-Carlo Graph Search (KataGo's
-"Monte-Carlo Graph Search from First Principles"): edge visits `N(n, e)` count
-how often selection at `n` chose `e`, and every node on a playout's path is
-recomputed idempotently, `N(n) = 1 + sum_e N(n, e)`,
-`Q(n) = (U(n) + sum_e N(n, e) Q(n, e)) / N(n)`. At a chance node the edges are
-outcomes and `U(n)` is the afterstate value, so `Q(n)` is the visit-weighted
-expectation over its outcomes, as in mctx; the chance rule
-`argmax_c P(c) / (N(n, c) + 1)` keeps the visits of each outcome close to
-`P(c)` times the node's visits, so the weights approach the probabilities.
-"""
+"""`stochastic_muzero_policy`: the policy that searches the graph of `chance_nodes`."""
 
 import dataclasses
 from typing import Any
@@ -28,13 +8,15 @@ import jax
 import jax.numpy as jnp
 from typing_extensions import Unpack
 
-from mcgs_jax._src import action_selection, chance, hashing, policies, qtransforms, types
+from mcgs_jax._src import action_selection, hashing, qtransforms, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.checks import check_inputs
+from mcgs_jax._src.checks import check_inputs, check_puct
 from mcgs_jax._src.graph import ROOT_INDEX, Graph
+from mcgs_jax._src.logits import dirichlet_prior, mask_invalid_actions
 from mcgs_jax._src.options import GraphKeywords, GraphOptions, unkeyable
-from mcgs_jax._src.policies import mask_invalid_actions
+from mcgs_jax._src.readout import sample_from_visits
 from mcgs_jax._src.search import search_with_checked_inputs
+from mcgs_jax._src.stochastic import chance_nodes
 from mcgs_jax._src.types import (
   ChanceData,
   ChanceRecurrentFn,
@@ -102,7 +84,7 @@ def stochastic_muzero_policy(
     loop_fn: loop over simulations.
     qtransform, dirichlet_fraction, dirichlet_alpha, pb_c_init, pb_c_base,
       temperature: as in mctx (PUCT at decision nodes); a `dirichlet_fraction`
-      known to be 0 draws no noise (`policies.dirichlet_prior`).
+      known to be 0 draws no noise (`dirichlet_prior`).
     afterstate_hash_fn: `afterstate_embedding [B, ...] -> uint32 [B, L]`, the key
       of a chance node (None: `mcgs_jax.hash_pytree`, every bit of the afterstate).
     graph: a previous graph to continue, rerooted by the action played and then by
@@ -130,14 +112,14 @@ def stochastic_muzero_policy(
   options = options_lib.resolve(CALLER, options, graph_options)
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
   _refuse_solver(options)
-  policies.check_puct(
+  check_puct(
     pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
   )
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
   num_chance_outcomes, afterstate_template = _probe_functions(
     params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn
   )
-  noisy_logits = policies.dirichlet_prior(
+  noisy_logits = dirichlet_prior(
     dirichlet_key, root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
   )
   options = _chance_options(options, root.embedding, afterstate_template, afterstate_hash_fn)
@@ -160,7 +142,7 @@ def stochastic_muzero_policy(
     graph=graph,
     recycle=recycle,
   )
-  return policies.sample_from_visits(
+  return sample_from_visits(
     rng_key, StochasticGraph.from_graph(searched), options=options, temperature=temperature
   )
 
@@ -189,7 +171,7 @@ def _search(
   num_actions = invalid_actions.shape[1]
   width = max(num_actions, num_chance_outcomes)
   wide_root, wide_invalid_actions = _wide_root(root, invalid_actions, width, afterstate_template)
-  root_rule, interior_rule = chance.make_selection(
+  root_rule, interior_rule = chance_nodes.make_selection(
     puct,
     num_actions=num_actions,
     num_chance_outcomes=num_chance_outcomes,
@@ -198,7 +180,7 @@ def _search(
     params,
     search_key,
     root=wide_root,
-    recurrent_fn=chance.make_recurrent_fn(
+    recurrent_fn=chance_nodes.make_recurrent_fn(
       decision_recurrent_fn,
       chance_recurrent_fn,
       num_actions=num_actions,
@@ -259,7 +241,7 @@ def _wide_root(
   wide_invalid_actions = jnp.pad(
     invalid_actions, ((0, 0), (0, width - num_actions)), constant_values=True
   )
-  wide_logits = chance.pad_columns(root.prior_logits, width)
+  wide_logits = chance_nodes.pad_columns(root.prior_logits, width)
   wide_root = _decision_root(
     root.replace(prior_logits=mask_invalid_actions(wide_logits, wide_invalid_actions)),
     afterstate_template,
@@ -290,7 +272,7 @@ def _chance_options(
   afterstate_template: chex.ArrayTree,
   afterstate_hash_fn: types.HashFn | None,
 ) -> GraphOptions:
-  """`options` with the key of a `StochasticRecurrentState` (`chance.make_key_fn`);
+  """`options` with the key of a `StochasticRecurrentState` (`chance_nodes.make_key_fn`);
   tree mode when the states or the afterstates are `unkeyable`, as
   `tree_mode_when_unkeyable` does for a plain search."""
   if options.transpositions and (
@@ -302,7 +284,7 @@ def _chance_options(
     return options
   return dataclasses.replace(
     options,
-    hash_fn=chance.make_key_fn(
+    hash_fn=chance_nodes.make_key_fn(
       options.hash_fn or hashing.hash_pytree, afterstate_hash_fn or hashing.hash_pytree
     ),
   )
@@ -322,10 +304,10 @@ def _probe_functions(
   decision_output, afterstate = jax.eval_shape(
     decision_recurrent_fn, params, rng_key, zeros, root.embedding
   )
-  num_chance_outcomes = chance.check_decision_output(decision_output, batch_size)
+  num_chance_outcomes = chance_nodes.check_decision_output(decision_output, batch_size)
   chance_output, state = jax.eval_shape(chance_recurrent_fn, params, rng_key, zeros, afterstate)
-  chance.check_chance_output(chance_output, batch_size, num_actions)
-  chance.check_same_structure(
+  chance_nodes.check_chance_output(chance_output, batch_size, num_actions)
+  chance_nodes.check_same_structure(
     "chance_recurrent_fn's state embedding", state, root.embedding, "root.embedding", batch_size
   )
   return num_chance_outcomes, afterstate

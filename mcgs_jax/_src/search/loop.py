@@ -1,45 +1,22 @@
-"""One simulation is `select`, `expand`, `backup`; `search` runs many.
-
-All three work on the whole batch. Per-game work (the selection rules, the hash
-probe) is written for one game and lifted with `jax.vmap`; the loops over depth run
-at batch level with a scalar trip condition, so XLA never selects over the graph
-arrays per game, and the cost of one simulation does not grow with capacity. Every
-read and write of a table at a row that differs per game goes through `batched`
-(game by game), so a batch sharded over devices on its games axis searches with no
-gather of the tables between devices.
-
-The steps live in their own modules (`descent` for `select`, `expand`, `backup`,
-and `parallel` for `num_parallel`), the graph a search starts from in `initial`;
-this one runs them and checks the search's arguments.
-"""
+"""The loop over simulations: `simulate` is one playout in every game (`select`,
+`expand`, `backup`), `search` runs many from the graph of `initial`, after checking
+its arguments."""
 
 import functools
 
 import chex
 import jax
 
-from mcgs_jax._src import checks, numerics, types
+from mcgs_jax._src import checks, random_bits, types
 from mcgs_jax._src import options as options_lib
-from mcgs_jax._src.backup import backup
 from mcgs_jax._src.checks import check_inputs
-from mcgs_jax._src.descent import Path, select
-from mcgs_jax._src.expand import expand, link
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.initial import initial_graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
-from mcgs_jax._src.parallel import simulate_in_parallel
-
-# The steps, importable from here as before the split.
-__all__ = [
-  "Path",
-  "backup",
-  "expand",
-  "link",
-  "search",
-  "search_with_checked_inputs",
-  "select",
-  "simulate",
-]
+from mcgs_jax._src.search.backup import backup
+from mcgs_jax._src.search.descent import select
+from mcgs_jax._src.search.expand import expand
+from mcgs_jax._src.search.parallel import simulate_in_parallel
 
 
 def simulate(
@@ -55,7 +32,7 @@ def simulate(
 ) -> tuple[chex.PRNGKey, Graph]:
   """One playout in every game: `select`, `expand`, `backup`. Returns the key for
   the next step and the graph."""
-  rng_key, select_key, expand_key = numerics.split(rng_key, 3)
+  rng_key, select_key, expand_key = random_bits.split(rng_key, 3)
   graph, path = select(
     select_key,
     graph,

@@ -7,13 +7,14 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import checks, numerics, types
-from mcgs_jax._src.backup import backup
+from mcgs_jax._src import checks, random_bits, types
 from mcgs_jax._src.batched import add_at, drop_unless, set_at, take
-from mcgs_jax._src.descent import Path, last_edge, select
-from mcgs_jax._src.expand import edge_action, link
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import GraphOptions
+from mcgs_jax._src.search.backup import backup
+from mcgs_jax._src.search.descent import select
+from mcgs_jax._src.search.expand import edge_action, link
+from mcgs_jax._src.search.path import Path, last_edge
 
 
 def add_path_visits(graph: Graph, path: Path, delta: int) -> Graph:
@@ -76,7 +77,7 @@ def simulate_in_parallel(
   backed up one after another, so two paths that end on the same edge, or reach the
   same new state, share one node. Returns the key for the next step and the graph.
   """
-  rng_key, select_key, expand_key = numerics.split(rng_key, 3)
+  rng_key, select_key, expand_key = random_bits.split(rng_key, 3)
 
   def select_one(graph: Graph, key: chex.PRNGKey) -> tuple[Graph, Path]:
     graph, path = select(

@@ -7,11 +7,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcgs_jax._src import numerics, proofs
+from mcgs_jax._src import proofs, rows
 from mcgs_jax._src.batched import add_at, drop_unless, set_at, take
-from mcgs_jax._src.descent import Path
 from mcgs_jax._src.graph import Graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
+from mcgs_jax._src.search.path import Path
 
 
 def recompute_node_and_edges(
@@ -43,7 +43,7 @@ def node_update(
   own = evaluations.astype(raw_values.dtype) * raw_values
   # max(., 1): an unused row (k = 0, read for a game off the path and then dropped)
   # would divide 0 by 0.
-  value = (own + numerics.row_sum(weighted)) / jnp.maximum(visits, 1)
+  value = (own + rows.row_sum(weighted)) / jnp.maximum(visits, 1)
   return visits.astype(jnp.int32), value
 
 
