@@ -138,14 +138,13 @@ def _facts(record: dict) -> str:
 
 
 def section_lines(record: dict) -> list[str]:
-  """One record's `###` subsection: heading, title, facts, tables, notes."""
-  lines = [f"### {heading(record)}", "", f"**{record['title']}**", ""]
-  lines += [_facts(record), ""]
+  """One record's `###` subsection: heading, title and facts, tables, notes (a list)."""
+  title = record["title"].rstrip(".")
+  lines = [f"### {heading(record)}", "", f"**{title}.** {_facts(record)}", ""]
   for table in record["tables"]:
     lines += table_lines(table)
-  for note in record["notes"]:
-    lines += [note, ""]
-  return lines
+  lines += [f"- {note}" for note in record["notes"]]
+  return lines + ([""] if record["notes"] else [])
 
 
 def render(records: list[dict]) -> str:
