@@ -30,6 +30,7 @@ KEYS = {
   "notes": list,
 }
 NAME = re.compile(r"[a-z0-9_]+")
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 TABLE_KEYS = {"title": str, "columns": list, "rows": list}
 HEADER = """# Benchmark results
 
@@ -80,6 +81,11 @@ def validate(name: str, record) -> dict:
   for key in ("case", "part"):
     if record[key] is not None and not NAME.fullmatch(record[key]):
       _fail(name, key, f"{record[key]!r} is not lower-case letters, digits and _")
+  if not DATE.fullmatch(record["date"]):
+    _fail(name, "date", f"{record['date']!r} is not YYYY-MM-DD")
+  load = record["load_average"]
+  if load is not None and (len(load) != 3 or not all(isinstance(x, (int, float)) for x in load)):
+    _fail(name, "load_average", "not null or three numbers (1, 5 and 15 minutes)")
   if record["question"] not in QUESTIONS:
     _fail(name, "question", f"{record['question']!r} is not one of {', '.join(QUESTIONS)}")
   if not all(isinstance(note, str) for note in record["notes"]):

@@ -60,6 +60,27 @@ def test_every_results_file_has_an_allowed_question():
     assert path.stem == report.anchor(record), f"{path.name}: name it <case>-<part>.json"
 
 
+# The question each case answers (planning's races answer "training").
+QUESTION_OF_CASE = {
+  "speed": {"speed"},
+  "memory": {"memory"},
+  "compile": {"compile"},
+  "scale": {"scale"},
+  "strength": {"strength"},
+  "solver": {"strength"},
+  "transpositions": {"strength"},
+  "training": {"training"},
+  "pgx_example": {"training"},
+  "planning": {"strength", "training"},
+}
+
+
+def test_every_case_answers_its_question():
+  for path in sorted(RESULTS_DIR.glob("*.json")):
+    record = json.loads(path.read_text())
+    assert record["question"] in QUESTION_OF_CASE.get(record["case"], report.QUESTIONS), path.name
+
+
 @pytest.mark.parametrize("key", ["case", "question", "tables", "tiny"])
 def test_a_missing_key_is_named_with_the_file(tmp_path, key):
   record = a_record()
@@ -73,6 +94,14 @@ def test_a_bad_question_is_named_with_the_file():
   record = a_record() | {"question": "beauty"}
   with pytest.raises(report.SchemaError, match=r"x\.json: key 'question'.*'beauty'"):
     report.validate("x.json", record)
+
+
+@pytest.mark.parametrize(
+  ("key", "value"), [("date", "7 Dec 2026"), ("load_average", [1.0]), ("part", "Bad Part")]
+)
+def test_a_bad_value_is_named_with_the_file(key, value):
+  with pytest.raises(report.SchemaError, match=rf"x\.json: key '{key}'"):
+    report.validate("x.json", a_record() | {key: value})
 
 
 def test_a_row_of_the_wrong_width_is_refused():
