@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from mcgs_jax.apps.cli.args import EXTRA_OF_MODULE, PACKAGES_OF_EXTRA
+from mcgs_jax.apps.extras import EXTRA_OF_MODULE, PACKAGES_OF_EXTRA
 
 OPTIONAL = ("flax", "optax", "mctx", "tqdm", "matplotlib", "pgx")
 

@@ -73,8 +73,8 @@ from mcgs_jax.apps.arena.results import (
   _match_result,
   _Tally,
 )
-from mcgs_jax.apps.cli.args import progress_bar
 from mcgs_jax.apps.memory import estimated_search_bytes
+from mcgs_jax.apps.progress import progress_bar
 from mcgs_jax.games import adapter, evaluators
 
 EVALUATORS = registry.EVALUATOR_NAMES

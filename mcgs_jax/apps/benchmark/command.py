@@ -14,7 +14,8 @@ import jax.extend.backend
 
 from mcgs_jax.apps import files, partial
 from mcgs_jax.apps.benchmark.tables import environment, markdown, scaling_table
-from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least, needs_extra
+from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least
+from mcgs_jax.apps.extras import needs_extra
 
 # `--help`'s description: the first line of `mcgs_jax.apps.benchmark`'s doc.
 DESCRIPTION = "Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_policy`."

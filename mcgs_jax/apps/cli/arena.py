@@ -51,7 +51,8 @@ from mcgs_jax.apps.cli.arena_parser import (
   build_parser,
   builtin_checkpoint,
 )
-from mcgs_jax.apps.cli.args import missing_extra, parse_or_status
+from mcgs_jax.apps.cli.args import parse_or_status
+from mcgs_jax.apps.extras import missing_extra
 
 # Where RESULTS.md measures what each part of the default agent buys.
 PARTS_TABLE = (

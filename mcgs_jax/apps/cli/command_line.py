@@ -81,12 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     return _run(command, rest)
   except ModuleNotFoundError as error:
-    from mcgs_jax.apps.cli import args as cli_args
+    from mcgs_jax.apps import extras
 
     module = (error.name or "").partition(".")[0]
-    if module not in cli_args.EXTRA_OF_MODULE:
+    if module not in extras.EXTRA_OF_MODULE:
       raise
-    print(f"mcgs-jax {command}: {cli_args.needs_extra(module)}: {error}", file=sys.stderr)
+    print(f"mcgs-jax {command}: {extras.needs_extra(module)}: {error}", file=sys.stderr)
     return 2
   finally:
     if previous is not None:

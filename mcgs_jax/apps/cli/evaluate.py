@@ -42,9 +42,9 @@ from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_seed_argument,
   int_at_least,
-  missing_extra,
   parse_or_status,
 )
+from mcgs_jax.apps.extras import missing_extra
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, MCTX_POLICY_NAMES
 
 PROG = "mcgs-jax evaluate"

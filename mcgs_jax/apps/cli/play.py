@@ -31,13 +31,9 @@ from typing import Any
 import numpy as np
 
 from mcgs_jax.apps import files, memory
-from mcgs_jax.apps.cli.args import (
-  OneLineErrorParser,
-  add_seed_argument,
-  int_at_least,
-  missing_extra,
-  progress_bar,
-)
+from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least
+from mcgs_jax.apps.extras import missing_extra
+from mcgs_jax.apps.progress import progress_bar
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")

@@ -12,7 +12,8 @@ from typing import Any
 import jax
 
 from mcgs_jax.apps import engines, files, memory, partial, registry
-from mcgs_jax.apps.cli.args import OneLineErrorParser, missing_extra
+from mcgs_jax.apps.cli.args import OneLineErrorParser
+from mcgs_jax.apps.extras import missing_extra
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.checkpoint_files import (
   _last_run_checkpoint,

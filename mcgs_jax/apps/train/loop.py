@@ -56,7 +56,7 @@ import numpy as np
 import optax
 
 from mcgs_jax.apps import memory, partial, registry
-from mcgs_jax.apps.cli.args import progress_bar
+from mcgs_jax.apps.progress import progress_bar
 from mcgs_jax.apps.registry import make_evaluator
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.checkpoint_files import (
