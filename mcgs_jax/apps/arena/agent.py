@@ -309,7 +309,7 @@ def agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   if agent.key_history is None and agent.repetition_bound is None:
     return game
   options = agent._key_options()
-  hash_fn = adapter._hash_fn_for_env(
+  hash_fn = adapter.hash_fn_for_env(
     game.env, hashing.DEFAULT_LANES, options["history"], options["repetition_bound"]
   )
   return dataclasses.replace(game, hash_fn=hash_fn)

@@ -69,9 +69,9 @@ from mcgs_jax.apps.arena.agent import (
 from mcgs_jax.apps.arena.calibration import calibrate_simulations
 from mcgs_jax.apps.arena.results import (
   MatchResult,
-  _finished_games_result,
-  _match_result,
-  _Tally,
+  Tally,
+  finished_games_result,
+  match_result,
 )
 from mcgs_jax.apps.memory import estimated_search_bytes
 from mcgs_jax.apps.progress import progress_bar
@@ -137,7 +137,7 @@ def play_match(
   )
   calibration = None
   sharding: jax.sharding.NamedSharding | None = None
-  tally = _Tally.empty(num_games, opening_moves)
+  tally = Tally.empty(num_games, opening_moves)
 
   def result_fields() -> dict[str, Any]:
     """What a result says besides the games: time, devices, calibration."""
@@ -149,7 +149,7 @@ def play_match(
 
   def result_so_far() -> MatchResult | None:
     """The result of the games finished so far (None while none is)."""
-    return _finished_games_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
+    return finished_games_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
 
   if on_start is not None:
     on_start(result_so_far)
@@ -173,7 +173,7 @@ def play_match(
     progress, f"{agent_a.describe()} vs {agent_b.describe()}", num_games, game
   )
   tally = _play_plies(steps, params, placed, opening_moves, search_key, report, tally)
-  return _match_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
+  return match_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
 
 
 def _checked_match(
@@ -430,8 +430,8 @@ def _play_plies(
   opening_moves: int,
   search_key,
   report: _MatchProgress,
-  tally: _Tally,
-) -> _Tally:
+  tally: Tally,
+) -> Tally:
   """Plays every game of a match to its end, one ply of the whole batch at a time:
   the opening plies of `opening_actions` `[N, max(opening_moves, 1)]`, then the
   searched plies (`_searched_ply`), counting into `tally` (an empty one, returned).

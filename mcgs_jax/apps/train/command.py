@@ -16,9 +16,9 @@ from mcgs_jax.apps.cli.args import OneLineErrorParser
 from mcgs_jax.apps.extras import missing_extra
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.checkpoint_files import (
-  _last_run_checkpoint,
   check_resumable_iterations,
   claim_checkpoint_dir,
+  last_run_checkpoint,
   read_run_config,
   run_lock,
   save_checkpoint,
@@ -289,7 +289,7 @@ def _stored_run_config(directory: str, iterations: int | None) -> dict:
   for a run killed before its first checkpoint, the one it wrote when it started
   (it then starts afresh). ValueError when there is neither, or `iterations` is
   below the last checkpoint's iteration."""
-  found = _last_run_checkpoint(directory)
+  found = last_run_checkpoint(directory)
   if found is None:
     stored = read_run_config(directory)
     if stored is None:
