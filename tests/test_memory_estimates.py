@@ -183,7 +183,7 @@ def test_a_search_that_cannot_fit_is_refused_with_its_estimate(capsys):
   """`mcgs-jax search` refuses before any work, with the estimate, a search whose
   graphs cannot fit (it ran into XLA's out-of-memory error and a traceback; issue 60,
   defect 3), and accepts a small one silently."""
-  from mcgs_jax.apps.cli import search as search_command  # noqa: PLC0415
+  from mcgs_jax.apps.cli import search_command  # noqa: PLC0415
 
   argv = ["--game", "chess", "--simulations", "1000000", "--max-children", "0"]
   started = time.perf_counter()

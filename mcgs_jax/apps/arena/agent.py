@@ -27,7 +27,8 @@ class Agent:
   The defaults are this library's default agent: a graph search (MCGS) that keeps its
   graph between moves (`reuse`) and proves exact values (`solver`), UCT with
   random-rollout leaves, 512 simulations.
-  `mcgs-jax arena` plays `muzero` with a trained network (see `mcgs_jax.apps.cli.arena`).
+  `mcgs-jax arena` plays `muzero` with a trained network (see
+  `mcgs_jax.apps.cli.arena_command`).
 
   Attributes:
     policy: `"muzero"`, `"gumbel"` or `"uct"`.

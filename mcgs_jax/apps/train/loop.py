@@ -42,8 +42,9 @@ the checkpoints.
 
 The loop is here (`train`); its parts are modules of
 their own: `config` (`Config`), `self_play`, `replay` (`ReplayBuffer`),
-`checkpoint_files`, `evaluation`, `history` (`History`) and `command` (the parser
-and `main`); `mcgs_jax.apps.train` exports their public names (`__all__`).
+`checkpoint_files`, `evaluation` and `history` (`History`); `mcgs_jax.apps.train`
+exports their public names (`__all__`). The command, its parser and `main`, is
+`mcgs_jax.apps.cli.train_command`.
 """
 
 import dataclasses

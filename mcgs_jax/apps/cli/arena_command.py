@@ -141,7 +141,7 @@ def _check_parallel(args, side: str) -> None:
     )
 
 
-def _agent(args, side: str, apply_fn=None):
+def agent_from_args(args, side: str, apply_fn=None):
   """The `Agent` of one side from the parsed flags (`apply_fn`: its network's, with
   a checkpoint)."""
   from mcgs_jax.apps.arena import Agent
@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
       _check_parallel(args, side)
     _check_output(args)
     (apply_a, params_a), (apply_b, params_b) = _network(args, "a"), _network(args, "b")
-    agent_a, agent_b = _agent(args, "a", apply_a), _agent(args, "b", apply_b)
+    agent_a, agent_b = agent_from_args(args, "a", apply_a), agent_from_args(args, "b", apply_b)
     results_so_far: list[Callable] = []
     with _partial_json(args, results_so_far):
       result = arena.play_match(
