@@ -10,7 +10,8 @@ import time
 import jax
 import pytest
 
-from mcgs_jax.apps import benchmark, memory, registry
+from mcgs_jax.apps import benchmark, registry
+from mcgs_jax.apps import memory_estimates as memory
 from mcgs_jax.apps import train as train_lib
 
 pytest.importorskip("pgx")

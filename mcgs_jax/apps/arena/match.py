@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src.per_game import where_per_game
-from mcgs_jax.apps import memory, registry
+from mcgs_jax.apps import memory_estimates, registry
 from mcgs_jax.apps.arena.agent import (
   Agent,
   initial_graph,
@@ -73,7 +73,7 @@ from mcgs_jax.apps.arena.results import (
   finished_games_result,
   match_result,
 )
-from mcgs_jax.apps.memory import estimated_search_bytes
+from mcgs_jax.apps.memory_estimates import estimated_search_bytes
 from mcgs_jax.apps.progress import progress_bar
 from mcgs_jax.games import adapter, evaluators
 
@@ -350,11 +350,11 @@ def _placed_match(
 
 
 def check_memory(search_bytes: list[int], available: int | None = None) -> None:
-  """`memory.InsufficientMemoryError` (a `ValueError`) when the agents' searches
+  """`memory_estimates.InsufficientMemoryError` (a `ValueError`) when the agents' searches
   (`search_bytes`, A's and B's, from `estimated_search_bytes`) cannot fit in the
   memory available, with the estimate; a warning on stderr above
-  `memory.WARN_FRACTION` of it."""
-  memory.check_memory(
+  `memory_estimates.WARN_FRACTION` of it."""
+  memory_estimates.check_memory(
     {"A": search_bytes[0], "B": search_bytes[1]},
     owner="the match",
     users="searches",

@@ -94,7 +94,7 @@ def run(
   ours; None keeps dense edge tables.
 
   Raises:
-    memory.InsufficientMemoryError: (a `ValueError`) before any work, when a group's
+    memory_estimates.InsufficientMemoryError: (a `ValueError`) before any work, when a group's
       searches cannot fit in the memory available (`check_run_memory`).
   """
   from mcgs_jax.apps.registry import game_from_spec

@@ -230,7 +230,7 @@ def _memory_per_node(args) -> str:
   tree's nodes), and how this library's agents keep their edges."""
   import jax
 
-  from mcgs_jax.apps import memory
+  from mcgs_jax.apps import memory_estimates
 
   game = registry.game_from_spec(args.game)
   state = jax.eval_shape(lambda key: game.init(key, 1), jax.random.PRNGKey(0))
@@ -238,7 +238,7 @@ def _memory_per_node(args) -> str:
   sizes = []
   for side in ("a", "b"):
     engine = engines.get_engine(getattr(args, f"{side}_engine"))
-    size = memory.node_bytes(game, state, max_children if engine.keeps_graph else None)
+    size = memory_estimates.node_bytes(game, state, max_children if engine.keeps_graph else None)
     sizes.append(f"{side.upper()} {size / 1e3:.1f} KB")
   note = registry.compact_edges_note(args.game, max_children)
   return f"memory per node (estimate): {', '.join(sizes)}; {note}"

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.extend.backend
 
-from mcgs_jax.apps import files, memory, partial
+from mcgs_jax.apps import files, memory_estimates, partial
 from mcgs_jax.apps.benchmark import speed
 from mcgs_jax.apps.benchmark.memory import memory_rows
 from mcgs_jax.apps.benchmark.tables import environment, markdown, scaling_table
@@ -62,7 +62,7 @@ def main(argv=None):
   with _partial_json(args, result, scaling_simulations):
     try:
       rows = speed.run(**run_arguments, progress=print_row)
-    except memory.InsufficientMemoryError as error:
+    except memory_estimates.InsufficientMemoryError as error:
       parser.error(str(error))
     if memory_games:
       budget = args.memory_budget_gb * 1e9

@@ -423,14 +423,14 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
 
 
 def _check_search_memory(game, batch, simulations: int, max_children: int | None) -> None:
-  """`memory.InsufficientMemoryError` (a `ValueError`: exit status 2) before any work
+  """`memory_estimates.InsufficientMemoryError` (a `ValueError`: exit status 2) before any work
   when the search's graphs cannot fit, with the estimate; a warning above
-  `memory.WARN_FRACTION` of the memory available."""
-  from mcgs_jax.apps import memory
+  `memory_estimates.WARN_FRACTION` of the memory available."""
+  from mcgs_jax.apps import memory_estimates
 
-  graph = memory.graph_bytes(game, batch, simulations + 1, max_children=max_children)
-  memory.check_memory(
-    {"graphs": memory.GRAPHS_PER_SEARCH * graph},
+  graph = memory_estimates.graph_bytes(game, batch, simulations + 1, max_children=max_children)
+  memory_estimates.check_memory(
+    {"graphs": memory_estimates.GRAPHS_PER_SEARCH * graph},
     owner="the search",
     users="graphs",
     held="its graphs",

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax
 
-from mcgs_jax.apps import engines, files, memory, partial, registry
+from mcgs_jax.apps import engines, files, memory_estimates, partial, registry
 from mcgs_jax.apps.cli.args import OneLineErrorParser
 from mcgs_jax.apps.extras import missing_extra
 from mcgs_jax.apps.train import data_parallel
@@ -374,7 +374,7 @@ def _checked_config(args) -> Config:
   check before any work made: ValueError naming the flag."""
   config = resumed_config(args) if args.resume else config_from_args(args)
   _check_game(config)
-  memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
+  memory_estimates.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
   try:  # the devices exist and take equal parts
     data_parallel.training_mesh(
       config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size

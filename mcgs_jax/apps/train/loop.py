@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mcgs_jax.apps import memory, partial, registry
+from mcgs_jax.apps import memory_estimates, partial, registry
 from mcgs_jax.apps.progress import progress_bar
 from mcgs_jax.apps.registry import make_evaluator
 from mcgs_jax.apps.train import data_parallel
@@ -132,7 +132,7 @@ def train(
   `jax.distributed` every process calls `train` with the same config, and process 0
   writes the files (checkpoints, a resumed run reads them: a shared directory).
   """
-  memory.check_self_play_memory(registry.game_from_spec(config.game), config)
+  memory_estimates.check_self_play_memory(registry.game_from_spec(config.game), config)
   with run_lock(config.checkpoint_dir):  # one run per directory, till this one ends
     return _train(config, params, on_iteration, overwrite=overwrite, resume=resume)
 
