@@ -164,16 +164,26 @@ def play_match(
       seed=seed,
       progress=progress,
     )
-  steps = _match_steps(game, agent_a, agent_b)
   params = (params_a, params_b)
-  placed, sharding = _placed_match(
-    game, steps, (agent_a, agent_b), params, state, a_player, opening_actions
-  )
-  report = _MatchProgress(
-    progress, f"{agent_a.describe()} vs {agent_b.describe()}", num_games, game
+  steps, placed, sharding, report = _prepared_match(
+    game, (agent_a, agent_b), params, (state, a_player, opening_actions), progress
   )
   tally = _play_plies(steps, params, placed, opening_moves, search_key, report, tally)
   return match_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
+
+
+def _prepared_match(game: adapter.Game, agents, params, start, progress: bool):
+  """`(steps, placed, sharding, report)`: the match's steps (`_match_steps`), its
+  `start` (`(state, a_player, opening_actions)`, `[N]` games) placed on the devices
+  with their sharding (`_placed_match`), and the report of its progress."""
+  agent_a, agent_b = agents
+  steps = _match_steps(game, agent_a, agent_b)
+  placed, sharding = _placed_match(game, steps, agents, params, *start)
+  num_games = int(start[1].shape[0])
+  report = _MatchProgress(
+    progress, f"{agent_a.describe()} vs {agent_b.describe()}", num_games, game
+  )
+  return steps, placed, sharding, report
 
 
 def _checked_match(

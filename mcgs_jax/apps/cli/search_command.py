@@ -561,10 +561,9 @@ def _action_rows(game, args, root: dict[str, Any], exact, best) -> list[dict]:
 # Output
 
 
-def format_table(report: dict) -> str:
-  """The root table of one report, as printed without `--json`."""
-  moves = ",".join(map(str, report["moves"])) or "(start)"
-  mode = "graph" if report["transpositions"] else "tree"
+def _evaluator_text(report: dict) -> str:
+  """The report's evaluator as the table's first line names it: its name, and what it
+  does at a leaf (or its checkpoint's file)."""
   evaluator = report["evaluator"]
   if evaluator == "rollout":
     count = report.get("rollouts", 1)
@@ -573,6 +572,14 @@ def format_table(report: dict) -> str:
     evaluator += " (value 0 at every leaf)"
   elif evaluator == "network":
     evaluator += f" ({os.path.basename(report['checkpoint'])})"
+  return evaluator
+
+
+def format_table(report: dict) -> str:
+  """The root table of one report, as printed without `--json`."""
+  moves = ",".join(map(str, report["moves"])) or "(start)"
+  mode = "graph" if report["transpositions"] else "tree"
+  evaluator = _evaluator_text(report)
   lines = [
     f"game {report['game']}  moves {moves}  policy {report['policy']}  "
     f"evaluator {evaluator}  {mode}  simulations {report['simulations']}",
