@@ -46,6 +46,32 @@ def int_at_least(minimum: int, maximum: int | None = None):
   return parse
 
 
+def integer(text: str) -> int:
+  """An argparse `type`: an integer, any (a range is checked after parsing), with a
+  one-line error."""
+  try:
+    return int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def number(text: str) -> float:
+  """An argparse `type`: a float, with a one-line error."""
+  try:
+    return float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def int_tuple(text: str) -> tuple[int, ...]:
+  """An argparse `type`: comma-separated integers (`"128,128"` -> `(128, 128)`; empty
+  items skipped), with a one-line error."""
+  try:
+    return tuple(int(value) for value in text.split(",") if value.strip())
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
 def add_seed_argument(parser: argparse.ArgumentParser) -> None:
   """`--seed`, an integer in `[0, MAX_SEED]`, 0 when not given."""
   parser.add_argument(
