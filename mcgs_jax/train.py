@@ -4,10 +4,10 @@
 import sys
 import warnings
 
-from mcgs_jax.apps import train as _train
-
 if __name__ == "__main__":
+  from mcgs_jax.apps.cli.train_command import main
+
   warnings.warn(
     "python -m mcgs_jax.train is deprecated; use mcgs-jax train", DeprecationWarning, stacklevel=1
   )
-  sys.exit(_train.main())
+  sys.exit(main())

@@ -315,7 +315,7 @@ def test_play_command_plays_to_the_end_and_writes_json_and_plot(tmp_path, capsys
   """`mcgs-jax play` on a 2x2 board: every game ends, graph and tree side by side."""
   import json
 
-  from mcgs_jax.apps.cli import play as play_command
+  from mcgs_jax.apps.cli import play_command
 
   plot = tmp_path / "play.png"
   assert (
@@ -357,7 +357,7 @@ def test_play_command_reuses_the_graph_by_move_and_tile(capsys):
   then by the tile that fell, so roots start with visits carried over."""
   import json
 
-  from mcgs_jax.apps.cli import play as play_command
+  from mcgs_jax.apps.cli import play_command
 
   assert (
     play_command.main(
@@ -396,7 +396,7 @@ def test_play_command_reuses_the_graph_by_move_and_tile(capsys):
   ],
 )
 def test_play_command_bad_input_is_one_line(argv, message, capsys):
-  from mcgs_jax.apps.cli import play as play_command
+  from mcgs_jax.apps.cli import play_command
 
   with pytest.raises(SystemExit) as raised:
     play_command.main(argv)

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from mcgs_jax.apps.cli.args import EXTRA_OF_MODULE, PACKAGES_OF_EXTRA
+from mcgs_jax.apps.extras import EXTRA_OF_MODULE, PACKAGES_OF_EXTRA
 
 OPTIONAL = ("flax", "optax", "mctx", "tqdm", "matplotlib", "pgx")
 
@@ -57,11 +57,11 @@ def test_imports_pull_in_no_optional_package():
     "mcgs_jax.games",
     "mcgs_jax.apps.cli",
     "mcgs_jax.apps.arena",
-    "mcgs_jax.apps.cli.arena",
+    "mcgs_jax.apps.cli.arena_command",
     "mcgs_jax.apps.benchmark",
-    "mcgs_jax.apps.cli.play",
+    "mcgs_jax.apps.cli.play_command",
     "mcgs_jax.apps.registry",
-    "mcgs_jax.apps.cli.search",
+    "mcgs_jax.apps.cli.search_command",
     "mcgs_jax.apps.viz",
   )
   code = (

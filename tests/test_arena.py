@@ -13,7 +13,7 @@ import pytest
 
 from mcgs_jax.apps import arena
 from mcgs_jax.apps.arena import Agent, play_match
-from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.cli import arena_command
 
 # One match configuration for every test that plays (the sharding test, in a
 # subprocess, and the command-line tests too), so its step compiles once per process.
@@ -242,8 +242,8 @@ MATCH_FLAGS = [
 
 def test_cli_flags_make_the_agents():
   args = arena_command.build_parser().parse_args(MATCH_FLAGS)
-  assert arena_command._agent(args, "a") == STRONG
-  assert arena_command._agent(args, "b") == WEAK
+  assert arena_command.agent_from_args(args, "a") == STRONG
+  assert arena_command.agent_from_args(args, "b") == WEAK
   args = arena_command.build_parser().parse_args(
     [
       "--game",
@@ -260,12 +260,12 @@ def test_cli_flags_make_the_agents():
       "3",
     ]
   )
-  a, b = arena_command._agent(args, "a"), arena_command._agent(args, "b")
+  a, b = arena_command.agent_from_args(args, "a"), arena_command.agent_from_args(args, "b")
   assert not a.transpositions and b.transpositions
   assert b.solver and b.num_parallel == 4 and b.num_rollouts == 3
   assert a.reuse and b.reuse  # the default of this library's engine
   args = arena_command.build_parser().parse_args(["--game", "tic_tac_toe", "--a-no-reuse"])
-  assert not arena_command._agent(args, "a").reuse
+  assert not arena_command.agent_from_args(args, "a").reuse
   assert (a.policy, a.evaluator, a.num_simulations) == ("muzero", "rollout", 64)
 
 
@@ -354,17 +354,17 @@ def test_agent_defaults_are_the_command_defaults():
     evaluator=defaults["fallback_evaluator"],
     num_simulations=defaults["simulations"],
   )
-  assert arena_command._agent(args, "a") == expected
+  assert arena_command.agent_from_args(args, "a") == expected
   assert expected.reuse and expected.transpositions
 
 
 def test_simulations_flag_sets_both_sides():
   parse = lambda argv: arena_command.build_parser().parse_args(["--game", "tic_tac_toe"] + argv)
   args = parse(["--simulations", "32"])
-  agents = [arena_command._agent(args, side) for side in "ab"]
+  agents = [arena_command.agent_from_args(args, side) for side in "ab"]
   assert [agent.num_simulations for agent in agents] == [32, 32]
   args = parse(["--simulations", "32", "--b-simulations", "8"])
-  agents = [arena_command._agent(args, side) for side in "ab"]
+  agents = [arena_command.agent_from_args(args, side) for side in "ab"]
   assert [agent.num_simulations for agent in agents] == [32, 8]
 
 

@@ -569,9 +569,11 @@ def test_search_and_arena_flags_reach_the_key():
   arena` give the game (search) and this library's agents (arena) the key they
   name."""
   from mcgs_jax.apps.arena import agent as arena_agent  # noqa: PLC0415
-  from mcgs_jax.apps.cli import arena as arena_command  # noqa: PLC0415
+  from mcgs_jax.apps.cli import (
+    arena_command,  # noqa: PLC0415
+    search_command,  # noqa: PLC0415
+  )
   from mcgs_jax.apps.cli import args as cli_args  # noqa: PLC0415
-  from mcgs_jax.apps.cli import search as search_command  # noqa: PLC0415
 
   state = play("go_9x9", [[20, 22, 24]])
   argv = ["--game", "go_9x9", "--key-history", "position", "--repetition-bound", "5"]
@@ -584,12 +586,12 @@ def test_search_and_arena_flags_reach_the_key():
     argv + ["--a-evaluator", "uniform", "--b-evaluator", "uniform"]
   )
   game = arena_agent.two_player_game("go_9x9")
-  agent = arena_command._agent(args, "a")
+  agent = arena_command.agent_from_args(args, "a")
   assert (agent.key_history, agent.repetition_bound) == ("position", 5)
   assert "key=position R=5" in agent.describe()
   hash_fn = arena_agent.agent_game(game, agent).hash_fn
   np.testing.assert_array_equal(jax.jit(hash_fn)(state), expected)
-  assert arena_command._agent(args, "b").key_history is None  # B: mctx's tree, no key
+  assert arena_command.agent_from_args(args, "b").key_history is None  # B: mctx's tree, no key
   with pytest.raises(ValueError, match="history must be one of"):
     arena_agent.Agent(evaluator="uniform", policy="muzero", key_history="full")
   with pytest.raises(ValueError, match="key_history"):

@@ -429,7 +429,7 @@ def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path):
 
 def test_a_match_that_cannot_fit_is_refused_with_its_estimate(capsys):
   from mcgs_jax.apps.arena import match as arena
-  from mcgs_jax.apps.cli import arena as arena_command
+  from mcgs_jax.apps.cli import arena_command
 
   with pytest.raises(ValueError, match=r"needs about 0\.0 GB .* \(A 0\.0, B 0\.0\)"):
     arena.check_memory([10, 20], available=25)

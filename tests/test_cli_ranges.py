@@ -5,9 +5,7 @@ command line)."""
 import pytest
 
 from mcgs_jax.apps import benchmark
-from mcgs_jax.apps.cli import arena as arena_command
-from mcgs_jax.apps.cli import play as play_command
-from mcgs_jax.apps.cli import search as search_command
+from mcgs_jax.apps.cli import arena_command, play_command, search_command
 from mcgs_jax.games import nim
 
 

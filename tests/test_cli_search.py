@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from mcgs_jax.apps import cli
-from mcgs_jax.apps.cli import search as search_command
+from mcgs_jax.apps.cli import search_command
 
 
 def run_search(capsys, *argv):

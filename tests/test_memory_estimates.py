@@ -1,4 +1,4 @@
-"""Memory estimates made before allocating (`mcgs_jax.apps.memory`): self-play of the
+"""Memory estimates made before allocating (`mcgs_jax.apps.memory_estimates`): self-play of the
 training loop and the groups of `mcgs-jax bench` are refused with their estimate when
 they cannot fit, and warn near the limit. (The arena's match:
 `tests/test_checkpoint_files.py::test_a_match_that_cannot_fit_is_refused_with_its_estimate`.)
@@ -10,7 +10,8 @@ import time
 import jax
 import pytest
 
-from mcgs_jax.apps import benchmark, memory, registry
+from mcgs_jax.apps import benchmark, registry
+from mcgs_jax.apps import memory_estimates as memory
 from mcgs_jax.apps import train as train_lib
 
 pytest.importorskip("pgx")
@@ -183,7 +184,7 @@ def test_a_search_that_cannot_fit_is_refused_with_its_estimate(capsys):
   """`mcgs-jax search` refuses before any work, with the estimate, a search whose
   graphs cannot fit (it ran into XLA's out-of-memory error and a traceback; issue 60,
   defect 3), and accepts a small one silently."""
-  from mcgs_jax.apps.cli import search as search_command  # noqa: PLC0415
+  from mcgs_jax.apps.cli import search_command  # noqa: PLC0415
 
   argv = ["--game", "chess", "--simulations", "1000000", "--max-children", "0"]
   started = time.perf_counter()

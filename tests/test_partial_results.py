@@ -202,7 +202,7 @@ HOLD_BENCH_WRITE = textwrap.dedent(
   import sys, time
   from mcgs_jax.apps import files
   from mcgs_jax.apps.benchmark import speed as benchmark
-  from mcgs_jax.apps.benchmark import command as benchmark_command
+  from mcgs_jax.apps.cli import bench_command as benchmark_command
   from mcgs_jax.apps import cli
 
   ROWS = [dict(impl=impl, batch_size=2, run_s=0.5) for impl in ("mctx", "tree", "graph")]
@@ -244,7 +244,7 @@ def test_ctrl_c_while_bench_writes_its_result_still_leaves_it_whole(tmp_path):
 HOLD_ARENA_PLOT = textwrap.dedent(
   """
   import sys, time
-  from mcgs_jax.apps.cli import arena as arena_command
+  from mcgs_jax.apps.cli import arena_command
   from mcgs_jax.apps import cli
 
   def held_plot(path, game, result):

@@ -19,7 +19,7 @@ pytest.importorskip("jumanji")
 pytest.importorskip("ortools")
 
 from mcgs_jax.apps.arena.agent import Agent  # noqa: E402
-from mcgs_jax.apps.cli import evaluate as evaluate_command  # noqa: E402
+from mcgs_jax.apps.cli import evaluate_command  # noqa: E402
 from mcgs_jax.apps.planning import episodes  # noqa: E402
 from mcgs_jax.games import make_game, networks, optima  # noqa: E402
 

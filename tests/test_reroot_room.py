@@ -232,7 +232,7 @@ def test_arena_agent_make_room_is_checked_and_described():
 
 
 def test_arena_command_names_make_room_for_mctx(capsys):
-  from mcgs_jax.apps.cli import arena as arena_command
+  from mcgs_jax.apps.cli import arena_command
 
   assert arena_command.main(["--b-engine", "mctx", "--b-make-room", "--games", "2"]) == 2
   assert "--b-make-room is for --b-engine mcgs" in capsys.readouterr().err

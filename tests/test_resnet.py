@@ -99,7 +99,7 @@ def test_the_shipped_go_network_loads_for_the_game_and_is_the_search_default():
   """The go 9x9 network shipped in the package (a `ResNetPolicyValueNet`, from the
   training race of docs/training.md) loads for `make_game("go_9x9")` by its shapes
   alone, and `mcgs-jax search` picks it when no evaluator is named."""
-  from mcgs_jax.apps.cli import search as search_command
+  from mcgs_jax.apps.cli import search_command
   from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint
 
   path = builtin_checkpoint("go_9x9")

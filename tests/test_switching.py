@@ -10,7 +10,7 @@ import pytest
 
 from mcgs_jax.apps import arena, train
 from mcgs_jax.apps.arena import Agent, play_match
-from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.cli import arena_command
 from mcgs_jax.games import evaluators
 from mcgs_jax.games.adapter import make_game
 
@@ -141,8 +141,8 @@ def parse(argv):
 def test_default_command_is_ours_against_mctx():
   args = parse([])
   apply_fn = lambda params, observation: None
-  a = arena_command._agent(args, "a", apply_fn)
-  b = arena_command._agent(args, "b", apply_fn)
+  a = arena_command.agent_from_args(args, "a", apply_fn)
+  b = arena_command.agent_from_args(args, "b", apply_fn)
   assert (a.engine, a.transpositions, a.reuse, a.policy, a.evaluator) == (
     "mcgs",
     True,
@@ -168,16 +168,16 @@ def test_default_command_is_ours_against_mctx():
 
 def test_command_parts_flags():
   apply_fn = lambda params, observation: None
-  a = arena_command._agent(parse(["--a-no-reuse"]), "a", apply_fn)
+  a = arena_command.agent_from_args(parse(["--a-no-reuse"]), "a", apply_fn)
   assert a.transpositions and not a.reuse
   args = parse(["--b-engine", "mcgs", "--b-reuse"])
-  b = arena_command._agent(args, "b", apply_fn)
+  b = arena_command.agent_from_args(args, "b", apply_fn)
   assert b.engine == "mcgs" and not b.transpositions and b.reuse
   # mctx as A takes a tree without being told.
-  a = arena_command._agent(parse(["--a-engine", "mctx"]), "a", apply_fn)
+  a = arena_command.agent_from_args(parse(["--a-engine", "mctx"]), "a", apply_fn)
   assert a.engine == "mctx" and not a.transpositions
   # A game without a built-in network falls back to rollouts.
-  a = arena_command._agent(parse(["--game", GAME]), "a")
+  a = arena_command.agent_from_args(parse(["--game", GAME]), "a")
   assert a.evaluator == "rollout"
 
 

@@ -270,7 +270,7 @@ def test_help_shows_every_default(capsys):
 
 
 def test_quick_is_labelled_a_smoke_test(capsys, monkeypatch):
-  from mcgs_jax.apps.train import command as train_lib
+  from mcgs_jax.apps.cli import train_command as train_lib
 
   history = train_lib.History()
   monkeypatch.setattr(train_lib, "train", lambda config, on_iteration=None, resume=False: history)

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable
 
 import mcgs_jax as mg
-from mcgs_jax.apps.cli.args import needs_extra
+from mcgs_jax.apps.extras import needs_extra
 from mcgs_jax.games import adapter, evaluators, keys
 from mcgs_jax.games.evaluators import random_legal_actions
 

@@ -273,7 +273,7 @@ def _pgx_hash_fn(
   )
 
 
-def _hash_fn_for_env(
+def hash_fn_for_env(
   env,
   lanes: int,
   history: str = DEFAULT_HISTORY,
@@ -393,7 +393,7 @@ def make_game(
 
     return play2048.make_from_spec(game, evaluator)  # type: ignore[arg-type]
   env = _env_from_spec(game) if isinstance(game, str) else game
-  hash_fn = _hash_fn_for_env(env, lanes, history, repetition_bound)
+  hash_fn = hash_fn_for_env(env, lanes, history, repetition_bound)
   if evaluator is None:
     evaluator = evaluators.uniform_evaluator()
   # The shapes of one state: pgx's `env.num_actions` would run `init` eagerly, which is

@@ -4,7 +4,7 @@
 two `Agent`s (`agent`: the engine, policy, evaluator and options of each side) and
 returns a `MatchResult` (`results`: score and Elo with 95% intervals);
 `calibrate_simulations` (`calibration`) finds B's simulations for equal time per
-move. The `mcgs-jax arena` command is `mcgs_jax.apps.cli.arena`.
+move. The `mcgs-jax arena` command is `mcgs_jax.apps.cli.arena_command`.
 """
 
 from mcgs_jax.apps.arena.agent import ENGINES, MCTX_POLICIES, Agent, agent_game, two_player_game

@@ -27,7 +27,8 @@ class Agent:
   The defaults are this library's default agent: a graph search (MCGS) that keeps its
   graph between moves (`reuse`) and proves exact values (`solver`), UCT with
   random-rollout leaves, 512 simulations.
-  `mcgs-jax arena` plays `muzero` with a trained network (see `mcgs_jax.apps.cli.arena`).
+  `mcgs-jax arena` plays `muzero` with a trained network (see
+  `mcgs_jax.apps.cli.arena_command`).
 
   Attributes:
     policy: `"muzero"`, `"gumbel"` or `"uct"`.
@@ -309,7 +310,7 @@ def agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   if agent.key_history is None and agent.repetition_bound is None:
     return game
   options = agent._key_options()
-  hash_fn = adapter._hash_fn_for_env(
+  hash_fn = adapter.hash_fn_for_env(
     game.env, hashing.DEFAULT_LANES, options["history"], options["repetition_bound"]
   )
   return dataclasses.replace(game, hash_fn=hash_fn)

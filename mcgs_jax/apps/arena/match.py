@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcgs_jax._src.batched import where_per_game
-from mcgs_jax.apps import memory, registry
+from mcgs_jax.apps import memory_estimates, registry
 from mcgs_jax.apps.arena.agent import (
   Agent,
   initial_graph,
@@ -69,12 +69,12 @@ from mcgs_jax.apps.arena.agent import (
 from mcgs_jax.apps.arena.calibration import calibrate_simulations
 from mcgs_jax.apps.arena.results import (
   MatchResult,
-  _finished_games_result,
-  _match_result,
-  _Tally,
+  Tally,
+  finished_games_result,
+  match_result,
 )
-from mcgs_jax.apps.cli.args import progress_bar
-from mcgs_jax.apps.memory import estimated_search_bytes
+from mcgs_jax.apps.memory_estimates import estimated_search_bytes
+from mcgs_jax.apps.progress import progress_bar
 from mcgs_jax.games import adapter, evaluators
 
 EVALUATORS = registry.EVALUATOR_NAMES
@@ -137,7 +137,7 @@ def play_match(
   )
   calibration = None
   sharding: jax.sharding.NamedSharding | None = None
-  tally = _Tally.empty(num_games, opening_moves)
+  tally = Tally.empty(num_games, opening_moves)
 
   def result_fields() -> dict[str, Any]:
     """What a result says besides the games: time, devices, calibration."""
@@ -149,7 +149,7 @@ def play_match(
 
   def result_so_far() -> MatchResult | None:
     """The result of the games finished so far (None while none is)."""
-    return _finished_games_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
+    return finished_games_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
 
   if on_start is not None:
     on_start(result_so_far)
@@ -164,16 +164,26 @@ def play_match(
       seed=seed,
       progress=progress,
     )
-  steps = _match_steps(game, agent_a, agent_b)
   params = (params_a, params_b)
-  placed, sharding = _placed_match(
-    game, steps, (agent_a, agent_b), params, state, a_player, opening_actions
+  steps, placed, sharding, report = _prepared_match(
+    game, (agent_a, agent_b), params, (state, a_player, opening_actions), progress
   )
+  tally = _play_plies(steps, params, placed, opening_moves, search_key, report, tally)
+  return match_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
+
+
+def _prepared_match(game: adapter.Game, agents, params, start, progress: bool):
+  """`(steps, placed, sharding, report)`: the match's steps (`_match_steps`), its
+  `start` (`(state, a_player, opening_actions)`, `[N]` games) placed on the devices
+  with their sharding (`_placed_match`), and the report of its progress."""
+  agent_a, agent_b = agents
+  steps = _match_steps(game, agent_a, agent_b)
+  placed, sharding = _placed_match(game, steps, agents, params, *start)
+  num_games = int(start[1].shape[0])
   report = _MatchProgress(
     progress, f"{agent_a.describe()} vs {agent_b.describe()}", num_games, game
   )
-  tally = _play_plies(steps, params, placed, opening_moves, search_key, report, tally)
-  return _match_result(tally, agent_a, agent_b, a_first=a_first, **result_fields())
+  return steps, placed, sharding, report
 
 
 def _checked_match(
@@ -350,11 +360,11 @@ def _placed_match(
 
 
 def check_memory(search_bytes: list[int], available: int | None = None) -> None:
-  """`memory.InsufficientMemoryError` (a `ValueError`) when the agents' searches
+  """`memory_estimates.InsufficientMemoryError` (a `ValueError`) when the agents' searches
   (`search_bytes`, A's and B's, from `estimated_search_bytes`) cannot fit in the
   memory available, with the estimate; a warning on stderr above
-  `memory.WARN_FRACTION` of it."""
-  memory.check_memory(
+  `memory_estimates.WARN_FRACTION` of it."""
+  memory_estimates.check_memory(
     {"A": search_bytes[0], "B": search_bytes[1]},
     owner="the match",
     users="searches",
@@ -430,8 +440,8 @@ def _play_plies(
   opening_moves: int,
   search_key,
   report: _MatchProgress,
-  tally: _Tally,
-) -> _Tally:
+  tally: Tally,
+) -> Tally:
   """Plays every game of a match to its end, one ply of the whole batch at a time:
   the opening plies of `opening_actions` `[N, max(opening_moves, 1)]`, then the
   searched plies (`_searched_ply`), counting into `tally` (an empty one, returned).

@@ -1,4 +1,4 @@
-"""A match's results: what a match counts as it plays (`_Tally`), the `MatchResult`
+"""A match's results: what a match counts as it plays (`Tally`), the `MatchResult`
 made from it, and the Elo difference with its 95% interval (`elo_interval`)."""
 
 import dataclasses
@@ -138,7 +138,7 @@ def elo_interval(
 
 
 @dataclasses.dataclass
-class _Tally:
+class Tally:
   """What a match has counted so far, on the host, per game and per side (`"a"`,
   `"b"`)."""
 
@@ -151,7 +151,7 @@ class _Tally:
   first_ply_seconds: float = 0.0
 
   @classmethod
-  def empty(cls, num_games: int, opening_moves: int) -> "_Tally":
+  def empty(cls, num_games: int, opening_moves: int) -> "Tally":
     return cls(
       outcomes=np.zeros(num_games, np.float64),
       lengths=np.zeros(num_games, np.int64),
@@ -190,8 +190,8 @@ class _Tally:
       totals["nodes_per_ply"].append(float(nodes[mask].mean()) if count else float("nan"))
 
 
-def _match_result(
-  tally: _Tally,
+def match_result(
+  tally: Tally,
   agent_a: Agent,
   agent_b: Agent,
   *,
@@ -249,8 +249,8 @@ def _match_result(
   )
 
 
-def _finished_games_result(
-  tally: _Tally, agent_a: Agent, agent_b: Agent, *, a_first: np.ndarray, **result_fields
+def finished_games_result(
+  tally: Tally, agent_a: Agent, agent_b: Agent, *, a_first: np.ndarray, **result_fields
 ) -> MatchResult | None:
   """The `MatchResult` of the games of `tally` that are over (None while none is):
   their outcomes, lengths and openings, and the searches of every ply played."""
@@ -260,4 +260,4 @@ def _finished_games_result(
   finished = dataclasses.replace(
     tally, outcomes=tally.outcomes[over], lengths=tally.lengths[over], openings=tally.openings[over]
   )
-  return _match_result(finished, agent_a, agent_b, a_first=a_first[over], **result_fields)
+  return match_result(finished, agent_a, agent_b, a_first=a_first[over], **result_fields)

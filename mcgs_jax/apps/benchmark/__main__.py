@@ -2,7 +2,7 @@
 
 import sys
 
-from mcgs_jax.apps.benchmark.speed import main
+from mcgs_jax.apps.cli.bench_command import main
 
 if __name__ == "__main__":
   sys.exit(main())

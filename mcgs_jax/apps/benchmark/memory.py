@@ -8,7 +8,7 @@ from typing import Any
 
 import jax
 
-from mcgs_jax.apps import memory
+from mcgs_jax.apps import memory_estimates
 from mcgs_jax.apps.benchmark.timing import IMPLEMENTATIONS, make_policy
 
 
@@ -75,22 +75,22 @@ def planned_groups(
 
 
 def check_run_memory(game, groups: Sequence[PlannedGroup], available: int | None = None) -> None:
-  """`memory.InsufficientMemoryError` (a `ValueError`) naming the estimate when a
-  group's searches cannot fit in the memory available (`memory.check_memory`); a
+  """`memory_estimates.InsufficientMemoryError` (a `ValueError`) naming the estimate when a
+  group's searches cannot fit in the memory available (`memory_estimates.check_memory`); a
   warning on stderr for one near it. A group keeps the last result of every search it
-  times (one graph each) while one search runs (`memory.GRAPHS_PER_SEARCH` graphs of
-  the largest); each graph is sized by `memory.graph_bytes` from the group's batch,
+  times (one graph each) while one search runs (`memory_estimates.GRAPHS_PER_SEARCH` graphs of
+  the largest); each graph is sized by `memory_estimates.graph_bytes` from the group's batch,
   the search's capacity, the game's actions and its stored state."""
   state = jax.eval_shape(lambda key: game.init(key, 1), jax.random.PRNGKey(0))
   for group in groups:
     graphs = [
-      memory.graph_bytes(game, state, capacity, batch_size=group.batch_size)
+      memory_estimates.graph_bytes(game, state, capacity, batch_size=group.batch_size)
       for capacity in group.capacities
     ]
-    memory.check_memory(
+    memory_estimates.check_memory(
       {
         f"{len(graphs)} results kept": sum(graphs),
-        "the running search's copies": (memory.GRAPHS_PER_SEARCH - 1) * max(graphs),
+        "the running search's copies": (memory_estimates.GRAPHS_PER_SEARCH - 1) * max(graphs),
       },
       owner=f"the benchmark's {group.part} part (B {group.batch_size})",
       users="searches",

@@ -37,37 +37,23 @@ are estimated from its batch, capacities, actions and stored state
 status 2, one line), one near the limit warns. Needs the `bench` extra (mctx, pgx,
 flax).
 
-This module runs the measurements (`run`) and the command (`main`); the searches and
-their timing are in `timing`, the memory checks and the memory part in `memory`,
-the tables in `tables` and the parser in `command`; `mcgs_jax.apps.benchmark`
-exports their public names (`__all__`).
+This module runs the measurements (`run`); the searches and their timing are in
+`timing`, the memory checks and the memory part in `memory`, the tables in `tables`,
+and the command (its parser and `main`) is `mcgs_jax.apps.cli.bench_command`;
+`mcgs_jax.apps.benchmark` exports their public names (`__all__`).
 """
 
 import dataclasses
 import functools
-import json
-import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import jax
 import numpy as np
 
-from mcgs_jax.apps import memory
-from mcgs_jax.apps.benchmark.command import (
-  _check_games_and_paths,
-  _partial_json,
-  _pin_to_one_core,
-  _run_arguments,
-  _write_tables,
-  build_parser,
-)
 from mcgs_jax.apps.benchmark.memory import (
   check_run_memory,
-  memory_rows,
   planned_groups,
 )
-from mcgs_jax.apps.benchmark.tables import scaling_table
 from mcgs_jax.apps.benchmark.timing import (
   IMPLEMENTATIONS,
   make_policy,
@@ -108,7 +94,7 @@ def run(
   ours; None keeps dense edge tables.
 
   Raises:
-    memory.InsufficientMemoryError: (a `ValueError`) before any work, when a group's
+    memory_estimates.InsufficientMemoryError: (a `ValueError`) before any work, when a group's
       searches cannot fit in the memory available (`check_run_memory`).
   """
   from mcgs_jax.apps.registry import game_from_spec
@@ -296,40 +282,3 @@ def _capacity_group(
     )
     row["cost_vs_smallest"] = round(row["run_s"] / smallest["run_s"], 2)
   return group
-
-
-def main(argv=None):
-  """`mcgs-jax bench [options]`: measures (`run`, `memory_rows`) and prints the
-  tables; bad input exits with status 2 and one line, before any work."""
-  parser = build_parser()
-  args = parser.parse_args(argv)
-  run_arguments = _run_arguments(parser, args)
-  if args.one_core:
-    _pin_to_one_core(parser)
-  memory_games = (
-    []
-    if args.memory.strip().lower() in ("", "none")
-    else [name.strip() for name in args.memory.split(",")]
-  )
-  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
-    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
-  _check_games_and_paths(parser, args, memory_games)
-  scaling_simulations = run_arguments["scaling_simulations"]
-  measured: list[dict] = []
-
-  def print_row(row: dict) -> None:
-    measured.append(row)
-    print(json.dumps(row), flush=True)
-
-  result: dict[str, Any] = dict(rows=measured, partial=True)  # what Ctrl-C writes
-  with _partial_json(args, result, scaling_simulations):
-    try:
-      rows = run(**run_arguments, progress=print_row)
-    except memory.InsufficientMemoryError as error:
-      parser.error(str(error))
-    if memory_games:
-      budget = args.memory_budget_gb * 1e9
-      rows += memory_rows(memory_games, budget_bytes=budget, progress=print_row)
-    result.update(rows=rows, partial=False)  # Ctrl-C from now on writes them all
-    scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
-    _write_tables(args, rows, scaling)

@@ -1,33 +1,12 @@
 """What the `mcgs-jax` subcommands share: one-line argument errors, integer checks,
-parsing to an exit status, the extras that install optional packages, progress bars."""
+parsing to an exit status, the seed and key-history flags."""
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 
+from mcgs_jax.apps.seeds import MAX_SEED
 from mcgs_jax.games.keys import MAX_REPETITION_BOUND
-
-# Optional dependencies, by the extra of pyproject.toml that installs them.
-EXTRA_OF_MODULE = {
-  "pgx": "games",
-  "flax": "train",
-  "optax": "train",
-  "matplotlib": "viz",
-  "mctx": "bench",
-  "tqdm": "bench",
-  "ortools": "bench",
-  "jumanji": "jumanji",
-}
-
-# The packages each extra of pyproject.toml installs (a test keeps the two the same).
-PACKAGES_OF_EXTRA = {
-  "games": ("pgx", "flatbuffers"),
-  "train": ("pgx", "flax", "optax"),
-  "viz": ("matplotlib",),
-  "bench": ("mctx", "pgx", "flax", "tqdm", "ortools"),
-  "jumanji": ("jumanji",),
-}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -67,7 +46,30 @@ def int_at_least(minimum: int, maximum: int | None = None):
   return parse
 
 
-MAX_SEED = 2**32 - 1
+def integer(text: str) -> int:
+  """An argparse `type`: an integer, any (a range is checked after parsing), with a
+  one-line error."""
+  try:
+    return int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def number(text: str) -> float:
+  """An argparse `type`: a float, with a one-line error."""
+  try:
+    return float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def int_tuple(text: str) -> tuple[int, ...]:
+  """An argparse `type`: comma-separated integers (`"128,128"` -> `(128, 128)`; empty
+  items skipped), with a one-line error."""
+  try:
+    return tuple(int(value) for value in text.split(",") if value.strip())
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def add_seed_argument(parser: argparse.ArgumentParser) -> None:
@@ -114,32 +116,3 @@ def key_history_options(args) -> dict:
   if getattr(args, "repetition_bound", None) is not None:
     options["repetition_bound"] = args.repetition_bound
   return options
-
-
-def progress_bar(**tqdm_arguments):
-  """A `tqdm.auto` bar, or None where tqdm is not installed: it comes with the train
-  and bench extras, and a progress bar is not worth failing a command for."""
-  try:
-    from tqdm.auto import tqdm
-  except ModuleNotFoundError:
-    return None
-  return tqdm(**tqdm_arguments)
-
-
-def needs_extra(module: str) -> str:
-  """`needs the EXTRA extra (PACKAGES; pip install 'mcgs-jax[EXTRA]')`, what installs
-  `module`: every package of that extra is named, so the message reads the same whichever
-  of them was imported first."""
-  extra = EXTRA_OF_MODULE[module]
-  packages = ", ".join(PACKAGES_OF_EXTRA[extra])
-  return f"needs the {extra} extra ({packages}; pip install 'mcgs-jax[{extra}]')"
-
-
-def missing_extra(module: str) -> str | None:
-  """`needs_extra(module)` when `module` is not installed, else None (nothing is
-  imported: a command checks what a flag needs before any work)."""
-  try:
-    found = importlib.util.find_spec(module) is not None
-  except (ImportError, ValueError):
-    found = False
-  return None if found else needs_extra(module)

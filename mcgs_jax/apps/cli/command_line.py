@@ -1,6 +1,8 @@
-"""The `mcgs-jax` command."""
+"""The `mcgs-jax` command: `main` runs one of `COMMANDS`, each a module of this
+package (`arena_command`, `bench_command`, ...)."""
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -8,6 +10,10 @@ import threading
 from collections.abc import Sequence
 
 from mcgs_jax.apps import partial
+
+# The subcommands; each is the module `mcgs_jax.apps.cli.COMMAND_command`, whose
+# `main(argv)` returns its exit status.
+COMMANDS = ("arena", "bench", "evaluate", "play", "search", "train")
 
 USAGE = """usage: mcgs-jax [--version] [--no-cache] COMMAND [options]
 
@@ -72,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(USAGE, end="")
     return 0 if args else 2
   command, rest = args[0], args[1:]
-  if command not in ("arena", "bench", "evaluate", "play", "search", "train"):
+  if command not in COMMANDS:
     print(f"mcgs-jax: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
   if use_cache and os.environ.get("MCGS_JAX_NO_CACHE", "") in ("", "0"):
@@ -81,12 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     return _run(command, rest)
   except ModuleNotFoundError as error:
-    from mcgs_jax.apps.cli import args as cli_args
+    from mcgs_jax.apps import extras
 
     module = (error.name or "").partition(".")[0]
-    if module not in cli_args.EXTRA_OF_MODULE:
+    if module not in extras.EXTRA_OF_MODULE:
       raise
-    print(f"mcgs-jax {command}: {cli_args.needs_extra(module)}: {error}", file=sys.stderr)
+    print(f"mcgs-jax {command}: {extras.needs_extra(module)}: {error}", file=sys.stderr)
     return 2
   finally:
     if previous is not None:
@@ -134,28 +140,7 @@ def _end_on_sigint(command: str):
 
 
 def _run(command: str, rest: list[str]) -> int:
-  if command == "arena":
-    from mcgs_jax.apps.cli import arena as arena_command
-
-    return arena_command.main(rest)
-  if command == "bench":
-    from mcgs_jax.apps import benchmark
-
-    benchmark.main(rest)
-    return 0
-  if command == "evaluate":
-    from mcgs_jax.apps.cli import evaluate as evaluate_command
-
-    return evaluate_command.main(rest)
-  if command == "search":
-    from mcgs_jax.apps.cli import search as search_command
-
-    return search_command.main(rest)
-  if command == "play":
-    from mcgs_jax.apps.cli import play as play_command
-
-    return play_command.main(rest)
-  from mcgs_jax.apps import train
-
-  result = train.main(rest)
-  return int(result or 0)
+  """Runs `command`'s `main` (its module: `mcgs_jax.apps.cli.COMMAND_command`) on the
+  arguments `rest`; returns its exit status."""
+  module = importlib.import_module(f"mcgs_jax.apps.cli.{command}_command")
+  return int(module.main(rest) or 0)

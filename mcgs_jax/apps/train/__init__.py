@@ -3,10 +3,12 @@
 `train(config)` (`loop`) runs it: self-play (`self_play`), the replay buffer
 (`replay`), Adam steps, checkpoints (`checkpoint_files`), evaluation matches in the
 arena (`evaluation`) and the history (`history`); `Config` (`config`) holds its
-settings and `command` the parser of `mcgs-jax train` (or `python -m
-mcgs_jax.apps.train`); `data_parallel` shards it over a mesh.
+settings; `data_parallel` shards it over a mesh. The command, `mcgs-jax train` (or
+`python -m mcgs_jax.apps.train`), is `mcgs_jax.apps.cli.train_command`: its parser
+and `main` are exported here too, loaded on first use.
 """
 
+from mcgs_jax._src.lazy import lazy_exports
 from mcgs_jax.apps.train.checkpoint_files import (
   CheckpointDirInUse,
   checkpoint_path,
@@ -17,7 +19,6 @@ from mcgs_jax.apps.train.checkpoint_files import (
   run_lock,
   save_checkpoint,
 )
-from mcgs_jax.apps.train.command import build_parser, config_from_args, main, resumed_config
 from mcgs_jax.apps.train.config import (
   ENGINES,
   MAX_SEED,
@@ -32,6 +33,15 @@ from mcgs_jax.apps.train.history import History, format_entry, plot_history, sav
 from mcgs_jax.apps.train.loop import TrainingDiverged, loss_fn, make_train_step, train
 from mcgs_jax.apps.train.replay import ReplayBuffer
 from mcgs_jax.apps.train.self_play import make_self_play, max_game_length, search_policy
+
+# The command's names, kept here for the scripts that use them: loaded on first use,
+# so that this package imports nothing of the command line (which imports it).
+_COMMAND_EXPORTS = {
+  "build_parser": "mcgs_jax.apps.cli.train_command",
+  "config_from_args": "mcgs_jax.apps.cli.train_command",
+  "main": "mcgs_jax.apps.cli.train_command",
+  "resumed_config": "mcgs_jax.apps.cli.train_command",
+}
 
 __all__ = [
   "ENGINES",
@@ -69,3 +79,5 @@ __all__ = [
   "train",
   "uniform_baseline",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _COMMAND_EXPORTS, globals())

@@ -2,7 +2,7 @@
 
 import sys
 
-from mcgs_jax.apps.train.command import main
+from mcgs_jax.apps.cli.train_command import main
 
 if __name__ == "__main__":
   sys.exit(main())

@@ -2,8 +2,8 @@
 (`save_checkpoint`, `load_checkpoint`), a trained network alone (`load_network`),
 where `train` writes them (`checkpoint_path`), the lock that keeps one run per
 checkpoint directory (`run_lock`), and the state of a run that every checkpoint
-`train` writes holds, so that `train(..., resume=True)` continues it exactly (`_Run`,
-`_save_run`, `_resume`)."""
+`train` writes holds, so that `train(..., resume=True)` continues it exactly (`RunState`,
+`save_run`, `resume_run`)."""
 
 import contextlib
 import dataclasses
@@ -59,7 +59,7 @@ def _read_state(path: str) -> dict:
   return state
 
 
-def _shape_mismatch(template, restored) -> str | None:
+def shape_mismatch(template, restored) -> str | None:
   """The first leaf whose shape differs, as `'path: file (..) vs expected (..)'`."""
   expected = jax.tree_util.tree_leaves_with_path(template)
   found = jax.tree_util.tree_leaves(restored)
@@ -96,7 +96,7 @@ def load_checkpoint(path: str, params_template, opt_state_template=None):
       f"checkpoint {path!r} holds another network or optimiser: {error}"
     ) from None
   for name in ("params", "opt_state"):
-    mismatch = _shape_mismatch(template[name], payload[name])
+    mismatch = shape_mismatch(template[name], payload[name])
     if mismatch:
       raise files.CheckpointError(
         f"checkpoint {path!r} holds {name} of other shapes (another width or game?): {mismatch}"
@@ -266,7 +266,7 @@ def _acquire_lock(directory: str) -> int:
 
 
 @dataclasses.dataclass
-class _Run:
+class RunState:
   """What a training run carries from one iteration to the next (all of it goes into
   every checkpoint `train` writes, so that `resume` continues exactly)."""
 
@@ -279,7 +279,7 @@ class _Run:
   history: History
 
 
-def _save_run(path: str, run: _Run, iteration: int) -> None:
+def save_run(path: str, run: RunState, iteration: int) -> None:
   """The checkpoint of `iteration`: params, optimiser state and the rest of `run`
   (written by process 0 alone under `jax.distributed`)."""
   if not data_parallel.writes_files():
@@ -313,7 +313,7 @@ _RESUMABLE_CHANGES = (
 )
 
 
-def _resume(config: Config, run: _Run, overwrite: bool) -> int:
+def resume_run(config: Config, run: RunState, overwrite: bool) -> int:
   """Restores `run` from the last complete checkpoint in `config.checkpoint_dir`
   that holds a run's state; returns its iteration (0 when there is none: the run
   starts afresh, in a directory `claim_checkpoint_dir` accepts with `overwrite`). A
@@ -321,7 +321,7 @@ def _resume(config: Config, run: _Run, overwrite: bool) -> int:
   skipped for the one before. ValueError when the run's config differs from `config`
   in a field other than `_RESUMABLE_CHANGES`, or its checkpoint is of an iteration
   past `config.iterations`."""
-  found = _last_run_checkpoint(config.checkpoint_dir)
+  found = last_run_checkpoint(config.checkpoint_dir)
   if found is None:
     if data_parallel.writes_files():  # params-only or damaged files: not this run's
       claim_checkpoint_dir(config.checkpoint_dir, overwrite)
@@ -344,7 +344,7 @@ def _resume(config: Config, run: _Run, overwrite: bool) -> int:
   return int(state["iteration"])
 
 
-def _last_run_checkpoint(directory: str | None) -> tuple[str, dict] | None:
+def last_run_checkpoint(directory: str | None) -> tuple[str, dict] | None:
   """`(path, state)` of the last readable checkpoint in `directory` that holds a
   run's state (`train` writes it into every checkpoint), or None."""
   for name in reversed(existing_checkpoints(directory)):

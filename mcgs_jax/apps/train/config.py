@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from mcgs_jax.apps import engines, registry
-from mcgs_jax.apps.cli.args import MAX_SEED
+from mcgs_jax.apps.seeds import MAX_SEED
 
 # Policies whose `action_weights` are a training target (see `make_self_play`).
 TRAINING_POLICIES = registry.TRAINING_POLICY_NAMES

@@ -42,8 +42,9 @@ the checkpoints.
 
 The loop is here (`train`); its parts are modules of
 their own: `config` (`Config`), `self_play`, `replay` (`ReplayBuffer`),
-`checkpoint_files`, `evaluation`, `history` (`History`) and `command` (the parser
-and `main`); `mcgs_jax.apps.train` exports their public names (`__all__`).
+`checkpoint_files`, `evaluation` and `history` (`History`); `mcgs_jax.apps.train`
+exports their public names (`__all__`). The command, its parser and `main`, is
+`mcgs_jax.apps.cli.train_command`.
 """
 
 import dataclasses
@@ -55,19 +56,19 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mcgs_jax.apps import memory, partial, registry
-from mcgs_jax.apps.cli.args import progress_bar
+from mcgs_jax.apps import memory_estimates, partial, registry
+from mcgs_jax.apps.progress import progress_bar
 from mcgs_jax.apps.registry import make_evaluator
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.checkpoint_files import (
-  _resume,
-  _Run,
-  _save_run,
-  _shape_mismatch,
+  RunState,
   checkpoint_path,
   claim_checkpoint_dir,
+  resume_run,
   run_lock,
+  save_run,
   save_run_config,
+  shape_mismatch,
 )
 from mcgs_jax.apps.train.config import Config
 from mcgs_jax.apps.train.evaluation import timed_evaluation
@@ -131,7 +132,7 @@ def train(
   `jax.distributed` every process calls `train` with the same config, and process 0
   writes the files (checkpoints, a resumed run reads them: a shared directory).
   """
-  memory.check_self_play_memory(registry.game_from_spec(config.game), config)
+  memory_estimates.check_self_play_memory(registry.game_from_spec(config.game), config)
   with run_lock(config.checkpoint_dir):  # one run per directory, till this one ends
     return _train(config, params, on_iteration, overwrite=overwrite, resume=resume)
 
@@ -177,7 +178,7 @@ def _train(config: Config, params, on_iteration, *, overwrite: bool, resume: boo
       entry["checkpoint"] = checkpoint_path(str(config.checkpoint_dir), iteration)
     run.history.append(entry)
     if "checkpoint" in entry:  # after the iteration is whole: a resume starts after it
-      _save_run(entry["checkpoint"], run, iteration)
+      save_run(entry["checkpoint"], run, iteration)
     if on_iteration is not None:  # it may read the network so far
       run.history.params = run.params if mesh is None else data_parallel.fetch(run.params)
       on_iteration(run.history)
@@ -204,7 +205,7 @@ def _stops_after(config: Config, iteration: int, elapsed: float, iteration_start
 
 def _start_run(
   config: Config, params, *, overwrite: bool, resume: bool
-) -> tuple[_Run, Game, Any, int]:
+) -> tuple[RunState, Game, Any, int]:
   """`(run, game, optimizer, first)` of `train`: the run's state (`run.history` holds
   the network's `apply_fn` and `config`), fresh or resumed from its last checkpoint
   (`resume`), the game with the network as evaluator, the optimiser and the first
@@ -221,13 +222,13 @@ def _start_run(
   params = fresh_params if params is None else params
   if resume and not config.checkpoint_dir:
     raise ValueError("resume=True needs config.checkpoint_dir, where the run left its checkpoints")
-  if not resume and data_parallel.writes_files():  # `_resume` checks a resumed run's
+  if not resume and data_parallel.writes_files():  # `resume_run` checks a resumed run's
     claim_checkpoint_dir(config.checkpoint_dir, overwrite)
   game = dataclasses.replace(
     board, evaluator=make_evaluator("network", board.env, apply_fn=apply_fn)
   )
   optimizer = optax.adam(config.learning_rate)
-  run = _Run(
+  run = RunState(
     params=params,
     opt_state=optimizer.init(params),
     previous_params=params,  # the opponent of "vs_previous": the last evaluated net
@@ -237,11 +238,11 @@ def _start_run(
     history=History(),
   )
   run.history.apply_fn, run.history.config = apply_fn, config
-  first = _resume(config, run, overwrite) + 1 if resume else 1
+  first = resume_run(config, run, overwrite) + 1 if resume else 1
   save_run_config(config)  # `mcgs-jax train --resume` reads it before any checkpoint
   if first == 1 and _wants_checkpoint(config, 0):
     run.history.initial_checkpoint = checkpoint_path(str(config.checkpoint_dir), 0)
-    _save_run(run.history.initial_checkpoint, run, 0)
+    save_run(run.history.initial_checkpoint, run, 0)
   return run, game, optimizer, first
 
 
@@ -256,7 +257,7 @@ def _check_params(params, fresh_params) -> None:
       "params: another network structure than Config.network, Config.hidden and the game give "
       f"(arrays {paths(params)[:3]}..., expected {paths(fresh_params)[:3]}...)"
     )
-  mismatch = _shape_mismatch(fresh_params, params)
+  mismatch = shape_mismatch(fresh_params, params)
   if mismatch:
     raise ValueError(
       f"params: another width or game than Config.network, Config.hidden and the game give: "
@@ -362,7 +363,7 @@ def _self_play_iteration(
   return self_play
 
 
-def _training_iteration(entry: dict, config: Config, train_step, run: _Run, mesh, first: bool):
+def _training_iteration(entry: dict, config: Config, train_step, run: RunState, mesh, first: bool):
   """`config.train_steps` steps on minibatches of `run.buffer`, their losses recorded
   in `entry`; returns `(params, opt_state, train_step)`, the step compiled ahead of
   time at the `first` iteration (its time added to `compile_s`, not to `train_s`).

@@ -51,7 +51,8 @@ from mcgs_jax.apps.cli.arena_parser import (
   build_parser,
   builtin_checkpoint,
 )
-from mcgs_jax.apps.cli.args import missing_extra, parse_or_status
+from mcgs_jax.apps.cli.args import parse_or_status
+from mcgs_jax.apps.extras import missing_extra
 
 # Where RESULTS.md measures what each part of the default agent buys.
 PARTS_TABLE = (
@@ -140,7 +141,7 @@ def _check_parallel(args, side: str) -> None:
     )
 
 
-def _agent(args, side: str, apply_fn=None):
+def agent_from_args(args, side: str, apply_fn=None):
   """The `Agent` of one side from the parsed flags (`apply_fn`: its network's, with
   a checkpoint)."""
   from mcgs_jax.apps.arena import Agent
@@ -229,7 +230,7 @@ def _memory_per_node(args) -> str:
   tree's nodes), and how this library's agents keep their edges."""
   import jax
 
-  from mcgs_jax.apps import memory
+  from mcgs_jax.apps import memory_estimates
 
   game = registry.game_from_spec(args.game)
   state = jax.eval_shape(lambda key: game.init(key, 1), jax.random.PRNGKey(0))
@@ -237,7 +238,7 @@ def _memory_per_node(args) -> str:
   sizes = []
   for side in ("a", "b"):
     engine = engines.get_engine(getattr(args, f"{side}_engine"))
-    size = memory.node_bytes(game, state, max_children if engine.keeps_graph else None)
+    size = memory_estimates.node_bytes(game, state, max_children if engine.keeps_graph else None)
     sizes.append(f"{side.upper()} {size / 1e3:.1f} KB")
   note = registry.compact_edges_note(args.game, max_children)
   return f"memory per node (estimate): {', '.join(sizes)}; {note}"
@@ -349,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
       _check_parallel(args, side)
     _check_output(args)
     (apply_a, params_a), (apply_b, params_b) = _network(args, "a"), _network(args, "b")
-    agent_a, agent_b = _agent(args, "a", apply_a), _agent(args, "b", apply_b)
+    agent_a, agent_b = agent_from_args(args, "a", apply_a), agent_from_args(args, "b", apply_b)
     results_so_far: list[Callable] = []
     with _partial_json(args, results_so_far):
       result = arena.play_match(

@@ -1,10 +1,12 @@
-"""The command line of `mcgs-jax bench`: its parser, `run`'s keywords from the
-parsed flags, the checks before any work, and the files it writes (`--markdown`,
-`--json`, and after Ctrl-C the partial `--json`)."""
+"""`mcgs-jax bench` (`main`, or `python -m mcgs_jax.apps.benchmark`): its parser, the
+keywords of `mcgs_jax.apps.benchmark.run` from the parsed flags, the checks before any
+work, and the files it writes (`--markdown`, `--json`, and after Ctrl-C the partial
+`--json`)."""
 
 import contextlib
 import datetime
 import json
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -12,9 +14,12 @@ from typing import Any
 import jax
 import jax.extend.backend
 
-from mcgs_jax.apps import files, partial
+from mcgs_jax.apps import files, memory_estimates, partial
+from mcgs_jax.apps.benchmark import speed
+from mcgs_jax.apps.benchmark.memory import memory_rows
 from mcgs_jax.apps.benchmark.tables import environment, markdown, scaling_table
-from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least, needs_extra
+from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least
+from mcgs_jax.apps.extras import needs_extra
 
 # `--help`'s description: the first line of `mcgs_jax.apps.benchmark`'s doc.
 DESCRIPTION = "Side-by-side speed of `mctx.muzero_policy` and `mcgs_jax.muzero_policy`."
@@ -28,6 +33,43 @@ def build_parser():
   _add_measured_parts(parser)
   _add_run_settings(parser)
   return parser
+
+
+def main(argv=None):
+  """`mcgs-jax bench [options]`: measures (`speed.run`, `memory_rows`) and prints the
+  tables; bad input exits with status 2 and one line, before any work."""
+  parser = build_parser()
+  args = parser.parse_args(argv)
+  run_arguments = _run_arguments(parser, args)
+  if args.one_core:
+    _pin_to_one_core(parser)
+  memory_games = (
+    []
+    if args.memory.strip().lower() in ("", "none")
+    else [name.strip() for name in args.memory.split(",")]
+  )
+  if not math.isfinite(args.memory_budget_gb) or args.memory_budget_gb <= 0:
+    parser.error(f"--memory-budget-gb: expected a positive number, got {args.memory_budget_gb}")
+  _check_games_and_paths(parser, args, memory_games)
+  scaling_simulations = run_arguments["scaling_simulations"]
+  measured: list[dict] = []
+
+  def print_row(row: dict) -> None:
+    measured.append(row)
+    print(json.dumps(row), flush=True)
+
+  result: dict[str, Any] = dict(rows=measured, partial=True)  # what Ctrl-C writes
+  with _partial_json(args, result, scaling_simulations):
+    try:
+      rows = speed.run(**run_arguments, progress=print_row)
+    except memory_estimates.InsufficientMemoryError as error:
+      parser.error(str(error))
+    if memory_games:
+      budget = args.memory_budget_gb * 1e9
+      rows += memory_rows(memory_games, budget_bytes=budget, progress=print_row)
+    result.update(rows=rows, partial=False)  # Ctrl-C from now on writes them all
+    scaling = scaling_table(rows, scaling_simulations) if scaling_simulations else {}
+    _write_tables(args, rows, scaling)
 
 
 def _add_measured_parts(parser) -> None:

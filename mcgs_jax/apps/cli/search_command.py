@@ -423,14 +423,14 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
 
 
 def _check_search_memory(game, batch, simulations: int, max_children: int | None) -> None:
-  """`memory.InsufficientMemoryError` (a `ValueError`: exit status 2) before any work
+  """`memory_estimates.InsufficientMemoryError` (a `ValueError`: exit status 2) before any work
   when the search's graphs cannot fit, with the estimate; a warning above
-  `memory.WARN_FRACTION` of the memory available."""
-  from mcgs_jax.apps import memory
+  `memory_estimates.WARN_FRACTION` of the memory available."""
+  from mcgs_jax.apps import memory_estimates
 
-  graph = memory.graph_bytes(game, batch, simulations + 1, max_children=max_children)
-  memory.check_memory(
-    {"graphs": memory.GRAPHS_PER_SEARCH * graph},
+  graph = memory_estimates.graph_bytes(game, batch, simulations + 1, max_children=max_children)
+  memory_estimates.check_memory(
+    {"graphs": memory_estimates.GRAPHS_PER_SEARCH * graph},
     owner="the search",
     users="graphs",
     held="its graphs",
@@ -561,10 +561,9 @@ def _action_rows(game, args, root: dict[str, Any], exact, best) -> list[dict]:
 # Output
 
 
-def format_table(report: dict) -> str:
-  """The root table of one report, as printed without `--json`."""
-  moves = ",".join(map(str, report["moves"])) or "(start)"
-  mode = "graph" if report["transpositions"] else "tree"
+def _evaluator_text(report: dict) -> str:
+  """The report's evaluator as the table's first line names it: its name, and what it
+  does at a leaf (or its checkpoint's file)."""
   evaluator = report["evaluator"]
   if evaluator == "rollout":
     count = report.get("rollouts", 1)
@@ -573,6 +572,14 @@ def format_table(report: dict) -> str:
     evaluator += " (value 0 at every leaf)"
   elif evaluator == "network":
     evaluator += f" ({os.path.basename(report['checkpoint'])})"
+  return evaluator
+
+
+def format_table(report: dict) -> str:
+  """The root table of one report, as printed without `--json`."""
+  moves = ",".join(map(str, report["moves"])) or "(start)"
+  mode = "graph" if report["transpositions"] else "tree"
+  evaluator = _evaluator_text(report)
   lines = [
     f"game {report['game']}  moves {moves}  policy {report['policy']}  "
     f"evaluator {evaluator}  {mode}  simulations {report['simulations']}",

@@ -2,7 +2,6 @@
 flag per `Config` field it mirrors, the `Config` of the parsed flags (or of the run
 that `--resume` continues), and the run with its history file and Ctrl-C."""
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -11,13 +10,14 @@ from typing import Any
 
 import jax
 
-from mcgs_jax.apps import engines, files, memory, partial, registry
-from mcgs_jax.apps.cli.args import OneLineErrorParser, missing_extra
+from mcgs_jax.apps import engines, files, memory_estimates, partial, registry
+from mcgs_jax.apps.cli.args import OneLineErrorParser, int_tuple, integer, number
+from mcgs_jax.apps.extras import missing_extra
 from mcgs_jax.apps.train import data_parallel
 from mcgs_jax.apps.train.checkpoint_files import (
-  _last_run_checkpoint,
   check_resumable_iterations,
   claim_checkpoint_dir,
+  last_run_checkpoint,
   read_run_config,
   run_lock,
   save_checkpoint,
@@ -31,58 +31,37 @@ from mcgs_jax.apps.train.self_play import max_game_length
 DESCRIPTION = "A small, complete AlphaZero loop on top of `mcgs_jax`'s graph search."
 
 
-def _int_list(text: str):
-  try:
-    return tuple(int(value) for value in text.split(",") if value.strip())
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def _float(text: str) -> float:
-  try:
-    return float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-def _int(text: str) -> int:
-  try:
-    return int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-
-
 # The flags that mirror `Config` fields: (flag, field, type, help). Their ranges are
 # `check_config`'s, reported with the flag's name.
 _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
   ("--game", "game", str, "pgx game id, or jumanji:<env id> (one-player)"),
   ("--policy", "policy", str, f"self-play search policy, one of {TRAINING_POLICIES}"),
   ("--engine", "engine", str, "self-play search: mcgs (this library) or mctx (DeepMind's)"),
-  ("--games", "num_games", _int, "self-play games per iteration"),
-  ("--simulations", "num_simulations", _int, "search simulations per move"),
-  ("--capacity", "capacity", _int, "nodes per game of the self-play graph"),
+  ("--games", "num_games", integer, "self-play games per iteration"),
+  ("--simulations", "num_simulations", integer, "search simulations per move"),
+  ("--capacity", "capacity", integer, "nodes per game of the self-play graph"),
   ("--policy-target", "policy_target", str, "with reuse: all root visits or the new ones"),
-  ("--temperature", "temperature", _float, "self-play move temperature (muzero)"),
+  ("--temperature", "temperature", number, "self-play move temperature (muzero)"),
   (
     "--full-search-probability",
     "full_search_probability",
-    _float,
+    number,
     "playout cap randomization: the share of moves searched fully (the others fast, "
     "not policy targets)",
   ),
-  ("--fast-simulations", "fast_simulations", _int, "simulations of a fast search"),
+  ("--fast-simulations", "fast_simulations", integer, "simulations of a fast search"),
   (
     "--forced-playouts",
     "forced_playouts",
-    _float,
+    number,
     "KataGo's forced playouts k with policy target pruning (muzero; 0: off; default 2 "
     "with muzero on this library's engine, else 0)",
   ),
-  ("--iterations", "iterations", _int, "self-play / training iterations"),
-  ("--train-steps", "train_steps", _int, "training steps per iteration"),
-  ("--eval-games", "eval_games", _int, "arena games per opponent per evaluation, 0 for none"),
-  ("--eval-every", "eval_every", _int, "evaluate every N iterations and after the last"),
-  ("--hidden", "hidden", _int_list, "comma-separated hidden layer widths"),
+  ("--iterations", "iterations", integer, "self-play / training iterations"),
+  ("--train-steps", "train_steps", integer, "training steps per iteration"),
+  ("--eval-games", "eval_games", integer, "arena games per opponent per evaluation, 0 for none"),
+  ("--eval-every", "eval_every", integer, "evaluate every N iterations and after the last"),
+  ("--hidden", "hidden", int_tuple, "comma-separated hidden layer widths"),
   (
     "--network",
     "network",
@@ -91,23 +70,23 @@ _CONFIG_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     "over a board's planes: pgx's games) or entity:BLOCKS,WIDTH (a set network: "
     "jumanji's Knapsack, TSP)",
   ),
-  ("--learning-rate", "learning_rate", _float, "Adam step size"),
-  ("--buffer-size", "buffer_size", _int, "positions in the replay buffer"),
-  ("--train-batch-size", "train_batch_size", _int, "positions per training step"),
-  ("--seed", "seed", _int, "random seed"),
-  ("--devices", "devices", _int, "devices to train on, data-parallel"),
-  ("--max-seconds", "max_seconds", _float, "wall-time budget: start no iteration past it"),
+  ("--learning-rate", "learning_rate", number, "Adam step size"),
+  ("--buffer-size", "buffer_size", integer, "positions in the replay buffer"),
+  ("--train-batch-size", "train_batch_size", integer, "positions per training step"),
+  ("--seed", "seed", integer, "random seed"),
+  ("--devices", "devices", integer, "devices to train on, data-parallel"),
+  ("--max-seconds", "max_seconds", number, "wall-time budget: start no iteration past it"),
   ("--checkpoint-dir", "checkpoint_dir", str, "write checkpoints (params and Adam state) here"),
   (
     "--checkpoint-every",
     "checkpoint_every",
-    _int,
+    integer,
     "checkpoint every N iterations (0 with --checkpoint-at: only those and the last)",
   ),
   (
     "--checkpoint-at",
     "checkpoint_at",
-    _int_list,
+    int_tuple,
     "comma-separated iterations to checkpoint (0: the initial network); alone it "
     "implies --checkpoint-every 0",
   ),
@@ -288,7 +267,7 @@ def _stored_run_config(directory: str, iterations: int | None) -> dict:
   for a run killed before its first checkpoint, the one it wrote when it started
   (it then starts afresh). ValueError when there is neither, or `iterations` is
   below the last checkpoint's iteration."""
-  found = _last_run_checkpoint(directory)
+  found = last_run_checkpoint(directory)
   if found is None:
     stored = read_run_config(directory)
     if stored is None:
@@ -373,7 +352,7 @@ def _checked_config(args) -> Config:
   check before any work made: ValueError naming the flag."""
   config = resumed_config(args) if args.resume else config_from_args(args)
   _check_game(config)
-  memory.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
+  memory_estimates.check_self_play_memory(registry.game_from_spec(config.game), config, warn=False)
   try:  # the devices exist and take equal parts
     data_parallel.training_mesh(
       config.devices, num_games=config.num_games, train_batch_size=config.train_batch_size

@@ -42,9 +42,9 @@ from mcgs_jax.apps.cli.args import (
   OneLineErrorParser,
   add_seed_argument,
   int_at_least,
-  missing_extra,
   parse_or_status,
 )
+from mcgs_jax.apps.extras import missing_extra
 from mcgs_jax.apps.registry import EVALUATOR_NAMES, MCTX_POLICY_NAMES
 
 PROG = "mcgs-jax evaluate"
@@ -163,7 +163,7 @@ def _game_and_network(args):
 
 def evaluate(args) -> dict[str, Any]:
   """Every engine's episodes on the same instances: the report `main` prints."""
-  from mcgs_jax.apps import memory
+  from mcgs_jax.apps import memory_estimates
   from mcgs_jax.apps.arena.calibration import calibrate_simulations
   from mcgs_jax.apps.planning import episodes
 
@@ -171,8 +171,8 @@ def evaluate(args) -> dict[str, Any]:
   game, apply_fn, params = _game_and_network(args)
   agents = _agents(args, apply_fn)
   state = episodes.instances(game, args.instances, args.seed)
-  memory.check_memory(
-    {agent.name: memory.estimated_search_bytes(game, agent, state) for agent in agents},
+  memory_estimates.check_memory(
+    {agent.name: memory_estimates.estimated_search_bytes(game, agent, state) for agent in agents},
     owner="the evaluation",
     advice="fewer --instances or --simulations",
   )

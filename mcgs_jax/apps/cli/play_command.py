@@ -30,14 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from mcgs_jax.apps import files, memory
-from mcgs_jax.apps.cli.args import (
-  OneLineErrorParser,
-  add_seed_argument,
-  int_at_least,
-  missing_extra,
-  progress_bar,
-)
+from mcgs_jax.apps import files, memory_estimates
+from mcgs_jax.apps.cli.args import OneLineErrorParser, add_seed_argument, int_at_least
+from mcgs_jax.apps.extras import missing_extra
+from mcgs_jax.apps.progress import progress_bar
 
 PROG = "mcgs-jax play"
 MODES = ("graph", "tree", "mctx")
@@ -198,7 +194,7 @@ def _stochastic_search(game, config: PlayConfig, mode: str, params, keep_graph: 
 
 
 def estimated_play_bytes(config: PlayConfig, evaluator, params) -> int:
-  """Bytes one mode's searches hold at once (`memory.GRAPHS_PER_SEARCH` graphs, as an
+  """Bytes one mode's searches hold at once (`memory_estimates.GRAPHS_PER_SEARCH` graphs, as an
   arena search), from the shapes of the graph a search of `config` returns, without
   allocating. mctx's tree has the shapes of the tree mode's graph, give or take."""
   import jax
@@ -212,7 +208,7 @@ def estimated_play_bytes(config: PlayConfig, evaluator, params) -> int:
   boards = jax.eval_shape(lambda key: game.init(key, config.num_games), key)
   *_, graph = jax.eval_shape(lambda key, boards: search(key, boards, None), key, boards)
   graph_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(graph))
-  return memory.GRAPHS_PER_SEARCH * graph_bytes
+  return memory_estimates.GRAPHS_PER_SEARCH * graph_bytes
 
 
 def _interval(values) -> list[float]:
@@ -504,12 +500,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_rule=args.stop_rule,
   )
   try:
-    memory.check_memory(
+    memory_estimates.check_memory(
       {"graphs": estimated_play_bytes(config, *_evaluator(config))},
       owner="each mode",
       advice="fewer games, simulations or a smaller board",
     )
-  except memory.InsufficientMemoryError as error:
+  except memory_estimates.InsufficientMemoryError as error:
     parser.error(str(error))
   result = play_games(config, progress=sys.stderr.isatty() or not args.json)
   if args.plot:
