@@ -12,10 +12,12 @@
       `COMMAND_command.py`, that has its parser and runs it (`build_parser`, `main`;
       the arena's parser is `arena_parser`'s), and no module elsewhere builds a
       parser;
-  (d) no two modules share a file stem, nor one with a module of the engine
-      (`mcgs_jax/_src`), so that a name in a traceback or an import says which.
+  (d) no two modules share a file stem, nor one with a package of the engine
+      (`mcgs_jax/_src/search`, ...), so that a name in a traceback or an import
+      says which.
 
-Each is checked on `SCANNED_ROOTS` (the engine joins after its own pass).
+Each is checked on `SCANNED_ROOTS`: the engine, the apps, the games, the entry
+points and the benchmark scripts.
 """
 
 import ast
@@ -27,9 +29,18 @@ import mcgs_jax
 
 PACKAGE_DIR = pathlib.Path(mcgs_jax.__file__).resolve().parent
 REPO = PACKAGE_DIR.parent
+# The checkout these tests are in: the benchmark scripts are not installed.
+CHECKOUT = pathlib.Path(__file__).resolve().parents[1]
 # The modules checked, as paths from the repository's root (`*.py`: the files of a
 # folder alone, else a folder and everything under it).
-SCANNED_ROOTS = ("mcgs_jax/apps", "mcgs_jax/games", "mcgs_jax/*.py", "mcgs_jax_cli")
+SCANNED_ROOTS = (
+  "mcgs_jax/_src",
+  "mcgs_jax/apps",
+  "mcgs_jax/games",
+  "mcgs_jax/*.py",
+  "mcgs_jax_cli",
+  "benchmarks",
+)
 CLI = "mcgs_jax.apps.cli"
 # The packages that kept their command's names (`main`, `build_parser`, ...) in their
 # `__all__` as lazy exports (a name, no import), for the scripts that use them there.
@@ -40,26 +51,20 @@ LAZY_COMMAND_EXPORTS = {
 # The command entries besides the `__main__`s: `python -m mcgs_jax.train`, deprecated.
 ENTRY_POINTS = ("mcgs_jax.train",)
 SUBCOMMANDS = ("arena", "bench", "evaluate", "play", "search", "train")
-# The engine's stems, those it has now (read from `mcgs_jax/_src`) and these, which
-# it has or may take in its own pass.
+# The engine's packages: a module may not take one of their names either.
 ENGINE_STEMS = frozenset(
-  (
-    *("action_selection", "backup", "base", "batched", "chance", "checks", "compact"),
-    *("descent", "expand", "forced_playouts", "graph", "gumbel", "hashing", "initial"),
-    *("lazy", "numerics", "options", "parallel", "per_game", "policies", "proofs"),
-    *("qtransforms", "reuse", "search", "stochastic", "types"),
-    *("rows", "tie_break", "random_bits", "readout"),
-  )
+  path.name for path in (PACKAGE_DIR / "_src").iterdir() if (path / "__init__.py").is_file()
 )
 SHARED_STEMS = ("__init__", "__main__")
 
 
 def module_files(repo=REPO):
-  """`{module name: path}` of every module of `mcgs_jax` and `mcgs_jax_cli`."""
+  """`{module name: path}` of every module of `mcgs_jax`, `mcgs_jax_cli` and the
+  checkout's `benchmarks`."""
   modules = {}
-  for top in ("mcgs_jax", "mcgs_jax_cli"):
-    for path in sorted((repo / top).rglob("*.py")):
-      parts = list(path.relative_to(repo).with_suffix("").parts)
+  for base, top in ((repo, "mcgs_jax"), (repo, "mcgs_jax_cli"), (CHECKOUT, "benchmarks")):
+    for path in sorted((base / top).rglob("*.py")):
+      parts = list(path.relative_to(base).with_suffix("").parts)
       if parts[-1] == "__init__":
         parts.pop()
       modules[".".join(parts)] = path
@@ -71,8 +76,9 @@ def scanned_modules(repo=REPO):
   modules = module_files(repo)
   scanned = {}
   for root in SCANNED_ROOTS:
+    base = CHECKOUT if root == "benchmarks" else repo
     folder, _, pattern = root.partition("*")
-    paths = (repo / folder).glob("*" + pattern) if pattern else (repo / root).rglob("*.py")
+    paths = (base / folder).glob("*" + pattern) if pattern else (base / root).rglob("*.py")
     wanted = {path.resolve() for path in paths}
     scanned.update({name: path for name, path in modules.items() if path.resolve() in wanted})
   return scanned
@@ -170,12 +176,12 @@ def library_uses_of_the_cli(source: str, module: str, modules) -> list[str]:
 
 
 def is_library(module: str) -> bool:
-  """Outside the command line, its entry points (`mcgs_jax_cli`, `ENTRY_POINTS`) and
-  the `__main__`s."""
+  """Outside the command line, its entry points (`mcgs_jax_cli`, `ENTRY_POINTS`),
+  the `__main__`s and the benchmark scripts (which run the commands, as users do)."""
   return not (
     module == CLI
     or module.startswith(CLI + ".")
-    or module.split(".")[0] == "mcgs_jax_cli"
+    or module.split(".")[0] in ("mcgs_jax_cli", "benchmarks")
     or module in ENTRY_POINTS
     or module.endswith(".__main__")
   )
@@ -204,13 +210,19 @@ def parsers_built(source: str) -> list[int]:
   return lines
 
 
+def shown(path: pathlib.Path) -> str:
+  """`path` from the root of the checkout, or of the installed package's folder."""
+  base = CHECKOUT if path.resolve().is_relative_to(CHECKOUT) else REPO
+  return str(path.resolve().relative_to(base))
+
+
 def shared_stems(paths, engine_stems=ENGINE_STEMS) -> dict[str, list[str]]:
   """`{stem: files}` of the file stems that two of `paths` share, or one shares with
   the engine (`engine_stems`); `__init__` and `__main__` left out."""
   by_stem: dict[str, list[str]] = {}
   for path in paths:
     if path.stem not in SHARED_STEMS:
-      by_stem.setdefault(path.stem, []).append(str(path.relative_to(REPO)))
+      by_stem.setdefault(path.stem, []).append(shown(path))
   return {
     stem: files for stem, files in sorted(by_stem.items()) if len(files) > 1 or stem in engine_stems
   }
@@ -220,7 +232,8 @@ def test_the_scan_sees_the_modules():
   scanned = scanned_modules()
   assert {"mcgs_jax.apps.arena.match", "mcgs_jax.games.adapter", "mcgs_jax.testing"} <= set(scanned)
   assert {"mcgs_jax_cli", "mcgs_jax.train", f"{CLI}.command_line"} <= set(scanned)
-  assert not any(name.startswith("mcgs_jax._src") for name in scanned)
+  assert {"mcgs_jax._src.search.descent", "mcgs_jax._src.rows"} <= set(scanned)
+  assert {"search", "gumbel", "stochastic"} <= ENGINE_STEMS
 
 
 def test_no_module_uses_a_private_name_of_another():
@@ -313,9 +326,7 @@ def test_a_parser_built_is_found():
 
 
 def test_no_two_modules_share_a_stem():
-  engine = {path.stem for path in (PACKAGE_DIR / "_src").rglob("*.py")}
-  engine |= {path.name for path in (PACKAGE_DIR / "_src").rglob("*") if path.is_dir()}
-  assert shared_stems(scanned_modules().values(), ENGINE_STEMS | engine) == {}
+  assert shared_stems(scanned_modules().values()) == {}
 
 
 def test_a_shared_stem_is_found():

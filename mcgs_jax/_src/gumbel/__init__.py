@@ -11,11 +11,11 @@ give mctx's visit counts, action and action weights (up to float rounding in
 near-ties).
 
 The root rule and the winner are in `sequential_halving`, the interior rule in
-`action_selection`, the policy in `policy`.
+`action_selection`, the policy in `gumbel_policy`.
 """
 
 from mcgs_jax._src.action_selection import gumbel_muzero_interior_action_selection
-from mcgs_jax._src.gumbel.policy import gumbel_muzero_policy
+from mcgs_jax._src.gumbel.gumbel_policy import gumbel_muzero_policy
 from mcgs_jax._src.gumbel.sequential_halving import (
   GumbelMuZeroExtraData,
   considered_visit_sequence,

@@ -10,15 +10,15 @@ gather of the tables between devices.
 
 One module per step, with `Path` (`path`) the record they pass on: `descent`
 (`select`, and the stop rule), `expand` (`expand`, `link`), `backup`, `parallel`
-(several playouts per game per step, `num_parallel`), and `loop` (`simulate`,
+(several playouts per game per step, `num_parallel`), and `simulations` (`simulate`,
 `search`).
 """
 
 from mcgs_jax._src.search.backup import backup
 from mcgs_jax._src.search.descent import select
 from mcgs_jax._src.search.expand import expand, link
-from mcgs_jax._src.search.loop import search, search_with_checked_inputs, simulate
 from mcgs_jax._src.search.path import Path, last_edge
+from mcgs_jax._src.search.simulations import search, search_with_checked_inputs, simulate
 
 __all__ = [
   "Path",

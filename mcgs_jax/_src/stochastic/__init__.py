@@ -20,9 +20,9 @@ expectation over its outcomes, as in mctx; the chance rule
 `P(c)` times the node's visits, so the weights approach the probabilities.
 
 One module per part: `chance_nodes` (the wrapped `recurrent_fn`, the key and
-the selection rule of each node type) and `policy` (`stochastic_muzero_policy`).
+the selection rule of each node type) and `stochastic_policy` (`stochastic_muzero_policy`).
 """
 
-from mcgs_jax._src.stochastic.policy import stochastic_muzero_policy
+from mcgs_jax._src.stochastic.stochastic_policy import stochastic_muzero_policy
 
 __all__ = ["stochastic_muzero_policy"]
