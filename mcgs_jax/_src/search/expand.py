@@ -248,8 +248,8 @@ def _write_rows(
   options: GraphOptions,
 ) -> Graph:
   """Writes a new node's rows at row `num_nodes` where `outcomes.create`, the edge
-  `(parent [B], action [B])` to `child [B]` where `create | linked`, and in graph
-  mode the new node's hash slot (`dropped_inserts` where the probe window was
+  `(parent [B], action [B])` to `child [B]` where it is created or linked, and in
+  graph mode the new node's hash slot (`dropped_inserts` where the probe window was
   full). Leaves `num_nodes` and the other counters to the caller."""
   create = outcomes.create
   new_node = drop_unless(create, graph.num_nodes, graph.capacity)
