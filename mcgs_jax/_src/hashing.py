@@ -145,6 +145,30 @@ def probe(
   return node, free_slot
 
 
+def _first_free(
+  slots: jax.Array, start: jax.Array, pending: jax.Array, offset: jax.Array, window_size: int
+) -> tuple[jax.Array, jax.Array]:
+  """Where each pending node of a `rebuild_hash_slots` round finds its first free
+  slot: `offset [B, N]` moved on, one slot per step, past the filled slots of
+  `slots [B, C]` (to `window_size` where the window, starting at slot `start [B,
+  N]`, has none free), and the slot `[B, N]` at that offset."""
+  num_slots = slots.shape[1]
+
+  def slot_at(offset: jax.Array) -> jax.Array:
+    """`[B, N]` slot at `offset` in every node's window."""
+    return (start + offset) & (num_slots - 1)
+
+  def blocked(offset: jax.Array) -> jax.Array:
+    return pending & (offset < window_size) & (take(slots, slot_at(offset)) >= 0)
+
+  offset = jax.lax.while_loop(
+    lambda offset: jnp.any(blocked(offset)),
+    lambda offset: offset + blocked(offset).astype(jnp.int32),
+    offset,
+  )
+  return offset, slot_at(offset)
+
+
 def rebuild_hash_slots(
   node_keys: jax.Array, num_nodes: jax.Array, num_slots: int, probe_window: int
 ) -> tuple[jax.Array, jax.Array]:
@@ -175,31 +199,11 @@ def rebuild_hash_slots(
   nodes = jnp.broadcast_to(jnp.arange(capacity, dtype=jnp.int32)[None], (batch_size, capacity))
   start = (node_keys[:, :, 0] & jnp.uint32(num_slots - 1)).astype(jnp.int32)
 
-  def slot_at(offset: jax.Array) -> jax.Array:
-    """`[B, N]` slot at `offset` in every node's window."""
-    return (start + offset) & (num_slots - 1)
-
-  def first_free(
-    slots: jax.Array, pending: jax.Array, offset: jax.Array
-  ) -> tuple[jax.Array, jax.Array]:
-    """`offset` moved on to the first free slot of each pending node's window
-    (`window_size` where none is free), and that slot."""
-
-    def blocked(offset: jax.Array) -> jax.Array:
-      return pending & (offset < window_size) & (take(slots, slot_at(offset)) >= 0)
-
-    offset = jax.lax.while_loop(
-      lambda offset: jnp.any(blocked(offset)),
-      lambda offset: offset + blocked(offset).astype(jnp.int32),
-      offset,
-    )
-    return offset, slot_at(offset)
-
   def insert_round(
     carry: tuple[jax.Array, jax.Array, jax.Array, jax.Array],
   ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     slots, pending, offset, dropped = carry
-    offset, free_slot = first_free(slots, pending, offset)
+    offset, free_slot = _first_free(slots, start, pending, offset, window_size)
     has_free = offset < window_size
     claiming = pending & has_free
     claims = min_at(

@@ -271,6 +271,56 @@ def _root_child(graph: Graph, action: jax.Array) -> jax.Array:
   return jnp.where(jnp.any(held, axis=-1), take(children, jnp.argmax(held, axis=-1)), -1)
 
 
+def _new_root(graph: Graph, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """`(child [B] int32, keep_game [B] bool)`: the child of the root edge of `action
+  [B]` (0 where there is none), the new root, and whether the game keeps its graph:
+  it has one, `action` is in `[0, A)`, and neither the root nor that child is
+  terminal."""
+  in_range = (action >= 0) & (action < graph.num_actions)
+  child = _root_child(graph, action)
+  clamped_child = jnp.maximum(child, 0)
+  keep_game = (
+    (graph.num_nodes > 0)
+    & in_range
+    & (child >= 0)
+    & ~graph.node_terminal[:, ROOT_INDEX]
+    & ~take(graph.node_terminal, clamped_child)
+  )
+  return clamped_child, keep_game
+
+
+def _moved_rows(
+  graph: Graph, new_index: jax.Array, source: jax.Array, num_kept: jax.Array
+) -> dict[str, Any]:
+  """Every `[B, N, ...]` table of `graph` in the new numbering (`_renumbering`'s
+  `new_index [B, N]`, `source [B, N]` and `num_kept [B]`): row j holds old row
+  `source[b, j]`, children point to the new indices, and the rows past `num_kept`
+  and every path mark hold their empty values."""
+  capacity = graph.capacity
+  in_use = jnp.arange(capacity, dtype=jnp.int32)[None] < num_kept[:, None]  # new rows
+
+  def move(table: jax.Array, fill: int | float) -> jax.Array:
+    """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""
+    moved = take(table, source)
+    mask = in_use.reshape(in_use.shape + (1,) * (table.ndim - 2))
+    return jnp.where(mask, moved, jnp.asarray(fill, table.dtype))
+
+  old_children = move(graph.children_index, UNEXPANDED)
+  children_index = jnp.where(
+    old_children >= 0, take(new_index, jnp.maximum(old_children, 0)), UNEXPANDED
+  )
+  moved = {
+    name: jax.tree_util.tree_map(lambda table, fill=fill: move(table, fill), getattr(graph, name))
+    for name, fill in ROW_FIELDS.items()
+  }
+  moved.update(
+    node_keys=move(graph.node_keys, 0),
+    children_index=children_index,
+    path_marks=jnp.full_like(graph.path_marks, NODE_FIELDS["path_marks"]),
+  )
+  return moved
+
+
 def reroot(
   graph: Graph,
   action: jax.Array,
@@ -306,47 +356,15 @@ def reroot(
   checks.check_int("probe_window", probe_window, minimum=1)
   max_nodes = _check_max_nodes(max_nodes)
   action = _check_action(graph, action)
-  capacity, num_actions = graph.capacity, graph.num_actions
-  in_range = (action >= 0) & (action < num_actions)
-  child = _root_child(graph, action)
-  clamped_child = jnp.maximum(child, 0)
-  keep_game = (
-    (graph.num_nodes > 0)
-    & in_range
-    & (child >= 0)
-    & ~graph.node_terminal[:, ROOT_INDEX]
-    & ~take(graph.node_terminal, clamped_child)
-  )
-  graph, kept = _kept_nodes(graph, clamped_child, keep_game, max_nodes)  # kept: [B, N]
-  new_index, source, num_kept = _renumbering(kept, clamped_child)
-  in_use = jnp.arange(capacity, dtype=jnp.int32)[None] < num_kept[:, None]  # new rows
-
-  def move(table: jax.Array, fill: int | float) -> jax.Array:
-    """Row `source[b, j]` of `table [B, N, ...]` at row j; `fill` past `num_kept`."""
-    moved = take(table, source)
-    mask = in_use.reshape(in_use.shape + (1,) * (table.ndim - 2))
-    return jnp.where(mask, moved, jnp.asarray(fill, table.dtype))
-
-  old_children = move(graph.children_index, UNEXPANDED)
-  children_index = jnp.where(
-    old_children >= 0, take(new_index, jnp.maximum(old_children, 0)), UNEXPANDED
-  )
-  node_keys = move(graph.node_keys, 0)
-
-  hash_slots, dropped = _rebuilt_hash_slots(graph, node_keys, num_kept, probe_window)
+  child, keep_game = _new_root(graph, action)
+  graph, kept = _kept_nodes(graph, child, keep_game, max_nodes)  # kept: [B, N]
+  new_index, source, num_kept = _renumbering(kept, child)
+  moved = _moved_rows(graph, new_index, source, num_kept)
+  hash_slots, dropped = _rebuilt_hash_slots(graph, moved["node_keys"], num_kept, probe_window)
 
   def counter(values: jax.Array) -> jax.Array:
     return jnp.where(keep_game, values, 0).astype(values.dtype)
 
-  moved = {
-    name: jax.tree_util.tree_map(lambda table, fill=fill: move(table, fill), getattr(graph, name))
-    for name, fill in ROW_FIELDS.items()
-  }
-  moved.update(
-    node_keys=node_keys,
-    children_index=children_index,
-    path_marks=jnp.full_like(graph.path_marks, NODE_FIELDS["path_marks"]),
-  )
   counters = {name: counter(getattr(graph, name)) for name in COUNTER_FIELDS}
   counters.update(dropped_inserts=dropped)
   return graph.replace(

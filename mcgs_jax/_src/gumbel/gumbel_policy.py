@@ -89,21 +89,11 @@ def gumbel_muzero_policy(
   """
   options = options_lib.resolve("gumbel_muzero_policy", options, graph_options)
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
-  checked_max = _check_arguments(max_num_considered_actions, gumbel_scale, qtransform)
+  root_rule, interior_rule = _selection_rules(
+    num_simulations, max_num_considered_actions, gumbel_scale, qtransform, options
+  )
   logits = _scored_logits(root, invalid_actions)
-  root_rule, interior_rule = make_gumbel_selection(
-    num_simulations=num_simulations,
-    max_num_considered_actions=checked_max,
-    qtransform=qtransform,
-    solver=options.solver,
-  )
-  search_key, gumbel_key = jax.random.split(rng_key)
-  extra_data = GumbelMuZeroExtraData(
-    root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
-    root_visits_before=_root_visits_before(
-      graph, (root.prior_logits.shape[0], slot_width(options.max_children, logits.shape[-1]))
-    ),
-  )
+  search_key, extra_data = _root_noise(rng_key, logits, gumbel_scale, graph, options)
   searched = search_with_checked_inputs(
     params,
     search_key,
@@ -130,17 +120,49 @@ def gumbel_muzero_policy(
   )
 
 
-def _check_arguments(
-  max_num_considered_actions: int, gumbel_scale: float, qtransform: types.QTransform
-) -> int:
-  """Checks the policy's own arguments; returns `max_num_considered_actions`."""
+def _selection_rules(
+  num_simulations: int,
+  max_num_considered_actions: int,
+  gumbel_scale: float,
+  qtransform: types.QTransform,
+  options: GraphOptions,
+) -> tuple[types.RootActionSelectionFn, types.InteriorActionSelectionFn]:
+  """Checks the policy's own arguments; returns the selection rules they make
+  (`make_gumbel_selection`): Sequential Halving at the root, the deterministic rule
+  below."""
   checked_max = checks.check_int(
     "max_num_considered_actions", max_num_considered_actions, minimum=1
   )
   # Checked when known at trace time; a traced scale (jit argument) is taken as given.
   checks.check_real("gumbel_scale", gumbel_scale, low=0)
   checks.check_callable("qtransform", qtransform, "(graph, node) -> [A] completed Q-values")
-  return checked_max
+  return make_gumbel_selection(
+    num_simulations=num_simulations,
+    max_num_considered_actions=checked_max,
+    qtransform=qtransform,
+    solver=options.solver,
+  )
+
+
+def _root_noise(
+  rng_key: chex.PRNGKey,
+  logits: chex.Array,
+  gumbel_scale: float,
+  graph: Graph | None,
+  options: GraphOptions,
+) -> tuple[chex.PRNGKey, GumbelMuZeroExtraData]:
+  """Splits `rng_key` as mctx does, into the search's key and the key of the root's
+  Gumbel noise (`[B, A]`, of `logits [B, A]`'s shape and dtype, times
+  `gumbel_scale`); returns `(search_key, extra_data)`, the noise with the root's
+  edge visits `[B, W]` before this search (`_root_visits_before`)."""
+  search_key, gumbel_key = jax.random.split(rng_key)
+  extra_data = GumbelMuZeroExtraData(
+    root_gumbel=gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype),
+    root_visits_before=_root_visits_before(
+      graph, (logits.shape[0], slot_width(options.max_children, logits.shape[-1]))
+    ),
+  )
+  return search_key, extra_data
 
 
 def _scored_logits(root: types.RootFnOutput, invalid_actions: chex.Array) -> chex.Array:

@@ -221,6 +221,39 @@ def _take_edges(
   )
 
 
+def _solver_step(
+  graph: Graph, descent: _Descent, *, record_legal: bool
+) -> tuple[_Descent, chex.Array]:
+  """The solver's part of an interior step: the playouts that back out of a stale
+  proof at their current node stop (`_stale_proofs`), and with `record_legal` the
+  legal edges `[B, A]` of every game's node are recorded at this depth in
+  `descent.legal`. Returns `(descent, backing_out [B] bool)`."""
+  legal = jax.vmap(proofs.legal_edges)(graph, descent.node)
+  backing_out = _stale_proofs(graph, descent, legal)
+  descent = descent.replace(active=descent.active & ~backing_out)
+  if record_legal:
+    descent = descent.replace(legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal))
+  return descent, backing_out
+
+
+def _finished_path(graph: Graph, descent: _Descent) -> Path:
+  """The `Path` a finished descent records: its nodes, actions and length (`[B, D]`,
+  `[B, D]`, `[B]`), its `leaf` the root where the length is 0 (-1, unset, where not),
+  and whether its last edge is unexpanded."""
+  batch_size = graph.batch_size
+  parent, action = last_edge_in(descent.nodes, descent.actions, descent.length)
+  return Path(
+    nodes=descent.nodes,
+    actions=descent.actions,
+    length=descent.length,
+    leaf=jnp.where(descent.length == 0, ROOT_INDEX, -1).astype(jnp.int32),
+    leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
+    last_edge_unexpanded=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
+    leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
+    legal=descent.legal,
+  )
+
+
 def select(
   rng_key: chex.PRNGKey,
   graph: Graph,
@@ -273,13 +306,7 @@ def select(
   def interior_step(descent: _Descent) -> _Descent:
     backing_out = None
     if options.solver:
-      legal = jax.vmap(proofs.legal_edges)(graph, descent.node)
-      backing_out = _stale_proofs(graph, descent, legal)
-      descent = descent.replace(active=descent.active & ~backing_out)
-      if record_legal:
-        descent = descent.replace(
-          legal=cast(chex.Array, descent.legal).at[:, descent.depth].set(legal)
-        )
+      descent, backing_out = _solver_step(graph, descent, record_legal=record_legal)
     keys, selection_keys = _split_keys(descent.keys)
     actions = jax.vmap(interior_action_selection_fn, in_axes=(0, 0, 0, None))(
       selection_keys, graph, descent.node, descent.depth
@@ -289,17 +316,7 @@ def select(
   descent = jax.lax.while_loop(keep_going, interior_step, descent)
   if options.solver and buffer_depth < max_depth:
     descent = _back_out_of_stale_proofs(graph, descent, stamp)
-  parent, action = last_edge_in(descent.nodes, descent.actions, descent.length)
-  path = Path(
-    nodes=descent.nodes,
-    actions=descent.actions,
-    length=descent.length,
-    leaf=jnp.where(descent.length == 0, ROOT_INDEX, -1).astype(jnp.int32),
-    leaf_is_new=jnp.zeros((batch_size,), jnp.bool_),
-    last_edge_unexpanded=(descent.length > 0) & (take(graph.children_index, (parent, action)) < 0),
-    leaf_folded=jnp.zeros((batch_size,), jnp.bool_),
-    legal=descent.legal,
-  )
+  path = _finished_path(graph, descent)
   graph = graph.replace(path_marks=descent.path_marks, playouts_started=graph.playouts_started + 1)
   return graph, path
 

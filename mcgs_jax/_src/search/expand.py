@@ -157,32 +157,47 @@ def _look_up(graph: Graph, embedding: types.Embedding, options: GraphOptions) ->
   return _Lookup(key=key, found=found, free_slot=free_slot)
 
 
-def _write_rows(
+@chex.dataclass(frozen=True)
+class _Outcomes:
+  """What `link` does with the last edge of every path; every field `[B]` bool."""
+
+  collided: chex.Array  # Dropped: another path of the step expanded the edge first.
+  non_finite: chex.Array  # Dropped: `recurrent_fn`'s output is not finite.
+  needs_node: chex.Array  # Kept, and the edge has no child yet.
+  linked: chex.Array  # The edge links to an existing node of the same key.
+  create: chex.Array  # The edge links to a new node.
+  overflow: chex.Array  # The edge gets no child: the graph is full.
+
+
+def _outcomes(
   graph: Graph,
-  parent: chex.Array,
-  action: chex.Array,
+  path: Path,
   child: chex.Array,
-  *,
-  create: chex.Array,
-  linked: chex.Array,
+  output: types.RecurrentFnOutput,
   lookup: _Lookup,
-  evaluation: _Evaluation,
-  embedding: types.Embedding,
-  options: GraphOptions,
-) -> Graph:
-  """Writes a new node's rows at row `num_nodes` where `create [B]`, the edge
-  `(parent [B], action [B])` to `child [B]` where `create | linked`, and in graph
-  mode the new node's hash slot (`dropped_inserts` where the probe window was
-  full). Leaves `num_nodes` and the other counters to the caller."""
-  new_node = drop_unless(create, graph.num_nodes, graph.capacity)
-  edge_parent = drop_unless(linked | create, parent, graph.capacity)
+) -> _Outcomes:
+  """Sorts the last edge of every path, whose child is `child [B]` (-1 when
+  unexpanded) and whose new state was looked up as `lookup`, into `_Outcomes`."""
+  collided = path.last_edge_unexpanded & (child >= 0)
+  non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
+  needs_node = (path.length > 0) & ~collided & ~non_finite & (child < 0)
+  linked = needs_node & (lookup.found >= 0)
+  has_room = graph.num_nodes < graph.capacity
+  return _Outcomes(
+    collided=collided,
+    non_finite=non_finite,
+    needs_node=needs_node,
+    linked=linked,
+    create=needs_node & ~linked & has_room,
+    overflow=needs_node & ~linked & ~has_room,
+  )
 
-  def set_node(table: chex.Array, values: chex.Array) -> chex.Array:
-    return set_at(table, new_node, values, mode="drop")
 
-  def set_edge(table: chex.Array, values: chex.Array) -> chex.Array:
-    return set_at(table, (edge_parent, action), values, mode="drop")
-
+def _new_node_rows(
+  graph: Graph, lookup: _Lookup, evaluation: _Evaluation, options: GraphOptions
+) -> dict[str, chex.Array]:
+  """The rows a new node gets, by node table (`[B, ...]` each; every table of
+  `NODE_FIELDS` the graph has, but `embeddings`)."""
   new_rows = {
     "node_visits": 1,
     "raw_values": evaluation.value,
@@ -205,6 +220,48 @@ def _write_rows(
   optional = {"children_actions", "node_dropped_actions", "node_unproven_edges"}
   written = set(new_rows) | {"embeddings"} | optional
   assert written == set(NODE_FIELDS), "a node table is not set"
+  return new_rows
+
+
+def _insert_hash_slot(graph: Graph, create: chex.Array, lookup: _Lookup) -> Graph:
+  """Puts the new node (row `num_nodes`) of the games where `create [B]` in its
+  free hash slot, or counts it in `dropped_inserts` where the probe window was
+  full."""
+  insert = create & (lookup.free_slot >= 0)
+  slot = drop_unless(insert, lookup.free_slot, graph.hash_slots.shape[1])
+  return graph.replace(
+    hash_slots=set_at(graph.hash_slots, slot, graph.num_nodes, mode="drop"),
+    dropped_inserts=graph.dropped_inserts + (create & (lookup.free_slot < 0)),
+  )
+
+
+def _write_rows(
+  graph: Graph,
+  parent: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  *,
+  outcomes: _Outcomes,
+  lookup: _Lookup,
+  evaluation: _Evaluation,
+  embedding: types.Embedding,
+  options: GraphOptions,
+) -> Graph:
+  """Writes a new node's rows at row `num_nodes` where `outcomes.create`, the edge
+  `(parent [B], action [B])` to `child [B]` where it is created or linked, and in
+  graph mode the new node's hash slot (`dropped_inserts` where the probe window was
+  full). Leaves `num_nodes` and the other counters to the caller."""
+  create = outcomes.create
+  new_node = drop_unless(create, graph.num_nodes, graph.capacity)
+  edge_parent = drop_unless(outcomes.linked | create, parent, graph.capacity)
+
+  def set_node(table: chex.Array, values: chex.Array) -> chex.Array:
+    return set_at(table, new_node, values, mode="drop")
+
+  def set_edge(table: chex.Array, values: chex.Array) -> chex.Array:
+    return set_at(table, (edge_parent, action), values, mode="drop")
+
+  new_rows = _new_node_rows(graph, lookup, evaluation, options)
   graph = graph.replace(
     **{name: set_node(getattr(graph, name), row) for name, row in new_rows.items()},
     embeddings=jax.tree_util.tree_map(set_node, graph.embeddings, embedding),
@@ -215,11 +272,31 @@ def _write_rows(
   )
   if not options.transpositions:
     return graph
-  insert = create & (lookup.free_slot >= 0)
-  slot = drop_unless(insert, lookup.free_slot, graph.hash_slots.shape[1])
+  return _insert_hash_slot(graph, create, lookup)
+
+
+def _count_outcomes(
+  graph: Graph,
+  parent: chex.Array,
+  action: chex.Array,
+  child: chex.Array,
+  outcomes: _Outcomes,
+  dropped_actions: chex.Array,
+) -> Graph:
+  """Adds `outcomes` to the graph's counters (`num_nodes` included; the new nodes'
+  `dropped_actions [B]` too) and marks the unexpanded edge `(parent [B], action
+  [B])`, whose child is `child [B]`, in `edge_non_finite` where its output was not
+  finite."""
+  mark_non_finite = drop_unless(outcomes.non_finite & (child < 0), parent, graph.capacity)
+  create = outcomes.create
   return graph.replace(
-    hash_slots=set_at(graph.hash_slots, slot, graph.num_nodes, mode="drop"),
-    dropped_inserts=graph.dropped_inserts + (create & (lookup.free_slot < 0)),
+    edge_non_finite=set_at(graph.edge_non_finite, (mark_non_finite, action), True, mode="drop"),
+    num_nodes=graph.num_nodes + create,
+    transposition_hits=graph.transposition_hits + outcomes.linked,
+    capacity_overflows=graph.capacity_overflows + outcomes.overflow,
+    parallel_collisions=graph.parallel_collisions + outcomes.collided,
+    non_finite_evaluations=graph.non_finite_evaluations + outcomes.non_finite,
+    dropped_actions=graph.dropped_actions + jnp.where(create, dropped_actions, 0),
   )
 
 
@@ -253,44 +330,30 @@ def link(
   """
   parent, action = last_edge(path)
   child = take(graph.children_index, (parent, action))
-  collided = path.last_edge_unexpanded & (child >= 0)
-  non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
-  path = path.replace(length=jnp.where(collided | non_finite, 0, path.length))
-  needs_node = (path.length > 0) & (child < 0)
-  evaluation = _stored_evaluation(graph, output, options)
   lookup = _look_up(graph, embedding, options)
-  linked = needs_node & (lookup.found >= 0)
-  has_room = graph.num_nodes < graph.capacity
-  create = needs_node & ~linked & has_room
-  overflow = needs_node & ~linked & ~has_room
+  outcomes = _outcomes(graph, path, child, output, lookup)
+  dropped = outcomes.collided | outcomes.non_finite
+  path = path.replace(length=jnp.where(dropped, 0, path.length))
+  evaluation = _stored_evaluation(graph, output, options)
+  linked, create = outcomes.linked, outcomes.create
   new_child = jnp.where(linked, lookup.found, graph.num_nodes)
   leaf = jnp.where(
     path.length == 0,
-    jnp.where(collided | non_finite, -1, ROOT_INDEX),
-    jnp.where(needs_node, jnp.where(overflow, -1, new_child), child),
+    jnp.where(dropped, -1, ROOT_INDEX),
+    jnp.where(outcomes.needs_node, jnp.where(outcomes.overflow, -1, new_child), child),
   )
   graph = _write_rows(
     graph,
     parent,
     action,
     new_child,
-    create=create,
-    linked=linked,
+    outcomes=outcomes,
     lookup=lookup,
     evaluation=evaluation,
     embedding=embedding,
     options=options,
   )
-  mark_non_finite = drop_unless(non_finite & (child < 0), parent, graph.capacity)
-  graph = graph.replace(
-    edge_non_finite=set_at(graph.edge_non_finite, (mark_non_finite, action), True, mode="drop"),
-    num_nodes=graph.num_nodes + create,
-    transposition_hits=graph.transposition_hits + linked,
-    capacity_overflows=graph.capacity_overflows + overflow,
-    parallel_collisions=graph.parallel_collisions + collided,
-    non_finite_evaluations=graph.non_finite_evaluations + non_finite,
-    dropped_actions=graph.dropped_actions + jnp.where(create, evaluation.dropped_actions, 0),
-  )
+  graph = _count_outcomes(graph, parent, action, child, outcomes, evaluation.dropped_actions)
   folded = jnp.zeros((graph.batch_size,), jnp.bool_)
   if options.fold_evaluations:
     graph, folded = _fold_evaluation(

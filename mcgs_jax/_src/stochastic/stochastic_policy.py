@@ -112,29 +112,18 @@ def stochastic_muzero_policy(
   options = options_lib.resolve(CALLER, options, graph_options)
   root, invalid_actions = check_inputs(root, invalid_actions, graph, recycle)
   _refuse_solver(options)
-  check_puct(
-    pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
-  )
+  puct = _puct_rule(pb_c_init, pb_c_base, temperature, qtransform)
   rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-  num_chance_outcomes, afterstate_template = _probe_functions(
-    params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn
-  )
-  noisy_logits = dirichlet_prior(
-    dirichlet_key, root.prior_logits, fraction=dirichlet_fraction, alpha=dirichlet_alpha
-  )
-  options = _chance_options(options, root.embedding, afterstate_template, afterstate_hash_fn)
+  model = _probe_functions(params, rng_key, root, decision_recurrent_fn, chance_recurrent_fn)
+  noisy_root = _noisy_root(dirichlet_key, root, dirichlet_fraction, dirichlet_alpha)
+  options = _chance_options(options, root.embedding, model.afterstate_template, afterstate_hash_fn)
   searched = _search(
     params,
     search_key,
-    root.replace(prior_logits=noisy_logits),
+    noisy_root,
     invalid_actions,
-    decision_recurrent_fn=decision_recurrent_fn,
-    chance_recurrent_fn=chance_recurrent_fn,
-    num_chance_outcomes=num_chance_outcomes,
-    afterstate_template=afterstate_template,
-    puct=action_selection.make_muzero_selection(
-      pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
-    )[1],
+    model=model,
+    puct=puct,
     num_simulations=num_simulations,
     max_depth=max_depth,
     options=options,
@@ -147,16 +136,45 @@ def stochastic_muzero_policy(
   )
 
 
+def _puct_rule(
+  pb_c_init: float, pb_c_base: float, temperature: float, qtransform: types.QTransform
+) -> types.InteriorActionSelectionFn:
+  """The PUCT rule decision nodes select by (`make_muzero_selection`'s interior
+  rule), its settings and the policy's `temperature` checked (`check_puct`)."""
+  check_puct(
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature, qtransform=qtransform
+  )
+  return action_selection.make_muzero_selection(
+    pb_c_init=pb_c_init, pb_c_base=pb_c_base, qtransform=qtransform
+  )[1]
+
+
+def _noisy_root(
+  dirichlet_key: chex.PRNGKey, root: types.RootFnOutput, fraction: float, alpha: float
+) -> types.RootFnOutput:
+  """`root` with Dirichlet noise (`dirichlet_prior`: `fraction` of it, drawn with
+  `alpha`) mixed into its prior, as mctx adds it; logits `[B, A]`."""
+  noisy_logits = dirichlet_prior(dirichlet_key, root.prior_logits, fraction=fraction, alpha=alpha)
+  return root.replace(prior_logits=noisy_logits)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ChanceModel:
+  """The stochastic model's two functions and what tracing them tells."""
+
+  decision_recurrent_fn: DecisionRecurrentFn
+  chance_recurrent_fn: ChanceRecurrentFn
+  num_chance_outcomes: int  # C, the outcomes of a chance node.
+  afterstate_template: chex.ArrayTree  # The afterstate's shapes and dtypes ([B, ...]).
+
+
 def _search(
   params: types.Params,
   search_key: chex.PRNGKey,
   root: types.RootFnOutput,
   invalid_actions: chex.Array,
   *,
-  decision_recurrent_fn: DecisionRecurrentFn,
-  chance_recurrent_fn: ChanceRecurrentFn,
-  num_chance_outcomes: int,
-  afterstate_template: chex.ArrayTree,
+  model: _ChanceModel,
   puct: types.InteriorActionSelectionFn,
   num_simulations: int,
   max_depth: int | None,
@@ -167,10 +185,13 @@ def _search(
 ) -> Graph:
   """The search on the graph of decision and chance nodes, from `root` (`[B, A]`
   logits, noise added) and `invalid_actions [B, A]`, checked; decision nodes select
-  by the PUCT rule `puct`, chance nodes by their outcome probabilities."""
-  num_actions = invalid_actions.shape[1]
+  by the PUCT rule `puct`, chance nodes by their outcome probabilities (`C` of
+  them: `model`)."""
+  num_actions, num_chance_outcomes = invalid_actions.shape[1], model.num_chance_outcomes
   width = max(num_actions, num_chance_outcomes)
-  wide_root, wide_invalid_actions = _wide_root(root, invalid_actions, width, afterstate_template)
+  wide_root, wide_invalid_actions = _wide_root(
+    root, invalid_actions, width, model.afterstate_template
+  )
   root_rule, interior_rule = chance_nodes.make_selection(
     puct,
     num_actions=num_actions,
@@ -181,11 +202,11 @@ def _search(
     search_key,
     root=wide_root,
     recurrent_fn=chance_nodes.make_recurrent_fn(
-      decision_recurrent_fn,
-      chance_recurrent_fn,
+      model.decision_recurrent_fn,
+      model.chance_recurrent_fn,
       num_actions=num_actions,
       num_chance_outcomes=num_chance_outcomes,
-      afterstate_template=afterstate_template,
+      afterstate_template=model.afterstate_template,
     ),
     root_action_selection_fn=root_rule,
     interior_action_selection_fn=interior_rule,
@@ -296,9 +317,10 @@ def _probe_functions(
   root: types.RootFnOutput,
   decision_recurrent_fn: DecisionRecurrentFn,
   chance_recurrent_fn: ChanceRecurrentFn,
-) -> tuple[int, chex.ArrayTree]:
+) -> _ChanceModel:
   """Traces both functions once on the root's shapes (no computation, unlike mctx's
-  dummy call) and checks what they return. Returns `(C, afterstate shapes)`."""
+  dummy call) and checks what they return. Returns them with `C` and the afterstate
+  shapes."""
   batch_size, num_actions = root.prior_logits.shape
   zeros = jnp.zeros((batch_size,), jnp.int32)
   decision_output, afterstate = jax.eval_shape(
@@ -310,7 +332,12 @@ def _probe_functions(
   chance_nodes.check_same_structure(
     "chance_recurrent_fn's state embedding", state, root.embedding, "root.embedding", batch_size
   )
-  return num_chance_outcomes, afterstate
+  return _ChanceModel(
+    decision_recurrent_fn=decision_recurrent_fn,
+    chance_recurrent_fn=chance_recurrent_fn,
+    num_chance_outcomes=num_chance_outcomes,
+    afterstate_template=afterstate,
+  )
 
 
 def _continuable(graph: Graph, width: int) -> Graph:
