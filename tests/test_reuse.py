@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import mcgs_jax as mg
 from mcgs_jax._src import hashing
 from mcgs_jax._src.hashing import rebuild_hash_slots
-from mcgs_jax._src.reachable import reachable_nodes
+from mcgs_jax._src.kept_nodes import reachable_nodes
 from mcgs_jax._src.reuse import reroot
 from mcgs_jax.testing import check_graph, commuting_game, make_self_play, node_formula, to_numpy
 

@@ -9,9 +9,9 @@ read and write of a table at a row that differs per game goes through `batched`
 gather of the tables between devices.
 
 One module per step, with `Path` (`path`) the record they pass on: `descent`
-(`select`, and the stop rule), `expand` (`expand`, `link`), `backup`, `parallel`
-(several playouts per game per step, `num_parallel`), and `simulations` (`simulate`,
-`search`).
+(`select`, and the stop rule), `expand` (`expand`, `link`; what an evaluation is to
+the graph in `evaluation`), `backup`, `parallel` (several playouts per game per
+step, `num_parallel`), and `simulations` (`simulate`, `search`).
 """
 
 from mcgs_jax._src.search.backup import backup
