@@ -246,6 +246,17 @@ def test_no_module_uses_a_private_name_of_another():
   assert found == []
 
 
+def test_the_tests_use_public_names():
+  """Tests call the package as users do: no private name of a module."""
+  modules = module_files()
+  found = [
+    use
+    for path in sorted((CHECKOUT / "tests").glob("*.py"))
+    for use in private_uses(path.read_text(), f"tests.{path.stem}", modules)
+  ]
+  assert found == []
+
+
 @pytest.mark.parametrize(
   "source",
   [

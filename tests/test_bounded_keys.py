@@ -580,7 +580,7 @@ def test_search_and_arena_flags_reach_the_key():
   expected = np.asarray(_key("go_9x9", "position", 5)(state))
   args = search_command.build_parser().parse_args(argv)
   options = tuple(sorted(cli_args.key_history_options(args).items()))
-  game = search_command._make_game("go_9x9", "uniform", 1, options)
+  game = search_command.cached_game("go_9x9", "uniform", 1, options)
   np.testing.assert_array_equal(jax.jit(game.hash_fn)(state), expected)
   args = arena_command.build_parser().parse_args(
     argv + ["--a-evaluator", "uniform", "--b-evaluator", "uniform"]

@@ -110,7 +110,7 @@ def _plain_excluded_edges(graph, node_index):
   proven, exact = proofs.proven_edges(graph, node_index)
   proven &= legal
   best = jnp.max(jnp.where(proven, exact, -jnp.inf))
-  losing = proofs._at_bound(exact, graph.value_bounds[0], -1.0) & proofs.in_bounds(
+  losing = proofs.at_bound(exact, graph.value_bounds[0], -1.0) & proofs.in_bounds(
     graph, proven, exact
   )
   excluded = proven & (losing | (exact < best))

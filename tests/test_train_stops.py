@@ -202,7 +202,7 @@ def test_ctrl_c_ends_the_running_iteration_and_checkpoints_it(tmp_path):
   assert lines[-1] == "mcgs-jax train: interrupted"
   # Without the stop only iteration 4 would have been checkpointed.
   assert train_lib.existing_checkpoints(str(directory)) == ["iteration_0002.msgpack"]
-  state = checkpoint_files._read_state(str(directory / "iteration_0002.msgpack"))
+  state = checkpoint_files.read_state(str(directory / "iteration_0002.msgpack"))
   assert [entry["iteration"] for entry in json.loads(state["run_state"]["history"])] == [1, 2]
   files.unseal(str(directory / "iteration_0002.msgpack"))
 

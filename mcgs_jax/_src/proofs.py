@@ -51,7 +51,7 @@ from mcgs_jax._src.graph import ROOT_INDEX, Graph
 BOUND_TOLERANCE = 1e-5
 
 
-def _at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
+def at_bound(exact: chex.Array, bound: chex.Array, side: float) -> chex.Array:
   """`[A]` bool: `exact` equals the finite `bound` within `BOUND_TOLERANCE` on the
   inside (`side` +1: the highest bound, values just below it; -1: the lowest)."""
   finite = jnp.isfinite(bound)
@@ -106,7 +106,7 @@ def winning_edges(graph: Graph, proven: chex.Array, exact: chex.Array) -> chex.A
   """`[A]` bool: the proven legal edges (`proven`, `[A]`) that prove their node at
   once: worth exactly the highest bound (`graph.value_bounds[1]` of one game), while
   every proven edge of the node is within the bounds (`in_bounds`)."""
-  return proven & _at_bound(exact, graph.value_bounds[1], 1.0) & in_bounds(graph, proven, exact)
+  return proven & at_bound(exact, graph.value_bounds[1], 1.0) & in_bounds(graph, proven, exact)
 
 
 @chex.dataclass(frozen=True)
@@ -151,7 +151,7 @@ def _node_proof(
       (legal & ~proven).astype(jnp.int32),
       legal,
       proven & ~_inside_bounds(graph, exact),
-      proven & _at_bound(exact, graph.value_bounds[1], 1.0),
+      proven & at_bound(exact, graph.value_bounds[1], 1.0),
     ),
     (jnp.array(-jnp.inf, exact.dtype), jnp.array(0, jnp.int32)) + (jnp.array(False),) * 3,
     _max_sum_then_ors,
@@ -196,7 +196,7 @@ def excluded_edges(graph: Graph, node_index: chex.Array) -> chex.Array:
   edge. The first rule holds only while every proven edge is within the bounds
   (`in_bounds`); the second always does (an exact value beats it)."""
   proof = _node_proof(graph, node_index)
-  losing = _at_bound(proof.exact, graph.value_bounds[0], -1.0) & proof.in_bounds
+  losing = at_bound(proof.exact, graph.value_bounds[0], -1.0) & proof.in_bounds
   excluded = proof.proven & (losing | (proof.exact < proof.best))
   return excluded & jnp.any(proof.legal & ~excluded)
 

@@ -276,7 +276,7 @@ def resolve_evaluator(args) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _make_game(
+def cached_game(
   spec: str, evaluator: str, rollouts: int, key_options: tuple = (), checkpoint: str | None = None
 ):
   """The `Game` for `spec` with the named evaluator (`"network"`: the network in
@@ -400,7 +400,7 @@ def search_positions(args, positions: list[list[int]]) -> list[dict]:
     tuple(sorted(key_history_options(args).items())),
     args.checkpoint,
   )
-  game = _make_game(*game_options)
+  game = cached_game(*game_options)
   params = _network_params(game, args.checkpoint)
   states, batch = _position_batch(game, args, positions)
   max_children = registry.default_max_children(args.game, args.max_children)

@@ -47,7 +47,7 @@ def save_checkpoint(path: str, params, opt_state=None, iteration: int = 0, run_s
   return files.write_atomically(path, files.seal(flax.serialization.to_bytes(payload)))
 
 
-def _read_state(path: str) -> dict:
+def read_state(path: str) -> dict:
   """The state dict stored in the checkpoint `path` (verified by `files.unseal`)."""
   payload = files.unseal(path)
   try:
@@ -80,7 +80,7 @@ def load_checkpoint(path: str, params_template, opt_state_template=None):
     `params_template`), or holds no optimiser state while `opt_state_template` asks
     for one.
   """
-  state = _read_state(path)
+  state = read_state(path)
   if opt_state_template is not None and state.get("opt_state") is None:
     raise files.CheckpointError(
       f"checkpoint {path!r} holds no optimiser state (written with params only, e.g. "
@@ -136,7 +136,7 @@ def load_network(path: str, env):
   bounds. Checkpoints of the same architecture share one `apply_fn` (so arena agents
   built from them share compiled steps).
   """
-  payload = _read_state(path)
+  payload = read_state(path)
   layers = payload["params"].get("params", {}) if isinstance(payload["params"], dict) else {}
   network, hidden = _architecture(path, layers)
   cache_key = (id(env), network, hidden)
@@ -350,7 +350,7 @@ def last_run_checkpoint(directory: str | None) -> tuple[str, dict] | None:
   for name in reversed(existing_checkpoints(directory)):
     path = os.path.join(str(directory), name)
     try:
-      state = _read_state(path)
+      state = read_state(path)
     except files.CheckpointError:
       continue
     if isinstance(state.get("run_state"), dict):
