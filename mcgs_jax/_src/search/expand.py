@@ -105,18 +105,30 @@ class _Outcomes:
   overflow: chex.Array  # The edge gets no child: the graph is full.
 
 
+def _dropped_playouts(
+  path: Path, child: chex.Array, output: types.RecurrentFnOutput
+) -> tuple[chex.Array, chex.Array]:
+  """`(collided [B], non_finite [B])`: the playouts `link` drops whole, those whose
+  unexpanded last edge another path of the step has linked since (its child is
+  `child [B]`), and those whose output is not finite (`finite_outputs`)."""
+  collided = path.last_edge_unexpanded & (child >= 0)
+  non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
+  return collided, non_finite
+
+
 def _outcomes(
   graph: Graph,
   path: Path,
   child: chex.Array,
-  output: types.RecurrentFnOutput,
   lookup: _Lookup,
+  *,
+  collided: chex.Array,
+  non_finite: chex.Array,
 ) -> _Outcomes:
   """Sorts the last edge of every path, whose child is `child [B]` (-1 when
-  unexpanded) and whose new state was looked up as `lookup`, into `_Outcomes`."""
-  collided = path.last_edge_unexpanded & (child >= 0)
-  non_finite = (path.length > 0) & ~collided & ~finite_outputs(output)
-  needs_node = (path.length > 0) & ~collided & ~non_finite & (child < 0)
+  unexpanded) and whose new state was looked up as `lookup`, into `_Outcomes`;
+  `path` has the dropped playouts (`_dropped_playouts`) at length 0."""
+  needs_node = (path.length > 0) & (child < 0)
   linked = needs_node & (lookup.found >= 0)
   has_room = graph.num_nodes < graph.capacity
   return _Outcomes(
@@ -266,11 +278,12 @@ def link(
   """
   parent, action = last_edge(path)
   child = take(graph.children_index, (parent, action))
-  lookup = _look_up(graph, embedding, options)
-  outcomes = _outcomes(graph, path, child, output, lookup)
-  dropped = outcomes.collided | outcomes.non_finite
+  collided, non_finite = _dropped_playouts(path, child, output)
+  dropped = collided | non_finite
   path = path.replace(length=jnp.where(dropped, 0, path.length))
   evaluation = stored_evaluation(graph, output, options)
+  lookup = _look_up(graph, embedding, options)
+  outcomes = _outcomes(graph, path, child, lookup, collided=collided, non_finite=non_finite)
   linked, create = outcomes.linked, outcomes.create
   new_child = jnp.where(linked, lookup.found, graph.num_nodes)
   leaf = jnp.where(
