@@ -5,8 +5,8 @@ This script times exactly that, alone: a loop of steps, each gathering the row o
 game from 12 tables `[64, N, 7]` float32, with the rows always among the first 65, so the
 data read per step does not depend on `N`. Run it as it is, then pinned to one core:
 
-  python -m benchmarks.cpu_gather              # every core
-  python -m benchmarks.cpu_gather --one-core   # os.sched_setaffinity to one core
+  python -m benchmarks speed --part cpu_gather              # every core
+  python -m benchmarks speed --part cpu_gather --one-core   # os.sched_setaffinity to one core
 
 `--stacked` also times the same 12 tables stacked into one `[B, N, 12, 7]` table, read
 once per step (`--batch-size` sets B). What it showed (benchmarks/RESULTS.md, "Scale
@@ -29,7 +29,7 @@ import os
 import time
 
 
-def main(argv=None):
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
   parser.add_argument(
     "--capacities",
@@ -111,7 +111,3 @@ def main(argv=None):
         jax.block_until_ready(steps(read, tables, rows))
       micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
       print(f"N={capacity:5d} {layout}: {micros:6.2f} us per step")
-
-
-if __name__ == "__main__":
-  main()

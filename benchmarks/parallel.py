@@ -6,7 +6,7 @@ Reports the latency of one search (median of repeats), simulations per second, t
 ratio to mctx, and the playouts dropped as collisions. Search quality at equal
 simulations is measured by `benchmarks/endgame_accuracy.py --num-parallel K`.
 
-Usage: python -m benchmarks.parallel [--batch-sizes 1,64] [--simulations 64,256]
+Usage: python -m benchmarks speed --part parallel [--batch-sizes 1,64] [--simulations 64,256]
                                      [--parallel 1,4,8,16] [--repeats 3] [--json FILE]
 """
 
@@ -23,7 +23,7 @@ from mcgs_jax.games import evaluators, networks, search_game
 from mcgs_jax.games.adapter import make_game
 
 
-def main(argv=None):
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--batch-sizes", default="1,64")
   parser.add_argument("--simulations", default="64,256")
@@ -108,7 +108,3 @@ def main(argv=None):
   if args.json:
     with open(args.json, "w") as f:
       json.dump(rows, f, indent=1)
-
-
-if __name__ == "__main__":
-  main()

@@ -21,7 +21,7 @@ one compiling run, interleaved with mctx's search in the same process:
 Derived: the solver's share is `search - search, no solver`; selection, linking and
 backup are `search, no solver - evaluations`.
 
-    python -m benchmarks.profile_ply [--games 128,256] [--plies 4,12,20] [--json FILE]
+    python -m benchmarks speed --part profile_ply [--games 128,256] [--plies 4,12,20] [--json FILE]
 """
 
 import argparse
@@ -185,14 +185,14 @@ def table(results: list[dict]) -> str:
   return "\n".join(lines)
 
 
-def main() -> None:
+def run(argv=None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--games", default="128,256", help="comma-separated batch sizes")
   parser.add_argument("--plies", default="4,12,20", help="comma-separated plies after the opening")
   parser.add_argument("--repeats", type=int, default=9)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default="", help="write the figures to this file")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   load_before = os.getloadavg()
   results = [
     profile(int(games), int(plies), args.repeats, args.seed)
@@ -211,7 +211,3 @@ def main() -> None:
     with os.fdopen(handle, "w") as stream:
       json.dump(results, stream, indent=1)
     os.replace(temporary, args.json)
-
-
-if __name__ == "__main__":
-  main()
