@@ -291,7 +291,9 @@ def parser() -> argparse.ArgumentParser:
   top = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
   cases = top.add_subparsers(dest="case", required=True, metavar="CASE")
   for name, case in CASES.items():
-    sub = cases.add_parser(name, help=case.help, description=case.help, add_help=False)
+    sub = cases.add_parser(
+      name, help=case.help, description=case.help, add_help=False, allow_abbrev=False
+    )
     sub.add_argument("--part", choices=tuple(case.parts), default=next(iter(case.parts)))
     sub.add_argument("--tiny", action="store_true", help="every size shrunk: runs in seconds")
     sub.add_argument("--out", help="the JSON file (default benchmarks/results/CASE[-PART].json)")
