@@ -89,6 +89,7 @@ def run(argv=None):
 
     return jax.lax.fori_loop(0, args.steps, step, (rows, jnp.zeros(batch_size)))
 
+  found = []  # [N, layout, microseconds per step, gathers split into tasks]
   for capacity in (int(c) for c in args.capacities.split(",")):
     separate = [jnp.full((batch_size, capacity, 7), float(i)) for i in range(num_tables)]
     forms = {"separate": (read_rows, separate)}  # name: (how a step reads, the tables)
@@ -99,6 +100,7 @@ def run(argv=None):
       forms["variadic sum"] = (as_variadic_sum, separate)
     rows = jnp.arange(batch_size) % used_rows
     for layout, (read, tables) in forms.items():
+      split = ""
       if args.hlo:
         program = steps.lower(read, tables, rows).compile().as_text()
         split = sum(
@@ -111,3 +113,12 @@ def run(argv=None):
         jax.block_until_ready(steps(read, tables, rows))
       micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
       print(f"N={capacity:5d} {layout}: {micros:6.2f} us per step")
+      found.append([capacity, layout, round(micros, 2), split])
+  return record(found, batch_size, num_tables)
+
+
+def record(found, batch_size, num_tables) -> dict:
+  """The printed figures as one table."""
+  title = f"One step's reads of {num_tables} tables [B, N, 7], B={batch_size}"
+  columns = ["N", "layout", "us per step", "gathers split into tasks (--hlo)"]
+  return dict(tables=[dict(title=title, columns=columns, rows=found)], notes=[])

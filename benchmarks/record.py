@@ -56,7 +56,11 @@ def _blocks(text: str) -> list[list[str]]:
   blocks, current = [], []
   for line in text.splitlines() + [""]:
     line = line.rstrip()
-    if line.startswith("{") and line.endswith("}"):  # a progress line of JSON
+    if line[:1] + line[-1:] in ("{}", "()"):  # a progress line (JSON, a tuple)
+      continue
+    if line.startswith("#"):  # a heading is a block of its own
+      blocks += [current, [line]] if current else [[line]]
+      current = []
       continue
     if not line.strip() or (current and line.startswith("|") != current[-1].startswith("|")):
       if current:

@@ -102,7 +102,7 @@ def iteration_seconds(
   return {name: statistics.median(values) for name, values in times.items()}, dropped
 
 
-def run(argv=None) -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--simulations", type=int, default=32)
@@ -143,3 +143,20 @@ def run(argv=None) -> None:
     f"self-play iteration: mcgs (default) {seconds['mcgs']:.2f} s, mctx {seconds['mctx']:.2f} s, "
     f"mcgs / mctx {seconds['mcgs'] / seconds['mctx']:.2f}"
   )
+  return record(args, seconds, dropped, names)
+
+
+def record(args, seconds, dropped, names) -> dict:
+  """The printed figures as one table: seconds per self-play iteration of each search,
+  its ratios to mctx and to the default, and the playouts dropped on a full graph."""
+  rows = []
+  for name in ["mcgs", "mctx", *names]:
+    share = f"{100 * dropped[name]:.1f}%" if name in dropped else ""
+    ratios = [round(seconds[name] / seconds["mctx"], 2), round(seconds[name] / seconds["mcgs"], 2)]
+    rows.append([name, round(seconds[name], 2), *ratios, share])
+  title = (
+    f"One self-play iteration, B={args.games}, S={args.simulations}, {args.network} network, "
+    f"median of {args.repeats}"
+  )
+  columns = ["search", "seconds", "/ mctx", "/ default", "playouts dropped on a full graph"]
+  return dict(tables=[dict(title=title, columns=columns, rows=rows)], notes=[])
