@@ -584,8 +584,9 @@ def _version(package: str) -> str | None:
     return None
 
 
-def run(argv=None) -> int:
-  """Parses, checks the dependencies, runs, prints the summary, writes `--json`."""
+def run(argv=None) -> int | dict:
+  """Parses, checks the dependencies, runs, prints the summary, writes `--json`; the
+  exit status of an error, else the suite's record."""
   args = parse_args(argv)
   missing = missing_modules()
   if missing:
@@ -613,4 +614,17 @@ def run(argv=None) -> int:
     with open(args.json, "w") as file:
       json.dump(report, file, indent=1)
       file.write("\n")
-  return 0
+  return record(report)
+
+
+def record(report: dict) -> dict:
+  """The run as the suite's table (one row) and its summary as a note."""
+  evaluation = report["evaluation"]
+  columns = ["env", "seed", "epochs", "env steps", "seconds used", "greedy return"]
+  columns += ["solved", "mean gap", "optimal share", "instances"]
+  row = [report["env"], report["seed"], report["epochs"], report["env_steps"]]
+  row += [round(report["seconds_used"], 1), round(evaluation["mean_return"], 4)]
+  row += [evaluation["solved"], evaluation["mean_gap"], evaluation["optimal_share"]]
+  row += [evaluation["instances"]]
+  title = f"jumanji's A2C on {report['env']}, {report['seconds']:g} s budget"
+  return dict(tables=[dict(title=title, columns=columns, rows=[row])], notes=[summary(report)])
