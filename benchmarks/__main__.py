@@ -323,7 +323,7 @@ def run_part(part: Part, argv) -> tuple:
   if isinstance(returned, int) and returned:
     return returned, None, None
   if isinstance(returned, dict):
-    for one in returned["tables"]:
+    for one in [] if returned.get("printed") else returned["tables"]:
       print(record.markdown(one) + "\n")
     return 0, returned["tables"], returned.get("notes", [])
   return (0, *record.parse_markdown(printed.getvalue()))

@@ -29,6 +29,7 @@ import jax
 import mctx
 
 import mcgs_jax as mg
+from benchmarks import record
 from mcgs_jax.testing import commuting_game
 
 # name -> (policy, its extra keywords)
@@ -61,7 +62,7 @@ def measure(engine, fraction, *, batch, simulations, calls=5):
   return compile_seconds, (time.perf_counter() - start) / calls
 
 
-def run(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--batch", type=int, default=64)
@@ -121,4 +122,4 @@ def run(argv=None):
     f"Without noise this library's compile takes {min(ours):.2f}-{max(ours):.2f} of its "
     "compile with noise (tree and graph mode).",
   ]
-  print("\n".join(lines) + "\n", flush=True)
+  return record.section(lines)

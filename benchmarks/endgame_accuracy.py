@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
+from benchmarks import record
 from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 
@@ -97,7 +98,7 @@ def make_search(game, num_simulations, **options):
   return search
 
 
-def run(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--positions", type=int, default=48)
   parser.add_argument("--simulations", default="64,256,1024")
@@ -175,4 +176,4 @@ def run(argv=None):
       f"| {s} | {mode} | {100 * accuracy:.1f}% ({count}/{num_positions}) | "
       f"{nodes:.0f} | {hits:.0f} | {seconds:.1f} s |"
     )
-  print("\n".join(lines) + "\n", flush=True)
+  return record.section(lines)

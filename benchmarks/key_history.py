@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import record
 from mcgs_jax.apps import registry
 from mcgs_jax.games import adapter, evaluators, keys, networks
 
@@ -213,7 +214,7 @@ def machine() -> str:
   return f"{os.cpu_count()}-core CPU ({platform.machine()}, {model}), load average {load}"
 
 
-def run(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--games", default=",".join(GAMES))
   parser.add_argument("--simulations", default="256,800")
@@ -249,4 +250,4 @@ def run(argv=None):
     "",
     *key_costs(args.games.split(","), args.key_batch),
   ]
-  print("\n".join(lines) + "\n", flush=True)
+  return record.section(lines)

@@ -289,7 +289,7 @@ def play(game, apply_fn, record_a: dict, record_b: dict, args) -> dict:
 PAIRS = (("import", "mctx"), ("graph", "mctx"), ("graph", "import"))
 
 
-def run(argv=None) -> None:
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--example", required=True, help="pgx's examples/alphazero folder")
   parser.add_argument("--env-id", default="othello")
@@ -343,10 +343,10 @@ def run(argv=None) -> None:
           f"[{low:+.0f}, {high:+.0f}]",
           flush=True,
         )
-  write_section(runs, matches, seeds, ways, args)
+  return write_section(runs, matches, seeds, ways, args)
 
 
-def write_section(runs: dict, matches: dict, seeds, ways, args) -> None:
+def write_section(runs: dict, matches: dict, seeds, ways, args) -> dict:
 
   load_text = ", ".join(f"{run['load_before']:.1f}" for run in runs.values())
   lines = [
@@ -383,4 +383,6 @@ def write_section(runs: dict, matches: dict, seeds, ways, args) -> None:
   for (first, second), scores in pooled.items():
     _, elo, (low, high), _ = arena_results.elo_interval(np.array(scores))
     lines.append(f"| pooled | {first} | {second} | - | {elo:+.0f} [{low:+.0f}, {high:+.0f}] |")
-  print("\n".join(lines) + "\n", flush=True)
+  from benchmarks import record
+
+  return record.section(lines)

@@ -225,7 +225,7 @@ def _cell(summary: dict | None) -> str:
   return f"{summary['mean_return']:.3f} (solved {100 * (summary['solved'] or 0):.1f}%)"
 
 
-def run(argv=None) -> None:
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--env", default="Knapsack-v1")
   parser.add_argument("--seeds", default="0,1,2")
@@ -273,4 +273,4 @@ def run(argv=None) -> None:
     )
   if args.plot:
     plot(points, args.plot, args.env)
-  print("\n".join(section(points, finals_same_search, records, args)) + "\n", flush=True)
+  return record.section(section(points, finals_same_search, records, args))

@@ -26,6 +26,7 @@ import platform
 
 import numpy as np
 
+from benchmarks import record
 from mcgs_jax.apps.cli import evaluate as evaluate_command
 
 CHECKPOINTS = os.path.join(
@@ -104,7 +105,7 @@ def table_lines(results: list[tuple[str, int, str, dict]]) -> list[str]:
   return lines
 
 
-def run(argv=None) -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--cases", default=",".join(CASES))
   parser.add_argument("--instances", type=int, default=64)
@@ -139,4 +140,4 @@ def run(argv=None) -> None:
     "",
     *table_lines(results),
   ]
-  print("\n".join(lines) + "\n", flush=True)
+  return record.section(lines)

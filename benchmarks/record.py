@@ -179,6 +179,15 @@ def write(record: dict, path: str) -> None:
     handle.write("\n")
 
 
+def section(lines) -> dict:
+  """Prints the markdown section made of `lines` (as the scripts printed it) and
+  returns it as the suite's record: its tables as data, its paragraphs as notes."""
+  text = "\n".join(lines) + "\n"
+  print(text, flush=True)
+  tables, notes = parse_markdown(text)
+  return dict(tables=tables, notes=notes, printed=True)
+
+
 def module_command(module: str, argv) -> list[str]:
   """The command line that runs `benchmarks.MODULE`'s `run(ARGV)` in a new Python
   process from the checkout's root (a race's worker), exiting with its status."""

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
+from benchmarks import record
 from mcgs_jax.games import evaluators, search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -58,7 +59,7 @@ def solve(num_simulations, transpositions, stop_rule, seed=0):
   )
 
 
-def run(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--simulations", default="200,400,800,1600,3200")
   args = parser.parse_args(argv)
@@ -100,4 +101,4 @@ def run(argv=None):
       "",
     ]
   )
-  print(section)
+  return record.section([section])

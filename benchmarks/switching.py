@@ -37,6 +37,7 @@ import time
 
 import jax
 
+from benchmarks import record
 from mcgs_jax.apps import arena, train
 from mcgs_jax.apps.cli import arena as arena_command
 
@@ -92,7 +93,7 @@ HEADER = [
 ]
 
 
-def run(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--seed", type=int, default=11)
@@ -171,4 +172,4 @@ def run(argv=None):
       lines.append(row(match(agents(apply_fn, simulations)["default"], strong)))
       print(lines[-1], flush=True)
   lines += ["", f"Total {time.perf_counter() - started:.0f} s."]
-  print("\n".join(lines) + "\n", flush=True)
+  return record.section(lines)

@@ -539,7 +539,7 @@ def run(argv=None):
   extra = head_to_head(game, runs, seeds, pair, args) if pair else []
   if args.replay_games:
     extra += replay(game, runs, seeds, names, args)
-  write_section(game, runs, curves, names, seeds, fractions, args, extra)
+  section = write_section(game, runs, curves, names, seeds, fractions, args, extra)
   if args.plot:
     plot_curves(
       curves,
@@ -556,9 +556,10 @@ def run(argv=None):
         files.write_atomically(f"{stem}.msgpack", handle.read())
       history = dict(config=run["config"], history=run["history"])
       files.write_atomically(f"{stem}_history.json", json.dumps(history, indent=1))
+  return section
 
 
-def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -> None:
+def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -> dict:
   """The RESULTS section: runs, curves, finals per seed, solved positions (connect
   four)."""
   REFERENCE = args.reference  # noqa: N806 (the name the tables are written with)
@@ -640,8 +641,7 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
     ]
     lines.append(f"| {seed} | {name} | " + " | ".join(cells) + " |")
   if args.game != "connect_four":
-    print("\n".join(lines + list(extra)) + "\n", flush=True)
-    return
+    return record.section(lines + list(extra))
   positions = endgame_accuracy.random_positions(args.positions, seed=args.positions_seed)
   finals = {}
   for (seed, name), run in runs.items():
@@ -658,4 +658,4 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
   ]
   for label, (greedy, searched) in shares.items():
     lines.append(f"| {label} | {100 * greedy:.1f}% | {100 * searched:.1f}% |")
-  print("\n".join(lines + list(extra)) + "\n", flush=True)
+  return record.section(lines + list(extra))

@@ -140,4 +140,4 @@ def run(argv=None):
       for s in SEARCHES
     ]
     lines.append(f"| {name} | " + " | ".join(cells) + " |")
-  print("\n".join(lines) + "\n", flush=True)
+  return record.section(lines)
