@@ -83,6 +83,9 @@ CASES = dict(
           "4",
           "--move-batch",
           "0",
+          "--parts",
+          "memory",
+          "time",
           "--time-sizes",
           "2x4",
         ),
@@ -173,7 +176,7 @@ CASES = dict(
         "key_history",
         "speed",
         "Transposition hits and nodes per simulation by history mode of the key",
-        ("--games", "tic_tac_toe", "--simulations", "8", "--plies", "2", "--batch", "2")
+        ("--games", "connect_four", "--simulations", "8", "--plies", "2", "--batch", "2")
         + ("--repeats", "1", "--key-batch", "2"),
       ),
       learned_latents=Part(
@@ -343,6 +346,8 @@ def main(argv=None) -> int:
     return status
   if not tables:
     print(f"{args.case} --part {args.part}: no table to record", file=sys.stderr)
+  for one in tables:
+    one["title"] = one["title"] or part.title
   run.update(hardware=record.hardware(), tables=tables, notes=notes)
   out = args.out or default_out(args.case, args.part)
   record.write(run, out)

@@ -56,8 +56,8 @@ def _blocks(text: str) -> list[list[str]]:
   blocks, current = [], []
   for line in text.splitlines() + [""]:
     line = line.rstrip()
-    if line[:1] + line[-1:] in ("{}", "()"):  # a progress line (JSON, a tuple)
-      continue
+    if line[:1] + line[-1:] in ("{}", "()") or line.startswith("<!--"):
+      continue  # a progress line (JSON, a tuple) or an HTML comment
     if line.startswith("#"):  # a heading is a block of its own
       blocks += [current, [line]] if current else [[line]]
       current = []

@@ -104,10 +104,9 @@ def check_record(record, case, part):
   assert len(record["load_average"]) == 3 and record["date"].count("-") == 2
   assert record["command"].startswith(f"python -m benchmarks {case}")
   assert all(isinstance(note, str) for note in record["notes"])
-  assert record["tables"], "no table recorded"
+  assert any(table["rows"] for table in record["tables"]), "no table with rows recorded"
   for table in record["tables"]:
-    assert set(table) == {"title", "columns", "rows"}
-    assert table["rows"], table["title"]
+    assert set(table) == {"title", "columns", "rows"} and table["columns"]
     assert all(len(row) == len(table["columns"]) for row in table["rows"]), table
 
 
