@@ -291,12 +291,14 @@ CASES = dict(
 def parser() -> argparse.ArgumentParser:
   """The runner's parser: one subparser per case, with `--part`, `--tiny`, `--out`;
   the part's own flags are left to the part's parser."""
-  top = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+  top = argparse.ArgumentParser(
+    prog="python -m benchmarks",
+    description="The benchmark suite: one case per question, one JSON record per run.",
+  )
   cases = top.add_subparsers(dest="case", required=True, metavar="CASE")
   for name, case in CASES.items():
-    sub = cases.add_parser(
-      name, help=case.help, description=case.help, add_help=False, allow_abbrev=False
-    )
+    parts = f"{case.help} (parts: {', '.join(case.parts)})"
+    sub = cases.add_parser(name, help=parts, description=parts, add_help=False, allow_abbrev=False)
     sub.add_argument("--part", choices=tuple(case.parts), default=next(iter(case.parts)))
     sub.add_argument("--tiny", action="store_true", help="every size shrunk: runs in seconds")
     sub.add_argument("--out", help="the JSON file (default benchmarks/results/CASE[-PART].json)")
@@ -310,6 +312,10 @@ def default_out(case: str, part: str) -> str:
   return os.path.join(record.HERE, "results", f"{name}.json")
 
 
+def case_of(part: Part) -> str:
+  return next(name for name, case in CASES.items() if part in case.parts.values())
+
+
 def command_line(argv) -> str:
   return shlex.join(["python", "-m", "benchmarks", *argv])
 
@@ -318,6 +324,7 @@ def run_part(part: Part, argv) -> tuple:
   """Runs the part's module on `argv`; `(status, tables, notes)`: the tables it returned,
   or else those it printed (`None` when it exited before recording anything)."""
   module = importlib.import_module(f"benchmarks.{part.module}")
+  sys.argv[0] = f"python -m benchmarks {case_of(part)} --part {part.module}"  # argparse's prog
   with record.captured() as printed:
     try:
       returned = module.run(list(argv))
