@@ -16,6 +16,7 @@ import importlib
 import os
 import shlex
 import sys
+import tempfile
 
 from benchmarks import record
 
@@ -37,6 +38,9 @@ class Case:
   help: str
   parts: dict
 
+
+# A tiny race keeps its runs out of the checkout.
+TINY_RACES = os.path.join(tempfile.gettempdir(), "mcgs-jax-tiny-races")
 
 SPEED = dict(
   parallel=Part(
@@ -195,7 +199,8 @@ CASES = dict(
         "training_race",
         "training",
         "AlphaZero trained with mctx's search against this library's defaults, equal time",
-        ("--seeds", "0", "--variants", "mctx,default", "--budget", "6", "--fractions", "1")
+        ("--out-dir", os.path.join(TINY_RACES, "training"))
+        + ("--seeds", "0", "--variants", "mctx,default", "--budget", "6", "--fractions", "1")
         + ("--games", "2", "--eval-simulations", "2", "--positions", "2", "--simulations", "4")
         + ("--train-steps", "2", "--replay-openings", "0"),
       ),
@@ -240,7 +245,8 @@ CASES = dict(
         "pgx_example_race",
         "training",
         "pgx's AlphaZero example trained three ways at equal wall time",
-        ("--seeds", "0", "--budget", "6", "--selfplay-games", "2", "--simulations", "2")
+        ("--out-dir", os.path.join(TINY_RACES, "pgx_example"))
+        + ("--seeds", "0", "--budget", "6", "--selfplay-games", "2", "--simulations", "2")
         + ("--steps", "4", "--train-batch", "4", "--channels", "4", "--blocks", "1")
         + ("--games", "2", "--eval-simulations", "2"),
       ),
@@ -262,7 +268,8 @@ CASES = dict(
         "planning_race",
         "training",
         "mcgs-jax train on jumanji against mctx's search and jumanji's A2C, equal time",
-        ("--seeds", "0", "--pipelines", "mcgs", "--budget", "6", "--fractions", "1")
+        ("--out-dir", os.path.join(TINY_RACES, "planning"))
+        + ("--seeds", "0", "--pipelines", "mcgs", "--budget", "6", "--fractions", "1")
         + ("--games", "2", "--simulations", "4", "--train-steps", "2", "--instances", "2")
         + ("--eval-simulations", "2"),
       ),
