@@ -65,7 +65,7 @@ SPEED = dict(
     "cpu_gather",
     "speed",
     "Why a CPU search step costs more as the tables grow (gathers split into tasks)",
-    ("--capacities", "17,65", "--steps", "5", "--batch-size", "2"),
+    ("--capacities", "65,129", "--steps", "5", "--batch-size", "2"),
   ),
 )
 

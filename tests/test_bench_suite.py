@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from helpers import REPO, run_in_checkout
+from helpers import REPO, load_benchmark, run_in_checkout
 
 KEYS = {
   "case",
@@ -155,3 +155,35 @@ def test_no_benchmark_module_is_an_entry_point_of_its_own():
     if path.name in ("__main__.py", "fingerprint.py"):
       continue
     assert 'if __name__ == "__main__"' not in path.read_text(), path.name
+
+
+def test_printed_markdown_reads_back_as_tables_and_notes():
+  """What a part printed becomes its record: each table titled by the line above it
+  (or the last heading), progress lines and header-less rows left out."""
+  record = load_benchmark("record")
+  text = "\n".join(
+    [
+      "| 1 | progress |",
+      '{"row": 1}',
+      "## Heading",
+      "A paragraph",
+      "of two lines.",
+      "",
+      "| S | share |",
+      "|---|---|",
+      "| 8 | 50.0% |",
+      "",
+      "Short title:",
+      "",
+      "| x |",
+      "|---|",
+      "| 2.5 |",
+    ]
+  )
+  tables, notes = record.parse_markdown(text)
+  assert tables == [
+    dict(title="Heading", columns=["S", "share"], rows=[[8, "50.0%"]]),
+    dict(title="Short title", columns=["x"], rows=[[2.5]]),
+  ]
+  assert notes == ["A paragraph\nof two lines."]
+  assert record.parse_markdown(record.markdown(tables[0]))[0] == [tables[0]]
