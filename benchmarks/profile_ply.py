@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
+from benchmarks import record
 from mcgs_jax.apps import arena, registry, train
 from mcgs_jax.apps.arena import agent as arena_agent
 from mcgs_jax.apps.cli import arena as arena_command
@@ -185,7 +186,7 @@ def table(results: list[dict]) -> str:
   return "\n".join(lines)
 
 
-def run(argv=None) -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--games", default="128,256", help="comma-separated batch sizes")
   parser.add_argument("--plies", default="4,12,20", help="comma-separated plies after the opening")
@@ -199,15 +200,16 @@ def run(argv=None) -> None:
     for games in args.games.split(",")
     for plies in args.plies.split(",")
   ]
-  print(
+  title = (
     f"{datetime.date.today()}, {os.cpu_count()} cores {platform.machine()}, jax {jax.__version__}, "
     f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}; "
     "milliseconds per search of all B games (ratio to mctx's)"
   )
-  print(table(results))
+  section = record.section([title, table(results)])
   if args.json:
     # A unique temporary file beside the target, then a rename: never half a file.
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.json)))
     with os.fdopen(handle, "w") as stream:
       json.dump(results, stream, indent=1)
     os.replace(temporary, args.json)
+  return section
