@@ -320,10 +320,12 @@ def default_out(case: str, part: str) -> str:
 
 
 def case_of(part: Part) -> str:
+  """The name of the case that holds `part`."""
   return next(name for name, case in CASES.items() if part in case.parts.values())
 
 
 def command_line(argv) -> str:
+  """The run's command as a user types it (the JSON's `command`)."""
   return shlex.join(["python", "-m", "benchmarks", *argv])
 
 
@@ -347,6 +349,8 @@ def run_part(part: Part, argv) -> tuple:
 
 
 def main(argv=None) -> int:
+  """Runs one part (with `--tiny`'s flags first, so the part's own flags win), prints
+  its tables and writes its JSON record; the exit status."""
   argv = sys.argv[1:] if argv is None else list(argv)
   args, rest = parser().parse_known_args(argv)
   part = CASES[args.case].parts[args.part]
