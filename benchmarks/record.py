@@ -9,6 +9,7 @@ import io
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 
@@ -72,9 +73,13 @@ def _blocks(text: str) -> list[list[str]]:
 
 
 def _title(above, heading) -> str:
-  """A table's title: the one-line paragraph just above it, else the last heading."""
+  """A table's title: the one-line paragraph just above it, else that paragraph's
+  first clause (up to a colon or full stop) when short, else the last heading."""
   if above is not None and "\n" not in above and len(above) <= 160:
     return above.lstrip("#* ").rstrip("*: ")
+  first = re.split(r"(?<=[.:])\s", above or "", maxsplit=1)[0]
+  if 0 < len(first) <= 100 and "\n" not in first and not first.startswith("`"):
+    return first.rstrip(".:")
   return (heading or "").lstrip("#* ").rstrip("*: ")
 
 
@@ -87,7 +92,7 @@ def parse_markdown(text: str) -> tuple[list, list]:
   for block in _blocks(text):
     if len(block) > 1 and block[0].startswith("|") and _is_separator(block[1]):
       title = _title(above, heading)
-      if above is not None and notes and title == _title(above, None):
+      if above is not None and notes and title == above.lstrip("#* ").rstrip("*: "):
         notes.pop()  # the paragraph became the title
       columns = _cells(block[0])
       rows = [_cells(line) for line in block[2:]]
