@@ -187,8 +187,12 @@ CASES = dict(
         "learned_latents",
         "strength",
         "What the default key merges with a learned MuZero latent, and the search against the tree",
-        ("--simulations", "4", "--batch", "2", "--train-steps", "2", "--train-batch", "4")
-        + ("--unroll", "2", "--width", "8", "--latent-size", "4"),
+        ("--designs", "plain,binary", "--simulations", "4", "--batch", "2")
+        + ("--train-steps", "2", "--train-batch", "4", "--unroll", "2", "--width", "8")
+        + (
+          "--latent-size",
+          "4",
+        ),
       ),
     ),
   ),
