@@ -264,6 +264,8 @@ CASES = dict(
         "strength",
         "Graph, tree and mctx on jumanji's planning problems against exact optima",
         (
+          "--cases",
+          "knapsack-network",
           "--instances",
           "2",
         ),
