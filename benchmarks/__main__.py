@@ -263,12 +263,7 @@ CASES = dict(
         "planning_table",
         "strength",
         "Graph, tree and mctx on jumanji's planning problems against exact optima",
-        (
-          "--cases",
-          "knapsack-network",
-          "--instances",
-          "2",
-        ),
+        ("--cases", "knapsack-network", "--instances", "2"),
       ),
       planning_race=Part(
         "planning_race",
