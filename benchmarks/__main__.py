@@ -189,10 +189,7 @@ CASES = dict(
         "What the default key merges with a learned MuZero latent, and the search against the tree",
         ("--designs", "plain,binary", "--simulations", "4", "--batch", "2")
         + ("--train-steps", "2", "--train-batch", "4", "--unroll", "2", "--width", "8")
-        + (
-          "--latent-size",
-          "4",
-        ),
+        + ("--latent-size", "4"),
       ),
     ),
   ),
