@@ -201,7 +201,7 @@ CASES = dict(
         "training",
         "AlphaZero trained with mctx's search against this library's defaults, equal time",
         ("--out-dir", os.path.join(TINY_RACES, "training"))
-        + ("--seeds", "0", "--variants", "mctx,default", "--budget", "6", "--fractions", "0.5")
+        + ("--seeds", "0", "--variants", "mctx,default", "--budget", "30", "--fractions", "0.5")
         + ("--games", "2", "--eval-simulations", "2", "--positions", "2", "--simulations", "4")
         + ("--train-steps", "2", "--replay-openings", "0"),
       ),
@@ -247,9 +247,9 @@ CASES = dict(
         "training",
         "pgx's AlphaZero example trained three ways at equal wall time",
         ("--out-dir", os.path.join(TINY_RACES, "pgx_example"))
-        + ("--seeds", "0", "--budget", "6", "--selfplay-games", "2", "--simulations", "2")
-        + ("--steps", "4", "--train-batch", "4", "--channels", "4", "--blocks", "1")
-        + ("--games", "2", "--eval-simulations", "2"),
+        + ("--seeds", "0", "--ways", "mctx,graph", "--budget", "60", "--selfplay-games", "2")
+        + ("--simulations", "2", "--steps", "4", "--train-batch", "4", "--channels", "4")
+        + ("--blocks", "1", "--games", "2", "--eval-simulations", "2"),
       ),
     ),
   ),
@@ -267,7 +267,7 @@ CASES = dict(
         "training",
         "mcgs-jax train on jumanji against mctx's search and jumanji's A2C, equal time",
         ("--out-dir", os.path.join(TINY_RACES, "planning"))
-        + ("--seeds", "0", "--pipelines", "mcgs", "--budget", "6", "--fractions", "0.5")
+        + ("--seeds", "0", "--pipelines", "mcgs", "--budget", "30", "--fractions", "0.5")
         + ("--games", "2", "--simulations", "4", "--train-steps", "2", "--instances", "2")
         + ("--eval-simulations", "2"),
       ),
