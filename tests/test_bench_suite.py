@@ -76,13 +76,14 @@ def missing(part) -> str | None:
 def extra_flags(part, tmp_path) -> list[str]:
   """Flags a part needs beyond `--tiny`: a folder for a race, pgx's example, a
   tic-tac-toe checkpoint."""
+  flags = []
   if part in ("training_race", "planning_race", "pgx_example_race"):
-    return ["--out-dir", str(tmp_path / "race")]
+    flags += ["--out-dir", str(tmp_path / "race")]
   if part in ("pgx_example", "pgx_example_race"):
-    return ["--example", PGX_EXAMPLE]
+    flags += ["--example", PGX_EXAMPLE]
   if part == "tic_tac_toe_accuracy":
-    return ["--checkpoint", f"untrained={untrained_tic_tac_toe(tmp_path)}"]
-  return []
+    flags += ["--checkpoint", f"untrained={untrained_tic_tac_toe(tmp_path)}"]
+  return flags
 
 
 def untrained_tic_tac_toe(tmp_path) -> str:
