@@ -273,4 +273,4 @@ def run(argv=None):
     )
   if args.plot:
     plot(points, args.plot, args.env)
-  return record.section(section(points, finals_same_search, records, args))
+  return suite.section(section(points, finals_same_search, records, args))
