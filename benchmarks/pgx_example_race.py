@@ -203,9 +203,9 @@ def train_run(args, way: str, seed: int) -> dict:
     with open(record_path, encoding="utf-8") as handle:
       return json.load(handle)
   os.makedirs(folder, exist_ok=True)
-  from benchmarks import record
+  from benchmarks import record as suite
 
-  command = record.module_command("pgx_example_race", ["--example", args.example])
+  command = suite.module_command("pgx_example_race", ["--example", args.example])
   command += ["--worker", way, "--worker-seed", str(seed), "--worker-folder", folder]
   command += [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in SIZE_FLAGS]
   load = os.getloadavg()[0]
@@ -383,6 +383,6 @@ def write_section(runs: dict, matches: dict, seeds, ways, args) -> dict:
   for (first, second), scores in pooled.items():
     _, elo, (low, high), _ = arena_results.elo_interval(np.array(scores))
     lines.append(f"| pooled | {first} | {second} | - | {elo:+.0f} [{low:+.0f}, {high:+.0f}] |")
-  from benchmarks import record
+  from benchmarks import record as suite
 
-  return record.section(lines)
+  return suite.section(lines)
