@@ -1,4 +1,4 @@
-"""Benchmark scripts. Run each from the repository root as a module,
-`python -m benchmarks.<script>`, so that the scripts import each other (and the
-checkout's mcgs_jax) as `benchmarks.<script>`; their results go to
-benchmarks/RESULTS.md."""
+"""The benchmark suite: `python -m benchmarks CASE [--part PART] [--tiny] [--out FILE]`
+from the repository's root (benchmarks/__main__.py, README.md). Each experiment is a
+module, `benchmarks/PART.py`, with a `run(argv)` the runner calls; the modules import
+each other (and the checkout's mcgs_jax) as `benchmarks.PART`."""

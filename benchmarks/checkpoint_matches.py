@@ -13,7 +13,7 @@ of A over B with 95% intervals; see `mcgs_jax.apps.arena.elo_interval`).
 Example (the table after RESULTS' 100-iteration run; checkpoints from
 `--checkpoint-dir ck`):
 
-    python -m benchmarks.checkpoint_matches --checkpoint-dir ck \\
+    python -m benchmarks training --part checkpoint_matches --checkpoint-dir ck \\
         --matches 100:uniform,30:uniform,100:1,100:30 --games 400 --seed 7
 """
 
@@ -62,7 +62,7 @@ def format_row(label: str, result) -> str:
   )
 
 
-def main(argv=None) -> int:
+def run(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--game", default="connect_four")
   parser.add_argument("--checkpoint-dir", help="where iteration_XXXX.msgpack files are")
@@ -126,7 +126,3 @@ def main(argv=None) -> int:
     print(format_row(label, result), flush=True)
     print(f"  ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -12,8 +12,8 @@ For each game (uniform evaluator, random positions up to 10 plies in):
     one after another in this process (run it alone on the machine; the load average
     is printed beside the table); the compact search's `dropped_actions`.
 
-    python -m benchmarks.compact_edges --games chess:96 shogi:96 go_19x19:362
-    python -m benchmarks.compact_edges --games chess:96 --parts time
+    python -m benchmarks memory --games chess:96 shogi:96 go_19x19:362
+    python -m benchmarks memory --games chess:96 --parts time
 """
 
 import argparse
@@ -123,7 +123,7 @@ def _report_times(game, max_children, args) -> None:
     )
 
 
-def main(argv=None) -> None:
+def run(argv=None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--games", nargs="+", default=["chess:96", "shogi:96", "go_19x19:362"])
   parser.add_argument("--batch-size", type=int, default=8, help="games in the memory part")
@@ -146,7 +146,3 @@ def main(argv=None) -> None:
     if "time" in args.parts:
       print(f"\n{name}: time per search, K = {max_children}")
       _report_times(game, max_children, args)
-
-
-if __name__ == "__main__":
-  main()

@@ -12,8 +12,9 @@ Rows alternate between the searches, `--repeats` rounds; each round compiles new
 programs (the simulation count differs by one per round, so no cache serves them).
 The figures are medians, and the ratios are to mctx in the same round.
 
-Usage: python -m benchmarks.compile_time [--repeats 5] [--batch 64] [--simulations 32]
-         [--write]
+Usage: python -m benchmarks compile --part compile_time [--repeats 5] [--batch 64]
+         [--simulations 32]
+
 """
 
 import argparse
@@ -28,7 +29,7 @@ import jax
 import mctx
 
 import mcgs_jax as mg
-from benchmarks.results_section import emit
+from benchmarks import record
 from mcgs_jax.testing import commuting_game
 
 # name -> (policy, its extra keywords)
@@ -61,13 +62,12 @@ def measure(engine, fraction, *, batch, simulations, calls=5):
   return compile_seconds, (time.perf_counter() - start) / calls
 
 
-def main():
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--batch", type=int, default=64)
   parser.add_argument("--simulations", type=int, default=32)
-  parser.add_argument("--write", action="store_true", help="append the section to RESULTS.md")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   load = os.getloadavg()
   fractions = (0.25, 0.0)
   compile_times = {(e, f): [] for e in ENGINES for f in fractions}
@@ -93,7 +93,8 @@ def main():
     f"{load[0]:.1f} before, jax {jax.__version__}, XLA_FLAGS="
     f"{os.environ.get('XLA_FLAGS', '') or '(none)'})",
     "",
-    f"`python -m benchmarks.compile_time --repeats {args.repeats} --batch {args.batch} "
+    "`python -m benchmarks compile --part compile_time "
+    f"--repeats {args.repeats} --batch {args.batch} "
     f"--simulations {args.simulations}`: `muzero_policy` on the commuting test game, "
     f"B = {args.batch}, S = {args.simulations} (+1 per round, so that every round compiles "
     "new programs); medians over the rounds. Compile: XLA's `compile()` of the lowered "
@@ -121,8 +122,4 @@ def main():
     f"Without noise this library's compile takes {min(ours):.2f}-{max(ours):.2f} of its "
     "compile with noise (tree and graph mode).",
   ]
-  emit(lines, write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines)

@@ -5,8 +5,8 @@ This script times exactly that, alone: a loop of steps, each gathering the row o
 game from 12 tables `[64, N, 7]` float32, with the rows always among the first 65, so the
 data read per step does not depend on `N`. Run it as it is, then pinned to one core:
 
-  python -m benchmarks.cpu_gather              # every core
-  python -m benchmarks.cpu_gather --one-core   # os.sched_setaffinity to one core
+  python -m benchmarks speed --part cpu_gather              # every core
+  python -m benchmarks speed --part cpu_gather --one-core   # os.sched_setaffinity to one core
 
 `--stacked` also times the same 12 tables stacked into one `[B, N, 12, 7]` table, read
 once per step (`--batch-size` sets B). What it showed (benchmarks/RESULTS.md, "Scale
@@ -29,7 +29,7 @@ import os
 import time
 
 
-def main(argv=None):
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
   parser.add_argument(
     "--capacities",
@@ -89,6 +89,7 @@ def main(argv=None):
 
     return jax.lax.fori_loop(0, args.steps, step, (rows, jnp.zeros(batch_size)))
 
+  found = []  # [N, layout, microseconds per step, gathers split into tasks]
   for capacity in (int(c) for c in args.capacities.split(",")):
     separate = [jnp.full((batch_size, capacity, 7), float(i)) for i in range(num_tables)]
     forms = {"separate": (read_rows, separate)}  # name: (how a step reads, the tables)
@@ -99,6 +100,7 @@ def main(argv=None):
       forms["variadic sum"] = (as_variadic_sum, separate)
     rows = jnp.arange(batch_size) % used_rows
     for layout, (read, tables) in forms.items():
+      split = ""
       if args.hlo:
         program = steps.lower(read, tables, rows).compile().as_text()
         split = sum(
@@ -111,7 +113,12 @@ def main(argv=None):
         jax.block_until_ready(steps(read, tables, rows))
       micros = (time.perf_counter() - start) / 5 / args.steps * 1e6
       print(f"N={capacity:5d} {layout}: {micros:6.2f} us per step")
+      found.append([capacity, layout, round(micros, 2), split])
+  return record(found, batch_size, num_tables)
 
 
-if __name__ == "__main__":
-  main()
+def record(found, batch_size, num_tables) -> dict:
+  """The printed figures as one table."""
+  title = f"One step's reads of {num_tables} tables [B, N, 7], B={batch_size}"
+  columns = ["N", "layout", "us per step", "gathers split into tasks (--hlo)"]
+  return dict(tables=[dict(title=title, columns=columns, rows=found)], notes=[])

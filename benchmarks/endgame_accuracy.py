@@ -9,8 +9,8 @@ searches all positions as one batch; the score is the share of positions whose c
 move (the most visited root action) is optimal according to the solver.
 
 Usage:
-  python -m benchmarks.endgame_accuracy [--positions 48] [--simulations 64,256,1024]
-                                         [--quick] [--write]
+  python -m benchmarks strength --part endgame_accuracy [--positions 48] [--simulations 64,256,1024]
+                                         [--quick]
 """
 
 import argparse
@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from benchmarks import results_section
+from benchmarks import record
 from mcgs_jax.games import evaluators, search_game, solvers
 from mcgs_jax.games.adapter import make_game
 
@@ -98,7 +98,7 @@ def make_search(game, num_simulations, **options):
   return search
 
 
-def main(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--positions", type=int, default=48)
   parser.add_argument("--simulations", default="64,256,1024")
@@ -109,9 +109,6 @@ def main(argv=None):
   parser.add_argument("--quick", action="store_true", help="16 positions, S = 64,256")
   parser.add_argument(
     "--all", action="store_true", help="keep positions with a four available at once (not quiet)"
-  )
-  parser.add_argument(
-    "--write", action="store_true", help="append the section to benchmarks/RESULTS.md"
   )
   args = parser.parse_args(argv)
   num_positions = 16 if args.quick else args.positions
@@ -164,9 +161,10 @@ def main(argv=None):
     f"the legal moves are optimal, i.e. a random legal move is right that often); "
     f"`uct_policy`, c = {C}, random-rollout evaluator (1 rollout), capacity S + 1, "
     f"all positions in one jitted batch per row. Solving took {solve_seconds:.1f} s. "
-    f"Regenerate: `python -m benchmarks.endgame_accuracy --positions {num_positions} "
+    "Regenerate: `python -m benchmarks strength --part endgame_accuracy "
+    f"--positions {num_positions} "
     f"--simulations {','.join(map(str, simulations))}{' --all' if args.all else ''} "
-    f"--num-parallel {args.num_parallel} --write`. K: playouts per game per step "
+    f"--num-parallel {args.num_parallel}`. K: playouts per game per step "
     f"(`num_parallel`, virtual loss).",
     "",
     "| S | mode | optimal move chosen | nodes used (mean) | transposition hits (mean) "
@@ -178,8 +176,4 @@ def main(argv=None):
       f"| {s} | {mode} | {100 * accuracy:.1f}% ({count}/{num_positions}) | "
       f"{nodes:.0f} | {hits:.0f} | {seconds:.1f} s |"
     )
-  results_section.emit(lines, write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines)

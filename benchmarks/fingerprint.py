@@ -258,11 +258,12 @@ def cases():
   }
 
 
-def main() -> None:
+def main(argv=None) -> dict:
+  """Prints (and with `--json` writes) the hashes; returns them."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--json", help="write the hashes to this file")
   parser.add_argument("--only", help="comma-separated case names (default: all)")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   selected = cases()
   if args.only:
     selected = {name: selected[name] for name in args.only.split(",")}
@@ -275,6 +276,16 @@ def main() -> None:
   if args.json:
     with open(args.json, "w") as file:
       json.dump({"searches": hashes, "combined": combined}, file, indent=2, sort_keys=True)
+  return {"searches": hashes, "combined": combined}
+
+
+def run(argv=None) -> dict:
+  """The suite's `python -m benchmarks fingerprint`: `main`'s hashes as a table."""
+  found = main(argv)
+  rows = [[name, found["searches"][name]] for name in sorted(found["searches"])]
+  rows.append(["combined", found["combined"]])
+  table = dict(title="SHA-256 per jitted search", columns=["search", "sha256"], rows=rows)
+  return dict(tables=[table], notes=[f"mcgs_jax from {mg.__file__}"])
 
 
 if __name__ == "__main__":

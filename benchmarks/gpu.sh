@@ -41,14 +41,17 @@ case "${1:-run}" in
       --capacity-batch-size 1024 --repeats 3 \
       --json "$out/bench_gpu.json" | tee "$out/bench_gpu.md" || true
     # Several playouts per game per step: B in {1, 64}, S in {64, 256}, K in {1,4,8,16}.
-    timeout 80 python3 -m benchmarks.parallel --batch-sizes 1,64 --simulations 64,256 \
+    timeout 80 python3 -m benchmarks speed --part parallel \
+      --out "$out/parallel_gpu_record.json" --batch-sizes 1,64 --simulations 64,256 \
       --parallel 1,4,8,16 --json "$out/parallel_gpu.json" | tee "$out/parallel_gpu.md" || true
     # The default agent's ply, part by part, beside mctx: B in {256, 1024}, 4 and 16
     # plies after a 3-ply opening.
-    timeout 160 python3 -m benchmarks.profile_ply --games 256,1024 --plies 4,16 --repeats 5 \
+    timeout 160 python3 -m benchmarks speed --part profile_ply \
+      --out "$out/profile_gpu_record.json" --games 256,1024 --plies 4,16 --repeats 5 \
       --json "$out/profile_gpu.json" | tee "$out/profile_gpu.md" || true
     # A self-play iteration of `mcgs-jax train`'s defaults beside mctx's, 1024 games.
-    timeout 60 python3 -m benchmarks.selfplay_time --games 1024 --simulations 32 --repeats 3 \
+    timeout 60 python3 -m benchmarks speed --part selfplay_time \
+      --out "$out/selfplay_gpu_record.json" --games 1024 --simulations 32 --repeats 3 \
       | tee "$out/selfplay_gpu.md" || true
     ;;
   chess)

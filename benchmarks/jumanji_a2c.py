@@ -2,7 +2,7 @@
 played on this project's instances: the learned baseline beside `mcgs-jax train` and
 `mcgs-jax evaluate` at equal wall time.
 
-    python -m benchmarks.jumanji_a2c --env Knapsack-v1 --seed 0 --seconds 600 \
+    python -m benchmarks planning --part jumanji_a2c --env Knapsack-v1 --seed 0 --seconds 600 \
         --instances 128 --eval-seed 12345 --json out.json
 
 Training is `jumanji.training` as its `train.py` runs it, minus hydra's command line,
@@ -132,7 +132,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return value
 
   parser = OneLineErrorParser(
-    prog="python -m benchmarks.jumanji_a2c",
+    prog="python -m benchmarks planning --part jumanji_a2c",
     description="jumanji's A2C for a wall-clock budget, then its greedy policy on "
     "mcgs-jax's instances.",
   )
@@ -520,7 +520,7 @@ def summary(report: dict) -> str:
   )
 
 
-def run(args: argparse.Namespace) -> dict:
+def train_and_play(args: argparse.Namespace) -> dict:
   """Trains, evaluates and returns the report (the JSON object)."""
   import jax
   import jumanji
@@ -584,8 +584,9 @@ def _version(package: str) -> str | None:
     return None
 
 
-def main(argv=None) -> int:
-  """Parses, checks the dependencies, runs, prints the summary, writes `--json`."""
+def run(argv=None) -> int | dict:
+  """Parses, checks the dependencies, runs, prints the summary, writes `--json`; the
+  exit status of an error, else the suite's record."""
   args = parse_args(argv)
   missing = missing_modules()
   if missing:
@@ -604,7 +605,7 @@ def main(argv=None) -> int:
     )
     return 2
   try:
-    report = run(args)
+    report = train_and_play(args)
   except InstanceMismatch as error:
     print(f"jumanji_a2c: error: {error}", file=sys.stderr)
     return 1
@@ -613,8 +614,17 @@ def main(argv=None) -> int:
     with open(args.json, "w") as file:
       json.dump(report, file, indent=1)
       file.write("\n")
-  return 0
+  return record(report)
 
 
-if __name__ == "__main__":
-  sys.exit(main())
+def record(report: dict) -> dict:
+  """The run as the suite's table (one row) and its summary as a note."""
+  evaluation = report["evaluation"]
+  columns = ["env", "seed", "epochs", "env steps", "seconds used", "greedy return"]
+  columns += ["solved", "mean gap", "optimal share", "instances"]
+  row = [report["env"], report["seed"], report["epochs"], report["env_steps"]]
+  row += [round(report["seconds_used"], 1), round(evaluation["mean_return"], 4)]
+  row += [evaluation["solved"], evaluation["mean_gap"], evaluation["optimal_share"]]
+  row += [evaluation["instances"]]
+  title = f"jumanji's A2C on {report['env']}, {report['seconds']:g} s budget"
+  return dict(tables=[dict(title=title, columns=columns, rows=[row])], notes=[summary(report)])

@@ -22,8 +22,9 @@ nodes in use.
   mode; they are searched once and their row stands for all three.
 
 Usage:
-  python -m benchmarks.key_history [--games chess,go_9x9,hex,othello,connect_four]
-      [--simulations 256,800] [--plies 10,30] [--batch 8] [--repeats 3] [--write]
+  python -m benchmarks transpositions --part key_history
+      [--games chess,go_9x9,hex,othello,connect_four]
+      [--simulations 256,800] [--plies 10,30] [--batch 8] [--repeats 3]
 """
 
 import argparse
@@ -38,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks import results_section
+from benchmarks import record
 from mcgs_jax.apps import registry
 from mcgs_jax.games import adapter, evaluators, keys, networks
 
@@ -213,7 +214,7 @@ def machine() -> str:
   return f"{os.cpu_count()}-core CPU ({platform.machine()}, {model}), load average {load}"
 
 
-def main(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--games", default=",".join(GAMES))
   parser.add_argument("--simulations", default="256,800")
@@ -222,7 +223,6 @@ def main(argv=None):
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--repeats", type=int, default=3, help="timed searches per row (min)")
   parser.add_argument("--key-batch", type=int, default=64)
-  parser.add_argument("--write", action="store_true")
   args = parser.parse_args(argv)
   args.simulations = [int(s) for s in args.simulations.split(",")]
   args.plies = [int(p) for p in args.plies.split(",")]
@@ -234,7 +234,8 @@ def main(argv=None):
     f"## Transpositions by history mode of the key (issue 47; date "
     f"{datetime.date.today().isoformat()}, {heading}, jax {jax.__version__})",
     "",
-    f"`python -m benchmarks.key_history --batch {args.batch}`: B = {args.batch} "
+    "`python -m benchmarks transpositions --part key_history "
+    f"--batch {args.batch}`: B = {args.batch} "
     f"positions per row, {', '.join(map(str, args.plies))} plies into games sampled "
     "from the prior; muzero_policy as the arena plays it, capacity S + 1, chess with 96 "
     f"compact slots. Priors: {'; '.join(priors)}. Hits and nodes per simulation (mean "
@@ -249,8 +250,4 @@ def main(argv=None):
     "",
     *key_costs(args.games.split(","), args.key_batch),
   ]
-  results_section.emit(lines, write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines)

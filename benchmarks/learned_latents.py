@@ -40,7 +40,7 @@ the embedding, merges when the embedding is a MuZero latent, and what that does 
   merge, so the graph has no cycle.
 
 Usage:
-  python -m benchmarks.learned_latents [--designs plain,minmax,clip,binary]
+  python -m benchmarks transpositions --part learned_latents [--designs plain,minmax,clip,binary]
       [--simulations 32,128] [--batch 64] [--train-steps 1500] [--seed 0]
 """
 
@@ -407,7 +407,7 @@ def parse_args(argv=None) -> argparse.Namespace:
   return args
 
 
-def main(argv=None) -> None:
+def run(argv=None) -> None:
   args = parse_args(argv)
   print(f"learned_latents: {vars(args)}; jax {jax.__version__}, {jax.devices()[0].platform}")
   facts_table = [
@@ -472,7 +472,3 @@ def main(argv=None) -> None:
   print("\n".join(table))
   print("\nThe default key on {latent, depth} (the moves from the root), against the tree:\n")
   print("\n".join(depth_table))
-
-
-if __name__ == "__main__":
-  main()

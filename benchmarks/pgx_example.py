@@ -23,7 +23,7 @@ of `--repeats`, after a compiling one. Every engine plays from the same keys; th
 script prints how far each engine's `action_weights` lie from mctx's (the tree
 mode's are expected within rounding while the games agree).
 
-    python -m benchmarks.pgx_example --example PGX/examples/alphazero
+    python -m benchmarks pgx_example --part pgx_example --example PGX/examples/alphazero
       [--env-id go_9x9] [--games 128] [--simulations 32] [--steps 16]
       [--channels 32] [--blocks 2] [--repeats 5]
 """
@@ -129,7 +129,7 @@ def make_selfplay(example: str, engine: str, config: types.SimpleNamespace) -> t
   return namespace["selfplay"], jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], model)
 
 
-def main() -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument(
     "--example", required=True, help="pgx's examples/alphazero folder (train.py, network.py)"
@@ -141,7 +141,7 @@ def main() -> None:
   parser.add_argument("--channels", type=int, default=32)
   parser.add_argument("--blocks", type=int, default=2, help="the example's num_layers")
   parser.add_argument("--repeats", type=int, default=5)
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   for name in ("games", "simulations", "steps", "channels", "blocks", "repeats"):
     if getattr(args, name) < 1:
       parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
@@ -181,13 +181,23 @@ def main() -> None:
   reference = statistics.median(seconds["mctx"])
   print("| engine | self-play s (median) | / mctx | max abs action_weights difference to mctx |")
   print("|---|---|---|---|")
+  rows = []
   for engine in ENGINES:
     median = statistics.median(seconds[engine])
     difference = float(
       np.max(np.abs(outputs[engine].action_weights - outputs["mctx"].action_weights))
     )
     print(f"| {engine} | {median:.3f} | {median / reference:.2f} | {difference:.2g} |")
+    rows.append(
+      [engine, round(median, 3), round(median / reference, 2), float(f"{difference:.2g}")]
+    )
+  return record(config, args.repeats, rows)
 
 
-if __name__ == "__main__":
-  main()
+def record(config, repeats: int, rows) -> dict:
+  """The printed table as the suite's record (already printed)."""
+  columns = ["engine", "self-play s (median)", "/ mctx", "max abs action_weights difference"]
+  title = f"pgx's AlphaZero example, self-play, median of {repeats} after a compiling run"
+  notes = [f"The example's config: {vars(config)}"]
+  table = dict(title=title, columns=columns, rows=rows)
+  return dict(tables=[table], notes=notes, printed=True)

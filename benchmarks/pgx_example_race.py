@@ -33,8 +33,8 @@ networks play each other (`--games` games, both searched by the same tree muzero
 `--eval-simulations` per move, greedy, 4-ply random openings, match seed
 `--eval-seed`): `import` and `graph` against `mctx`, and `graph` against `import`.
 
-    python -m benchmarks.pgx_example_race --example PGX/examples/alphazero \\
-      [--env-id othello] [--seeds 0,1,2] [--budget 180] [--write]
+    python -m benchmarks pgx_example --part pgx_example_race --example PGX/examples/alphazero \\
+      [--env-id othello] [--seeds 0,1,2] [--budget 180]
 """
 
 import argparse
@@ -197,13 +197,15 @@ def final_checkpoint(folder: str) -> dict:
 
 def train_run(args, way: str, seed: int) -> dict:
   """Runs `way` with `seed` for `args.budget` seconds; returns its record."""
-  folder = os.path.join(args.out, f"seed{seed}", way)
+  folder = os.path.join(args.out_dir, f"seed{seed}", way)
   record_path = os.path.join(folder, "record.json")
   if os.path.exists(record_path):
     with open(record_path, encoding="utf-8") as handle:
       return json.load(handle)
   os.makedirs(folder, exist_ok=True)
-  command = [sys.executable, "-m", "benchmarks.pgx_example_race", "--example", args.example]
+  from benchmarks import record as suite
+
+  command = suite.module_command("pgx_example_race", ["--example", args.example])
   command += ["--worker", way, "--worker-seed", str(seed), "--worker-folder", folder]
   command += [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in SIZE_FLAGS]
   load = os.getloadavg()[0]
@@ -287,7 +289,7 @@ def play(game, apply_fn, record_a: dict, record_b: dict, args) -> dict:
 PAIRS = (("import", "mctx"), ("graph", "mctx"), ("graph", "import"))
 
 
-def main(argv=None) -> None:
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--example", required=True, help="pgx's examples/alphazero folder")
   parser.add_argument("--env-id", default="othello")
@@ -300,13 +302,12 @@ def main(argv=None) -> None:
   parser.add_argument("--train-batch", type=int, default=512, help="training_batch_size")
   parser.add_argument("--channels", type=int, default=32, help="num_channels")
   parser.add_argument("--blocks", type=int, default=2, help="num_layers")
-  parser.add_argument("--out", default="pgx_example_race")
+  parser.add_argument("--out-dir", default="pgx_example_race")
   parser.add_argument("--games", type=int, default=256, help="games per match")
   parser.add_argument("--eval-simulations", type=int, default=16)
   parser.add_argument("--eval-seed", type=int, default=7)
   parser.add_argument("--train-only", action="store_true")
   parser.add_argument("--show-diff", action="store_true", help="print the graph way's diff")
-  parser.add_argument("--write", action="store_true", help="append to RESULTS.md")
   parser.add_argument("--worker", choices=WAYS, help=argparse.SUPPRESS)
   parser.add_argument("--worker-seed", type=int, help=argparse.SUPPRESS)
   parser.add_argument("--worker-folder", help=argparse.SUPPRESS)
@@ -342,11 +343,10 @@ def main(argv=None) -> None:
           f"[{low:+.0f}, {high:+.0f}]",
           flush=True,
         )
-  write_section(runs, matches, seeds, ways, args)
+  return write_section(runs, matches, seeds, ways, args)
 
 
-def write_section(runs: dict, matches: dict, seeds, ways, args) -> None:
-  from benchmarks import results_section
+def write_section(runs: dict, matches: dict, seeds, ways, args) -> dict:
 
   load_text = ", ".join(f"{run['load_before']:.1f}" for run in runs.values())
   lines = [
@@ -361,8 +361,9 @@ def write_section(runs: dict, matches: dict, seeds, ways, args) -> None:
     f"play each other {args.games} games (tree muzero with {args.eval_simulations} "
     f"simulations on both sides, greedy, 4-ply random openings, seed {args.eval_seed}). "
     f"1-minute load average before each run: {load_text}. Regenerate: "
-    f"`python -m benchmarks.pgx_example_race --example PGX/examples/alphazero --env-id "
-    f"{args.env_id} --seeds {args.seeds} --budget {args.budget:.0f} --write`.",
+    "`python -m benchmarks pgx_example --part pgx_example_race "
+    "--example PGX/examples/alphazero --env-id "
+    f"{args.env_id} --seeds {args.seeds} --budget {args.budget:.0f}`.",
     "",
     "| seed | way | iterations | frames |",
     "|---|---|---|---|",
@@ -382,8 +383,6 @@ def write_section(runs: dict, matches: dict, seeds, ways, args) -> None:
   for (first, second), scores in pooled.items():
     _, elo, (low, high), _ = arena_results.elo_interval(np.array(scores))
     lines.append(f"| pooled | {first} | {second} | - | {elo:+.0f} [{low:+.0f}, {high:+.0f}] |")
-  results_section.emit(lines, write=args.write)
+  from benchmarks import record as suite
 
-
-if __name__ == "__main__":
-  main()
+  return suite.section(lines)

@@ -28,8 +28,9 @@ tree), so that the network's share is seen apart from the search's. A2C plays it
 greedy policy on the same instances (its `evaluation`). Reported: mean return, solved
 share (Sudoku, Rubik's cube) or mean gap to the exact optimum (Knapsack, TSP).
 
-    python -m benchmarks.planning_race --env Knapsack-v1 --seeds 0,1,2 --budget 360 \\
-        --out planning_race --plot benchmarks/planning_race_knapsack.png --write
+    python -m benchmarks planning --part planning_race --env Knapsack-v1 --seeds 0,1,2 \\
+        --budget 360 \\
+        --out-dir planning_race --plot benchmarks/planning_race_knapsack.png
 """
 
 import argparse
@@ -38,10 +39,9 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 
-from benchmarks import results_section
+from benchmarks import record as suite
 from mcgs_jax.apps import registry
 from mcgs_jax.apps.arena.agent import Agent
 from mcgs_jax.apps.planning import episodes
@@ -76,7 +76,7 @@ def common_train_args(args) -> list[str]:
 def run_pipeline(name: str, seed: int, args) -> dict:
   """Trains one pipeline with one seed in a fresh process; returns its record: the
   snapshots (`file`, `elapsed_s`) or A2C's report, and the load before the run."""
-  folder = os.path.join(args.out, args.env, f"seed{seed}")
+  folder = os.path.join(args.out_dir, args.env, f"seed{seed}")
   os.makedirs(folder, exist_ok=True)
   prefix = os.path.join(folder, name)
   if args.reuse and os.path.exists(prefix + "_record.json"):
@@ -88,7 +88,7 @@ def run_pipeline(name: str, seed: int, args) -> dict:
     f"[{time.strftime('%H:%M:%S')}] {args.env} seed {seed} {name} (load {load:.2f})", flush=True
   )
   if PIPELINES[name] is None:
-    command = [sys.executable, "-m", "benchmarks.jumanji_a2c", "--env", args.env]
+    command = suite.module_command("jumanji_a2c", ["--env", args.env])
     command += ["--seed", str(seed), "--seconds", str(args.budget), "--instances"]
     command += [str(args.instances), "--eval-seed", str(args.eval_seed), "--json", prefix + ".json"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -96,8 +96,8 @@ def run_pipeline(name: str, seed: int, args) -> dict:
       record = dict(a2c=json.load(handle))
   else:
     argv = [*common_train_args(args), "--seed", str(seed), *PIPELINES[name]]
-    command = [sys.executable, "-m", "benchmarks.training_race", "--worker", json.dumps(argv)]
-    command += ["--budget", str(args.budget), "--fractions", args.fractions, "--out", prefix]
+    command = suite.module_command("training_race", ["--worker", json.dumps(argv)])
+    command += ["--budget", str(args.budget), "--fractions", args.fractions, "--out-dir", prefix]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     with open(prefix + "_history.json", encoding="utf-8") as handle:
       record = dict(snapshots=json.load(handle)["snapshots"])
@@ -186,7 +186,7 @@ def section(points: dict, finals_same_search: dict, records: dict, args) -> list
     f"## Training race on jumanji {args.env} at equal wall time "
     f"({datetime.date.today().isoformat()})",
     "",
-    f"`python -m benchmarks.planning_race --env {args.env} --seeds "
+    f"`python -m benchmarks planning --part planning_race --env {args.env} --seeds "
     f"{','.join(map(str, seeds))} --budget {args.budget} --pipelines {','.join(names)}` "
     f"on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, alone "
     f"(load average before each run {min(loads):.2f}-{max(loads):.2f}). Each run "
@@ -225,7 +225,7 @@ def _cell(summary: dict | None) -> str:
   return f"{summary['mean_return']:.3f} (solved {100 * (summary['solved'] or 0):.1f}%)"
 
 
-def main(argv=None) -> None:
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--env", default="Knapsack-v1")
   parser.add_argument("--seeds", default="0,1,2")
@@ -238,13 +238,12 @@ def main(argv=None) -> None:
   parser.add_argument("--instances", type=int, default=128)
   parser.add_argument("--eval-seed", type=int, default=5000)
   parser.add_argument("--eval-simulations", type=int, default=32)
-  parser.add_argument("--out", default="planning_race")
+  parser.add_argument("--out-dir", default="planning_race")
   parser.add_argument("--plot")
-  parser.add_argument("--write", action="store_true", help="append the section to RESULTS.md")
   parser.add_argument(
     "--reuse",
     action="store_true",
-    help="keep the runs already recorded under --out (an interrupted race goes on)",
+    help="keep the runs already recorded under --out-dir (an interrupted race goes on)",
   )
   args = parser.parse_args(argv)
   names = [name for name in args.pipelines.split(",") if name]
@@ -259,7 +258,9 @@ def main(argv=None) -> None:
   for (seed, name), record in records.items():
     if name != "a2c":
       finals_same_search[seed, name] = measure(record["snapshots"][-1]["file"], "mctx", args)
-  with open(os.path.join(args.out, f"{args.env}_results.json"), "w", encoding="utf-8") as handle:
+  with open(
+    os.path.join(args.out_dir, f"{args.env}_results.json"), "w", encoding="utf-8"
+  ) as handle:
     json.dump(
       dict(
         points={f"{s}|{n}": p for (s, n), p in points.items()},
@@ -272,8 +273,4 @@ def main(argv=None) -> None:
     )
   if args.plot:
     plot(points, args.plot, args.env)
-  results_section.emit(section(points, finals_same_search, records, args), write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return suite.section(section(points, finals_same_search, records, args))

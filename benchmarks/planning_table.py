@@ -16,7 +16,7 @@ against the others at 4S, where both are in the list.
 
 Run it alone on the machine (the load average is printed and written):
 
-    python -m benchmarks.planning_table --cases knapsack-network,sudoku-rollout --write
+    python -m benchmarks planning --part planning_table --cases knapsack-network,sudoku-rollout
 """
 
 import argparse
@@ -26,7 +26,7 @@ import platform
 
 import numpy as np
 
-from benchmarks import results_section
+from benchmarks import record
 from mcgs_jax.apps.cli import evaluate as evaluate_command
 
 CHECKPOINTS = os.path.join(
@@ -105,13 +105,12 @@ def table_lines(results: list[tuple[str, int, str, dict]]) -> list[str]:
   return lines
 
 
-def main(argv=None) -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--cases", default=",".join(CASES))
   parser.add_argument("--instances", type=int, default=64)
   parser.add_argument("--seed", type=int, default=7)
   parser.add_argument("--equal-time", action="store_true", help="also at equal time per step")
-  parser.add_argument("--write", action="store_true", help="append the section to RESULTS.md")
   args = parser.parse_args(argv)
   names = [name for name in args.cases.split(",") if name]
   if set(names) - set(CASES):
@@ -128,7 +127,7 @@ def main(argv=None) -> None:
     f"## Planning on jumanji: graph, tree and mctx against exact optima "
     f"({datetime.date.today().isoformat()})",
     "",
-    f"`python -m benchmarks.planning_table --cases {','.join(names)} --instances "
+    f"`python -m benchmarks planning --part planning_table --cases {','.join(names)} --instances "
     f"{args.instances} --seed {args.seed}{' --equal-time' if args.equal_time else ''}` on "
     f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, alone (load "
     f"average {min(loads):.2f}-{max(loads):.2f}). Every engine plays the same "
@@ -141,8 +140,4 @@ def main(argv=None) -> None:
     "",
     *table_lines(results),
   ]
-  results_section.emit(lines, write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines)

@@ -21,7 +21,7 @@ one compiling run, interleaved with mctx's search in the same process:
 Derived: the solver's share is `search - search, no solver`; selection, linking and
 backup are `search, no solver - evaluations`.
 
-    python -m benchmarks.profile_ply [--games 128,256] [--plies 4,12,20] [--json FILE]
+    python -m benchmarks speed --part profile_ply [--games 128,256] [--plies 4,12,20] [--json FILE]
 """
 
 import argparse
@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 import mcgs_jax as mg
+from benchmarks import record
 from mcgs_jax.apps import arena, registry, train
 from mcgs_jax.apps.arena import agent as arena_agent
 from mcgs_jax.apps.cli import arena as arena_command
@@ -185,33 +186,30 @@ def table(results: list[dict]) -> str:
   return "\n".join(lines)
 
 
-def main() -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--games", default="128,256", help="comma-separated batch sizes")
   parser.add_argument("--plies", default="4,12,20", help="comma-separated plies after the opening")
   parser.add_argument("--repeats", type=int, default=9)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--json", default="", help="write the figures to this file")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   load_before = os.getloadavg()
   results = [
     profile(int(games), int(plies), args.repeats, args.seed)
     for games in args.games.split(",")
     for plies in args.plies.split(",")
   ]
-  print(
+  title = (
     f"{datetime.date.today()}, {os.cpu_count()} cores {platform.machine()}, jax {jax.__version__}, "
     f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}; "
     "milliseconds per search of all B games (ratio to mctx's)"
   )
-  print(table(results))
+  section = record.section([title, table(results)])
   if args.json:
     # A unique temporary file beside the target, then a rename: never half a file.
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.json)))
     with os.fdopen(handle, "w") as stream:
       json.dump(results, stream, indent=1)
     os.replace(temporary, args.json)
-
-
-if __name__ == "__main__":
-  main()
+  return section

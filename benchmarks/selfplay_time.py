@@ -18,7 +18,7 @@ the share of playouts dropped on a full graph.
 `--network untrained` times a freshly initialised network (the training race's first
 iterations) instead of the shipped one.
 
-    python -m benchmarks.selfplay_time [--games 256] [--simulations 32] [--repeats 3]
+    python -m benchmarks speed --part selfplay_time [--games 256] [--simulations 32] [--repeats 3]
       [--parts [NAMES]] [--network shipped|untrained]
 """
 
@@ -102,7 +102,7 @@ def iteration_seconds(
   return {name: statistics.median(values) for name, values in times.items()}, dropped
 
 
-def main() -> None:
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--simulations", type=int, default=32)
@@ -114,7 +114,7 @@ def main() -> None:
     help="also time the ablations: all, or a comma-separated list of their names",
   )
   parser.add_argument("--network", choices=("shipped", "untrained"), default="shipped")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   names = list(part_flags(args.simulations)) if args.parts == "all" else []
   if args.parts and args.parts != "all":
     names = [name for name in args.parts.split(",") if name]
@@ -143,7 +143,20 @@ def main() -> None:
     f"self-play iteration: mcgs (default) {seconds['mcgs']:.2f} s, mctx {seconds['mctx']:.2f} s, "
     f"mcgs / mctx {seconds['mcgs'] / seconds['mctx']:.2f}"
   )
+  return record(args, seconds, dropped, names)
 
 
-if __name__ == "__main__":
-  main()
+def record(args, seconds, dropped, names) -> dict:
+  """The printed figures as one table: seconds per self-play iteration of each search,
+  its ratios to mctx and to the default, and the playouts dropped on a full graph."""
+  rows = []
+  for name in ["mcgs", "mctx", *names]:
+    share = f"{100 * dropped[name]:.1f}%" if name in dropped else ""
+    ratios = [round(seconds[name] / seconds["mctx"], 2), round(seconds[name] / seconds["mcgs"], 2)]
+    rows.append([name, round(seconds[name], 2), *ratios, share])
+  title = (
+    f"One self-play iteration, B={args.games}, S={args.simulations}, {args.network} network, "
+    f"median of {args.repeats}"
+  )
+  columns = ["search", "seconds", "/ mctx", "/ default", "playouts dropped on a full graph"]
+  return dict(tables=[dict(title=title, columns=columns, rows=rows)], notes=[])

@@ -10,7 +10,7 @@ reports the share of positions whose played move is optimal and the share whose
 root the search proved. muzero: no root noise, most visited move; gumbel: mctx's
 defaults; uct: c = 1.41. Only counts (no timing).
 
-Usage: python -m benchmarks.solver_accuracy [--games tic_tac_toe,connect_four]
+Usage: python -m benchmarks solver --part solver_accuracy [--games tic_tac_toe,connect_four]
   [--positions 128] [--simulations 32,128] [--policies muzero,gumbel,uct] [--seed 0]
 """
 
@@ -74,7 +74,7 @@ def accuracy(game, states, optimal, policy, num_simulations, proof_first, seed):
   return float(np.mean(right)), float(np.mean(np.asarray(proven)))
 
 
-def main(argv=None):
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--games", default="tic_tac_toe,connect_four")
   parser.add_argument("--positions", type=int, default=128)
@@ -101,7 +101,3 @@ def main(argv=None):
           f"{100 * off_proven:.0f}% / {100 * on_proven:.0f}% |",
           flush=True,
         )
-
-
-if __name__ == "__main__":
-  main()

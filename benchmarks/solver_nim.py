@@ -8,7 +8,7 @@ batch), `muzero_policy` with the random-rollout evaluator, temperature 0; report
 many seeds play the winning move and how many roots are proven, and per mode the
 fewest S from which on (at every larger S of the list too) all 12 roots are proven.
 
-Usage: python -m benchmarks.solver_nim [--simulations 200,400,800,1600,3200] [--write]
+Usage: python -m benchmarks solver --part solver_nim [--simulations 200,400,800,1600,3200]
 """
 
 import argparse
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from benchmarks import results_section
+from benchmarks import record
 from mcgs_jax.games import evaluators, search_game
 from mcgs_jax.games.adapter import make_game
 from mcgs_jax.games.nim import Nim
@@ -29,7 +29,7 @@ WINNING_ACTION = 1  # take 2 from heap 0
 SEEDS = 12
 
 
-def run(num_simulations, transpositions, stop_rule, seed=0):
+def solve(num_simulations, transpositions, stop_rule, seed=0):
   env = Nim(HEAPS)
   game = make_game(env, evaluators.rollout_evaluator(env))
 
@@ -59,12 +59,9 @@ def run(num_simulations, transpositions, stop_rule, seed=0):
   )
 
 
-def main(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--simulations", default="200,400,800,1600,3200")
-  parser.add_argument(
-    "--write", action="store_true", help="append the section to benchmarks/RESULTS.md"
-  )
   args = parser.parse_args(argv)
   rows, fewest = [], []
   budgets = sorted(int(s) for s in args.simulations.split(","))
@@ -72,7 +69,7 @@ def main(argv=None):
     mode = "graph" if transpositions else "tree"
     all_proven = []
     for num_simulations in budgets:
-      right, proven, nodes = run(num_simulations, transpositions, stop)
+      right, proven, nodes = solve(num_simulations, transpositions, stop)
       all_proven.append(proven == SEEDS)
       rows.append(
         f"| {mode} | {stop} | {num_simulations} | {right}/{SEEDS} | "
@@ -92,7 +89,7 @@ def main(argv=None):
       "",
       "`muzero_policy(solver=True)`, random-rollout evaluator, temperature 0, 12 seeds "
       "per row (one batch), capacity S + 1. Regenerate: "
-      f"`python -m benchmarks.solver_nim --simulations {args.simulations} --write`.",
+      f"`python -m benchmarks solver --part solver_nim --simulations {args.simulations}`.",
       "",
       "| mode | stop_rule | S | winning move played | root proven | nodes (mean) |",
       "|---|---|---|---|---|---|",
@@ -104,10 +101,4 @@ def main(argv=None):
       "",
     ]
   )
-  print(section)
-  if args.write:
-    results_section.append(section)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section([section])

@@ -19,7 +19,8 @@ printed per row: the first simulation at which each seed's root is proven (media
 max, `-` where some seed never is), how many seeds play an optimal move, the distinct
 states and edges expanded, and the root edge that got most playouts.
 
-Usage: python -m benchmarks.solver_nim_trace [--heaps "3,4,5;2,3,4"] [--simulations 400]
+Usage: python -m benchmarks solver --part solver_nim_trace [--heaps "3,4,5;2,3,4"]
+  [--simulations 400]
   [--policies muzero,gumbel,uct] [--seeds 12] [--seed 0] [--modes catch_up,never,tree]
   [--proof-first on,off]
 """
@@ -89,7 +90,7 @@ def _classify(before, after):
   return jnp.where(before.node_proven[:, 0], 6, kind)
 
 
-def run(heaps, policy, num_simulations, mode, seeds, seed, proof_first=True):
+def trace(heaps, policy, num_simulations, mode, seeds, seed, proof_first=True):
   """Per seed: (`[S]` kinds, `[S]` root proven, optimal move played, states, edges,
   most visited root action)."""
   env = Nim(heaps)
@@ -139,7 +140,7 @@ def run(heaps, policy, num_simulations, mode, seeds, seed, proof_first=True):
 
 
 def row(heaps, policy, num_simulations, mode, seeds, seed, proof_first):
-  kinds, proven, right, states, edges, top = run(
+  kinds, proven, right, states, edges, top = trace(
     heaps, policy, num_simulations, mode, seeds, seed, proof_first
   )
   first = np.where(proven.any(1), proven.argmax(1) + 1, -1)
@@ -154,7 +155,7 @@ def row(heaps, policy, num_simulations, mode, seeds, seed, proof_first):
   )
 
 
-def main(argv=None):
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--heaps", default="3,4,5")
   parser.add_argument("--simulations", default="400")
@@ -180,7 +181,3 @@ def main(argv=None):
               row(heaps, policy, num_simulations, mode, args.seeds, args.seed, proof_first),
               flush=True,
             )
-
-
-if __name__ == "__main__":
-  main()

@@ -23,10 +23,9 @@ Tables (`--tables`, comma-separated, default all):
 Each row prints W-D-L, A's score and Elo over B with 95% intervals, and each side's
 search seconds per ply of the whole batch (after the first ply, which compiles).
 Simulations are new playouts per move: a kept graph's earlier visits are not counted.
-Run it alone on the machine (the seconds are wall time). `--write` appends the
-section to `benchmarks/RESULTS.md`.
+Run it alone on the machine (the seconds are wall time).
 
-    python -m benchmarks.switching [--games 256] [--seed 11] [--tables ...] [--write]
+    python -m benchmarks strength --part switching [--games 256] [--seed 11] [--tables ...]
 """
 
 import argparse
@@ -38,7 +37,7 @@ import time
 
 import jax
 
-from benchmarks import results_section
+from benchmarks import record
 from mcgs_jax.apps import arena, train
 from mcgs_jax.apps.cli import arena as arena_command
 
@@ -94,14 +93,13 @@ HEADER = [
 ]
 
 
-def main(argv=None):
+def run(argv=None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--games", type=int, default=256)
   parser.add_argument("--seed", type=int, default=11)
   parser.add_argument("--simulations", type=int, default=64)
   parser.add_argument("--openings", type=int, default=3)
   parser.add_argument("--tables", default=",".join(TABLES))
-  parser.add_argument("--write", action="store_true")
   args = parser.parse_args(argv)
   tables = [name for name in args.tables.split(",") if name]
   unknown = sorted(set(tables) - set(TABLES))
@@ -135,7 +133,8 @@ def main(argv=None):
     f"{args.openings}-ply openings with both colours, seed {args.seed}. Simulations are "
     "new playouts per move (what a kept graph already holds is not counted). Search "
     f"seconds per ply: one search of all {args.games} games, `reroot` included, wall "
-    "time, after the first (compiling) ply. Regenerate: `python -m benchmarks.switching "
+    "time, after the first (compiling) ply. Regenerate: "
+    "`python -m benchmarks strength --part switching "
     f"--games {args.games} --seed {args.seed} --tables {','.join(tables)}`.",
   ]
   started = time.perf_counter()
@@ -173,8 +172,4 @@ def main(argv=None):
       lines.append(row(match(agents(apply_fn, simulations)["default"], strong)))
       print(lines[-1], flush=True)
   lines += ["", f"Total {time.perf_counter() - started:.0f} s."]
-  results_section.emit(lines, write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines)

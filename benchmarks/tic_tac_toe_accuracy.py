@@ -20,11 +20,10 @@ Example (the first row of RESULTS' tic-tac-toe table):
     python -m mcgs_jax.apps.train --quick --iterations 20 --games 128 --simulations 32 \\
         --train-steps 100 --buffer-size 5000 --learning-rate 3e-3 --eval-games 0 \\
         --checkpoint-dir ttt --checkpoint-at 0,1,5,10,20
-    python -m benchmarks.tic_tac_toe_accuracy --run "muzero, lr 3e-3"=ttt
+    python -m benchmarks training --part tic_tac_toe_accuracy --run "muzero, lr 3e-3"=ttt
 """
 
 import argparse
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -113,7 +112,7 @@ def _label_value(text: str) -> tuple[str, str]:
   return label, value
 
 
-def main(argv=None) -> int:
+def run(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument(
     "--run",
@@ -181,7 +180,3 @@ def main(argv=None) -> int:
         f"{result['decisive']}) | {result['value_mse']:.2f} |"
       )
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -23,7 +23,7 @@ network evaluates; `reroot` (the graph search's result rerooted by its action);
 and S). `--max-children K` searches the graph with compact edges (`GraphOptions`'s
 `max_children`, where this mcgs_jax has it).
 
-    python -m benchmarks.tpu_compile --topology v5e:2x2 --game connect_four \\
+    python -m benchmarks scale --topology v5e:2x2 --game connect_four \\
       --batch-per-chip 256 --simulations 64 [--programs graph,mctx] [--json FILE]
 """
 
@@ -230,7 +230,7 @@ def row(name: str, report: dict) -> str:
   )
 
 
-def main() -> None:
+def run(argv=None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--topology", default="v5e:2x2")
   parser.add_argument("--game", default="connect_four")
@@ -243,7 +243,7 @@ def main() -> None:
     help="compact edges for the graph search (GraphOptions; 0 or absent: dense)",
   )
   parser.add_argument("--json", help="append one JSON line per program to this file")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   names = [name for name in args.programs.split(",") if name]
   if set(names) - set(PROGRAMS):
     parser.error(f"--programs: unknown {sorted(set(names) - set(PROGRAMS))}; known {PROGRAMS}")
@@ -283,7 +283,3 @@ def main() -> None:
         file.write(json.dumps(dict(setting, program=name, **report)) + "\n")
   if skipped:
     print(f"not compiled: {', '.join(skipped)} (no game length in registry.MAX_GAME_LENGTH)")
-
-
-if __name__ == "__main__":
-  main()

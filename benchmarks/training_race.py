@@ -39,12 +39,11 @@ past each fraction in `--fractions` of the budget, and at the end. Then:
   * `--head-to-head A,B`: per seed, A's final network against B's (the curves' match
     settings on match seed `--eval-seed` + 1), and the games of all seeds pooled.
 
-Run it alone on the machine. `--write` appends the section to `benchmarks/RESULTS.md`;
-`--keep` copies the final networks to
+Run it alone on the machine. `--keep` copies the final networks to
 `benchmarks/checkpoints/race_<variant>_seed<k>.msgpack`.
 
-    python -m benchmarks.training_race --seeds 0,1,2 --variants mctx,default \
-        --budget 600 --out race --plot benchmarks/race_curves.png --write --keep
+    python -m benchmarks training --part training_race --seeds 0,1,2 --variants mctx,default \
+        --budget 600 --out-dir race --plot benchmarks/race_curves.png --keep
 """
 
 import argparse
@@ -54,7 +53,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 
 import jax
@@ -62,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcgs_jax as mg
-from benchmarks import endgame_accuracy, results_section
+from benchmarks import endgame_accuracy, record
 from mcgs_jax.apps import arena, files, train
 from mcgs_jax.apps.arena import results as arena_results
 
@@ -157,14 +155,14 @@ def train_with_snapshots(argv: list[str], budget: float, fractions, prefix: str)
 def run_variant(name: str, seed: int, fractions, args) -> dict:
   """Trains one variant with one seed in a fresh process for `args.budget` seconds;
   returns its history file's content (with `process_seconds`)."""
-  budget, out = args.budget, args.out
+  budget, out = args.budget, args.out_dir
   folder = run_folder(out, seed)
   os.makedirs(folder, exist_ok=True)
   prefix = os.path.join(folder, file_name(name))
   argv = [*common_flags(args), "--seed", str(seed), *VARIANTS[name]]
-  command = [sys.executable, "-m", "benchmarks.training_race", "--worker", json.dumps(argv)]
+  command = record.module_command("training_race", ["--worker", json.dumps(argv)])
   command += ["--budget", str(budget), "--fractions", ",".join(map(str, fractions))]
-  command += ["--out", prefix]
+  command += ["--out-dir", prefix]
   print(f"[{time.strftime('%H:%M:%S')}] seed {seed} {name}: {' '.join(argv)}", flush=True)
   started = time.perf_counter()
   subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -261,7 +259,7 @@ def learning_curves(game, runs: dict, args) -> dict:
   """`{(seed, variant): [point, ...]}`, a point per saved network: `elapsed_s`,
   `iteration` and the match against the seed's final reference network. Matches
   already in `{out}/curves.json` (same games, simulations and seed) are not replayed."""
-  cache_path = os.path.join(args.out, "curves.json")
+  cache_path = os.path.join(args.out_dir, "curves.json")
   cache = {}
   if os.path.exists(cache_path):
     with open(cache_path, encoding="utf-8") as handle:
@@ -438,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     default="0.2,0.4,0.6,0.8",
     help="fractions of the budget after which a run saves its network (and at the end)",
   )
-  parser.add_argument("--out", default="race", help="folder for histories and networks")
+  parser.add_argument("--out-dir", default="race", help="folder for histories and networks")
   parser.add_argument(
     "--variants",
     default=",".join(DEFAULT_VARIANTS),
@@ -477,17 +475,16 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument(
     "--skip-training",
     action="store_true",
-    help="reuse the runs already in --out (train only the runs without one)",
+    help="reuse the runs already in --out-dir (train only the runs without one)",
   )
   parser.add_argument("--plot", help="save the learning curves as a PNG to this file")
-  parser.add_argument("--write", action="store_true", help="append to RESULTS.md")
   parser.add_argument(
     "--keep", action="store_true", help="copy the final networks to benchmarks/checkpoints"
   )
   parser.add_argument(
     "--evaluate-only",
     action="store_true",
-    help="train nothing: evaluate the runs in --out (a variant may have fewer seeds)",
+    help="train nothing: evaluate the runs in --out-dir (a variant may have fewer seeds)",
   )
   parser.add_argument(
     "--train-only", action="store_true", help="train the runs, play no match (evaluate later)"
@@ -501,14 +498,14 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
-def main(argv=None):
+def run(argv=None):
   parser = build_parser()
   args = parser.parse_args(argv)
   fractions = [float(f) for f in args.fractions.split(",") if f]
   if not all(0.0 < f < 1.0 for f in fractions):
     parser.error(f"--fractions: each in (0, 1), got {args.fractions!r}")
   if args.worker:
-    train_with_snapshots(json.loads(args.worker), args.budget, fractions, args.out)
+    train_with_snapshots(json.loads(args.worker), args.budget, fractions, args.out_dir)
     return
   names = [name for name in args.variants.split(",") if name]
   unknown = sorted(set(names) - set(VARIANTS))
@@ -519,15 +516,15 @@ def main(argv=None):
   if pair and (len(pair) != 2 or not set(pair) <= set(names)):
     parser.error(f"--head-to-head: two of --variants {names}, got {args.head_to_head!r}")
   seeds = [int(seed) for seed in args.seeds.split(",") if seed]
-  os.makedirs(args.out, exist_ok=True)
+  os.makedirs(args.out_dir, exist_ok=True)
   runs = {}
   for seed in seeds:
     for name in names:
       done = os.path.exists(
-        os.path.join(run_folder(args.out, seed), f"{file_name(name)}_history.json")
+        os.path.join(run_folder(args.out_dir, seed), f"{file_name(name)}_history.json")
       )
       if (args.skip_training or args.evaluate_only) and done:
-        runs[seed, name] = read_run(args.out, seed, name)
+        runs[seed, name] = read_run(args.out_dir, seed, name)
         continue
       if args.evaluate_only:
         continue
@@ -542,7 +539,7 @@ def main(argv=None):
   extra = head_to_head(game, runs, seeds, pair, args) if pair else []
   if args.replay_games:
     extra += replay(game, runs, seeds, names, args)
-  write_section(game, runs, curves, names, seeds, fractions, args, extra)
+  section = write_section(game, runs, curves, names, seeds, fractions, args, extra)
   if args.plot:
     plot_curves(
       curves,
@@ -559,9 +556,10 @@ def main(argv=None):
         files.write_atomically(f"{stem}.msgpack", handle.read())
       history = dict(config=run["config"], history=run["history"])
       files.write_atomically(f"{stem}_history.json", json.dumps(history, indent=1))
+  return section
 
 
-def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -> None:
+def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -> dict:
   """The RESULTS section: runs, curves, finals per seed, solved positions (connect
   four)."""
   REFERENCE = args.reference  # noqa: N806 (the name the tables are written with)
@@ -580,9 +578,9 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
     f"{args.games} games ({args.eval_simulations}-simulation muzero on a tree from "
     f"scratch on both sides, greedy, 3-ply random openings, seed {args.eval_seed}). "
     f"1-minute load average before each run: {load_text}. Regenerate: "
-    f"`python -m benchmarks.training_race --game {args.game} --seeds {args.seeds} "
+    f"`python -m benchmarks training --part training_race --game {args.game} --seeds {args.seeds} "
     f"--variants {','.join(names)} --reference {args.reference} "
-    f"--budget {args.budget:.0f} --games {args.games} --write` (and the flags above).",
+    f"--budget {args.budget:.0f} --games {args.games}` (and the flags above).",
     "",
     "| seed | variant | iterations | positions | self-play s | wall s | final Elo "
     f"against {REFERENCE} [95%] | final W-D-L | first at >= {REFERENCE}'s final "
@@ -643,8 +641,7 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
     ]
     lines.append(f"| {seed} | {name} | " + " | ".join(cells) + " |")
   if args.game != "connect_four":
-    results_section.emit(lines + list(extra), write=args.write)
-    return
+    return record.section(lines + list(extra))
   positions = endgame_accuracy.random_positions(args.positions, seed=args.positions_seed)
   finals = {}
   for (seed, name), run in runs.items():
@@ -661,8 +658,4 @@ def write_section(game, runs, curves, names, seeds, fractions, args, extra=()) -
   ]
   for label, (greedy, searched) in shares.items():
     lines.append(f"| {label} | {100 * greedy:.1f}% | {100 * searched:.1f}% |")
-  results_section.emit(lines + list(extra), write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines + list(extra))

@@ -15,12 +15,11 @@ Example (the run of RESULTS' "AlphaZero training" sections):
     python -m mcgs_jax.apps.train --games 256 --simulations 32 --iterations 40 \\
         --train-steps 200 --hidden 256,256 --buffer-size 50000 --eval-games 64 \\
         --history history.json
-    python -m benchmarks.training_tables history.json
+    python -m benchmarks training --part training_tables history.json
 """
 
 import argparse
 import json
-import sys
 
 
 def _wdl(results: list[dict | None]):
@@ -113,7 +112,7 @@ def tables(payload: dict, block: int = 10) -> str:
   )
 
 
-def main(argv=None) -> int:
+def run(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("history", help="the JSON file written by train --history")
   parser.add_argument(
@@ -126,7 +125,3 @@ def main(argv=None) -> int:
     payload = json.load(handle)
   print(tables(payload, args.block))
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

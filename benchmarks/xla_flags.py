@@ -13,7 +13,7 @@ Rounds alternate between the flag sets; each round compiles new programs (the
 simulation count differs by one per round). Figures are medians over the rounds;
 ratios are to the first flag set in the same round.
 
-Usage: python -m benchmarks.xla_flags [--repeats 3] [--simulations 40] [--write]
+Usage: python -m benchmarks compile --part xla_flags [--repeats 3] [--simulations 40]
 """
 
 import argparse
@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks.results_section import emit
+from benchmarks import record
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -86,18 +86,17 @@ def child(simulations: int) -> None:
 def measure(flags: str, simulations: int) -> dict:
   env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
   env.pop("JAX_COMPILATION_CACHE_DIR", None)
-  command = [sys.executable, "-m", "benchmarks.xla_flags", "--child", str(simulations)]
+  command = record.module_command("xla_flags", ["--child", str(simulations)])
   result = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, check=True)
   return json.loads(result.stdout.splitlines()[-1])
 
 
-def main():
+def run(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--simulations", type=int, default=40)
   parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-  parser.add_argument("--write", action="store_true", help="append the section to RESULTS.md")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   if args.child is not None:
     child(args.child)
     return
@@ -125,7 +124,7 @@ def main():
     f"{datetime.date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} cores, "
     f"load average {load[0]:.1f} before, jax {jax.__version__})",
     "",
-    f"`python -m benchmarks.xla_flags --repeats {args.repeats} --simulations "
+    f"`python -m benchmarks compile --part xla_flags --repeats {args.repeats} --simulations "
     f"{args.simulations}`: XLA's `compile()` of one lowered search, B = 4, S = "
     f"{args.simulations} (+1 per round), each flag set in a fresh process, medians over "
     f'the rounds; in brackets the median ratio to "{first}" in the same round; then '
@@ -141,8 +140,4 @@ def main():
       for s in SEARCHES
     ]
     lines.append(f"| {name} | " + " | ".join(cells) + " |")
-  emit(lines, write=args.write)
-
-
-if __name__ == "__main__":
-  main()
+  return record.section(lines)

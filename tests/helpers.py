@@ -2,6 +2,7 @@
 loading one as a module, and one simulation's selection and expansion."""
 
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -15,21 +16,36 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 def run_in_checkout(argv, **kwargs):
   """`subprocess.run` of `python ARGV...` from the repository's root, as the benchmarks
-  README runs its scripts (`python -m benchmarks.NAME`): Python puts the root first on
+  README runs its suite (`python -m benchmarks CASE`): Python puts the root first on
   the new process's path, so the scripts and the mcgs_jax beside them are imported from
   the checkout. `kwargs` go to `subprocess.run` (text output, captured, by default)."""
   kwargs = dict(capture_output=True, text=True) | kwargs
   return subprocess.run([sys.executable, *argv], cwd=REPO, **kwargs)
 
 
-def run_benchmark(script, *args, **kwargs):
-  """`python -m benchmarks.SCRIPT ARGS...` from the repository's root (`run_in_checkout`)."""
-  return run_in_checkout(["-m", f"benchmarks.{script}", *args], **kwargs)
+# The suite's case and part of each script the tests run (`python -m benchmarks CASE
+# --part PART`, benchmarks/__main__.py): this process may not import `benchmarks`.
+SUITE_PARTS = {
+  "jumanji_a2c": ("planning", "jumanji_a2c"),
+  "tpu_compile": ("scale", "tpu_compile"),
+  "training_race": ("training", "training_race"),
+}
+
+
+def run_benchmark(script, *args, out=os.devnull, **kwargs):
+  """`python -m benchmarks CASE --part SCRIPT ARGS... --out OUT` from the repository's
+  root (`run_in_checkout`): the suite's runner on the part that `benchmarks/SCRIPT.py`
+  holds, its JSON record written to `out` (by default nowhere)."""
+  case, part = SUITE_PARTS[script]
+  return run_in_checkout(
+    ["-m", "benchmarks", case, "--part", part, "--out", str(out), *args], **kwargs
+  )
 
 
 def load_benchmark(script):
-  """`benchmarks/SCRIPT.py` loaded as a module from its file (no `benchmarks`
-  package on the path: the tests also run against an installed wheel)."""
+  """`benchmarks/SCRIPT.py` (a part of the suite) loaded as a module from its file (no
+  `benchmarks` package on the path: the tests also run against an installed wheel, so
+  such a module imports other benchmark modules only inside its functions)."""
   spec = importlib.util.spec_from_file_location(
     f"{script}_benchmark", REPO / "benchmarks" / f"{script}.py"
   )

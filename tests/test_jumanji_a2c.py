@@ -93,7 +93,7 @@ def test_bad_flags_exit_2_with_one_line(a2c, flags, capsys):
 def test_missing_training_dependencies_exit_2_naming_them(a2c, monkeypatch, capsys):
   modules = {**a2c.TRAINING_MODULES, "no_such_module_for_a2c": "no-such-package"}
   monkeypatch.setattr(a2c, "TRAINING_MODULES", modules)
-  assert a2c.main(["--env", "Knapsack-v1"]) == 2
+  assert a2c.run(["--env", "Knapsack-v1"]) == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and "no-such-package" in err[0] and "pip install dm-haiku" in err[0]
 

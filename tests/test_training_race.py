@@ -29,7 +29,7 @@ def evaluate(tmp_path, *extra):
   return run_benchmark(
     "training_race",
     "--evaluate-only",
-    "--out",
+    "--out-dir",
     str(tmp_path),
     "--seeds",
     "0",
