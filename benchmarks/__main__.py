@@ -44,7 +44,7 @@ TINY_RACES = os.path.join(tempfile.gettempdir(), "mcgs-jax-tiny-races")
 
 SPEED = dict(
   parallel=Part(
-    "parallel",
+    "num_parallel",
     "speed",
     "Several playouts per game per step (num_parallel=K): speed against mctx",
     ("--batch-sizes", "2", "--simulations", "8", "--parallel", "1,4", "--repeats", "1"),

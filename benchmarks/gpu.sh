@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Speed of mcgs_jax against mctx on a lent GPU, in one call of at most nine minutes:
-# mcgs_jax.apps.benchmark (throughput and S-scaling), benchmarks/parallel.py
+# mcgs_jax.apps.benchmark (throughput and S-scaling), benchmarks/num_parallel.py
 # (num_parallel), benchmarks/profile_ply.py (the default agent's ply part by part:
 # reroot, search with and without the solver, tree mode, evaluations, mctx) and
 # benchmarks/selfplay_time.py (a default self-play iteration beside mctx's).

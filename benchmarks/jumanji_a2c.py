@@ -80,7 +80,8 @@ import time
 import warnings
 from typing import Any, NamedTuple
 
-from mcgs_jax.apps.cli.args import MAX_SEED, OneLineErrorParser, int_at_least
+from mcgs_jax.apps.cli.args import OneLineErrorParser, int_at_least
+from mcgs_jax.apps.seeds import MAX_SEED
 
 # jumanji's env config (`configs/env/<name>.yaml`) of each env id.
 ENV_CONFIGS = {

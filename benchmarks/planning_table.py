@@ -27,7 +27,7 @@ import platform
 import numpy as np
 
 from benchmarks import record
-from mcgs_jax.apps.cli import evaluate as evaluate_command
+from mcgs_jax.apps.cli import evaluate_command
 
 CHECKPOINTS = os.path.join(
   os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mcgs_jax", "apps", "checkpoints"

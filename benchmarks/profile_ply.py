@@ -41,7 +41,7 @@ import mcgs_jax as mg
 from benchmarks import record
 from mcgs_jax.apps import arena, registry, train
 from mcgs_jax.apps.arena import agent as arena_agent
-from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint
 from mcgs_jax.games import evaluators, make_game
 
 SIMULATIONS = 64
@@ -61,9 +61,7 @@ def default_agent():
   """`(game, agent, params)`: the default arena agent (graph + reuse + solver,
   `SIMULATIONS` simulations) on connect four with the shipped network."""
   base_game = make_game("connect_four")
-  apply_fn, params, _ = train.load_network(
-    arena_command.builtin_checkpoint("connect_four"), base_game.env
-  )
+  apply_fn, params, _ = train.load_network(builtin_checkpoint("connect_four"), base_game.env)
   agent = arena.Agent(
     policy="muzero", evaluator="network", num_simulations=SIMULATIONS, apply_fn=apply_fn
   )
@@ -88,7 +86,7 @@ def _parts(games: int, plies: int, seed: int):
   """`(parts, facts)`: `{name: (jitted fn, args)}` on the states and graphs after
   `plies` plies, and what those graphs hold."""
   game, agent, params = default_agent()
-  agent_search = arena_agent._make_search(game, agent)
+  agent_search = arena_agent.make_search(game, agent)
   search = jax.jit(agent_search)
   key = jax.random.PRNGKey(seed)
   state = _random_openings(game, game.init(key, batch_size=games), jax.random.fold_in(key, 1))
@@ -130,7 +128,7 @@ def _parts(games: int, plies: int, seed: int):
     ),
     "evaluations": (jax.jit(evaluations), (params, policy_key, root)),
     "mctx": (
-      jax.jit(arena_agent._mctx_search_policy(game, mctx_agent)),
+      jax.jit(arena_agent.mctx_search_policy(game, mctx_agent)),
       (params, policy_key, root, invalid),
     ),
   }

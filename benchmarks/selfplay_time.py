@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from mcgs_jax.apps import train
-from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint
 from mcgs_jax.games import evaluators, make_game, networks
 
 
@@ -67,9 +67,7 @@ def iteration_seconds(
   found the graph full (`capacity_overflows`; dropped, their evaluation unused)."""
   base = make_game("connect_four")
   if network == "shipped":
-    apply_fn, params, _ = train.load_network(
-      arena_command.builtin_checkpoint("connect_four"), base.env
-    )
+    apply_fn, params, _ = train.load_network(builtin_checkpoint("connect_four"), base.env)
   else:
     apply_fn, params = networks.init_network(base.env, jax.random.PRNGKey(1), hidden=(256, 256))
   game = dataclasses.replace(base, evaluator=evaluators.network_evaluator(apply_fn))

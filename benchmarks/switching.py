@@ -1,7 +1,7 @@
 """Switching from mctx: this library's default agent against the real mctx, one script.
 
 Every match is connect four, the built-in trained network on both sides
-(`mcgs_jax.apps.cli.arena.builtin_checkpoint`), muzero playing greedily without
+(`mcgs_jax.apps.cli.arena_parser.builtin_checkpoint`), muzero playing greedily without
 root noise, `--games` games from `--games / 2` random 3-ply openings each played with
 both colours, seed `--seed`. The agents:
 
@@ -39,7 +39,7 @@ import jax
 
 from benchmarks import record
 from mcgs_jax.apps import arena, train
-from mcgs_jax.apps.cli import arena as arena_command
+from mcgs_jax.apps.cli.arena_parser import builtin_checkpoint
 
 TABLES = ("equal-sims", "equal-time", "per-compute")
 MCTX_STRONG = 256
@@ -107,9 +107,7 @@ def run(argv=None) -> dict:
     parser.error(f"unknown tables {unknown}; expected some of {TABLES}")
 
   game = arena.two_player_game("connect_four")
-  apply_fn, params, _ = train.load_network(
-    arena_command.builtin_checkpoint("connect_four"), game.env
-  )
+  apply_fn, params, _ = train.load_network(builtin_checkpoint("connect_four"), game.env)
   load = os.getloadavg()
   match = lambda a, b, **kw: arena.play_match(
     game,

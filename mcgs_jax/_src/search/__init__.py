@@ -10,7 +10,7 @@ gather of the tables between devices.
 
 One module per step, with `Path` (`path`) the record they pass on: `descent`
 (`select`, and the stop rule), `expand` (`expand`, `link`; what an evaluation is to
-the graph in `evaluation`), `backup`, `parallel` (several playouts per game per
+the graph in `leaf_evaluation`), `backup`, `parallel` (several playouts per game per
 step, `num_parallel`), and `simulations` (`simulate`, `search`).
 """
 

@@ -13,7 +13,7 @@ from mcgs_jax._src import checks, hashing, rows, types
 from mcgs_jax._src.batched import drop_unless, set_at, take
 from mcgs_jax._src.graph import NODE_FIELDS, ROOT_INDEX, Graph
 from mcgs_jax._src.options import DEFAULT_OPTIONS, GraphOptions
-from mcgs_jax._src.search.evaluation import (
+from mcgs_jax._src.search.leaf_evaluation import (
   Evaluation,
   finite_outputs,
   fold_evaluation,

@@ -213,7 +213,7 @@ def _output_of_node_type(
   move_reward = jnp.zeros_like(value) if move_reward is None else move_reward
   chance_logits = jnp.asarray(decision_output.chance_logits)
   # No possible outcome (every chance logit -inf) cannot be used, but the padding is
-  # finite: as NaN the row is counted and dropped (`evaluation.finite_outputs`).
+  # finite: as NaN the row is counted and dropped (`leaf_evaluation.finite_outputs`).
   impossible = ~jnp.any(chance_logits > -jnp.inf, axis=-1, keepdims=True)
   chance_logits = jnp.where(impossible, jnp.nan, chance_logits)
   return types.RecurrentFnOutput(

@@ -1,5 +1,5 @@
 """The arena's agents: `Agent` (an engine, a policy, an evaluator and the search's
-settings) and the jittable search each agent plays with (`_make_search`), on the
+settings) and the jittable search each agent plays with (`make_search`), on the
 game with the agent's evaluator (`agent_game`)."""
 
 import dataclasses
@@ -227,12 +227,12 @@ def two_player_game(spec: str) -> adapter.Game:
 
 @functools.lru_cache(maxsize=32)
 def jitted_search(game: adapter.Game, agent: Agent) -> Callable:
-  """`jax.jit(_make_search(game, agent))`, cached: a match and the calibration before
+  """`jax.jit(make_search(game, agent))`, cached: a match and the calibration before
   it share compiled searches."""
-  return jax.jit(_make_search(game, agent))
+  return jax.jit(make_search(game, agent))
 
 
-def _make_search(game: adapter.Game, agent: Agent) -> Callable:
+def make_search(game: adapter.Game, agent: Agent) -> Callable:
   """`search(params, key, state, graph, played) -> (action [B], nodes [B], hits [B],
   graph)`, not jitted.
 
@@ -245,7 +245,7 @@ def _make_search(game: adapter.Game, agent: Agent) -> Callable:
   """
   game = agent_game(game, agent)
   if engines.get_engine(agent.engine).external:
-    mctx_policy = _mctx_search_policy(game, agent)
+    mctx_policy = mctx_search_policy(game, agent)
 
     def search_mctx(params, key, state, graph, played):
       del graph, played
@@ -316,7 +316,7 @@ def agent_game(game: adapter.Game, agent: Agent) -> adapter.Game:
   return dataclasses.replace(game, hash_fn=hash_fn)
 
 
-def _mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:
+def mctx_search_policy(game: adapter.Game, agent: Agent) -> Callable:
   """`policy(params, key, root, invalid) -> (action, nodes)` with mctx's own search,
   set to play (no root noise, most visited move for muzero)."""
   playing = registry.PLAYING_OPTIONS.get(agent.policy, {})

@@ -301,7 +301,7 @@ def _after_openings(game: adapter.Game, state, opening_actions, opening_moves: i
 class _MatchSteps:
   """The jitted pieces of a match (cached per configuration by `_match_steps`).
 
-  `search_a` / `search_b`: `_make_search`'s function of each agent, jitted, so that
+  `search_a` / `search_b`: `make_search`'s function of each agent, jitted, so that
   each agent's search (its `reroot` included) is timed on its own. `opening(state,
   opening_actions, ply) -> (state, action)` plays the ply's opening move;
   `advance(state, a_player, action_a, action_b) -> (state, action, a_moved)` plays
@@ -447,7 +447,7 @@ def _play_plies(
   searched plies (`_searched_ply`), counting into `tally` (an empty one, returned).
   `placed` is `_placed_match`'s `(state, a_player, opening_actions, graphs, played)`:
   `graphs` and `played` are the agents' kept graphs and the last move (see
-  `_make_search`)."""
+  `make_search`)."""
   state, a_player, opening_actions, graphs, played = placed
   num_games = int(a_player.shape[0])
   no_search = (np.zeros(num_games, bool), np.zeros(num_games, bool))
