@@ -98,6 +98,7 @@ def run_way(race, example, way: str):
   return jax.device_get(jax.jit(namespace["selfplay"])(jax.random.PRNGKey(0)))
 
 
+@pytest.mark.slow
 def test_the_graph_edits_carry_each_games_graph_to_its_next_move(race, tmp_path):
   (tmp_path / "train.py").write_text(STAND_IN)
   searched = {way: run_way(race, tmp_path, way) for way in race.WAYS}

@@ -123,6 +123,7 @@ def test_a_solved_sudoku_is_counted_and_merges_are_found():
   assert summary["mean_gap"] == pytest.approx(1.0 - np.mean(result.returns))
 
 
+@pytest.mark.slow
 def test_evaluate_command_reports_every_engine(capsys):
   argv = ["--game", "jumanji:Knapsack-v1", "--instances", "2", "--simulations", "4"]
   assert evaluate_command.main(argv + ["--evaluator", "uniform", "--json"]) == 0

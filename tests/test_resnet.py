@@ -48,6 +48,7 @@ def test_resnet_maps_board_planes_to_logits_and_a_bounded_value(game_id):
   assert layers["stem"]["kernel"].shape[-1] == 16
 
 
+@pytest.mark.slow
 def test_one_training_step_lowers_the_loss_on_a_fixed_batch():
   game = make_game("othello")
   apply_fn, params = networks.init_network(game.env, jax.random.PRNGKey(0), network="resnet:2,16")
@@ -70,6 +71,7 @@ def test_one_training_step_lowers_the_loss_on_a_fixed_batch():
   assert float(train_lib.loss_fn(params, apply_fn, batch, 1e-4)[0]) < 0.8 * before
 
 
+@pytest.mark.slow
 def test_a_resnet_checkpoint_loads_by_its_shapes_and_refuses_another_game(tmp_path):
   game = make_game("connect_four")
   apply_fn, params = networks.init_network(game.env, jax.random.PRNGKey(4), network="resnet:3,8")
@@ -95,6 +97,7 @@ def test_resnet_refuses_a_flat_observation_and_bad_specs():
     train_lib.Config(network="resnet:2")
 
 
+@pytest.mark.slow
 def test_the_shipped_go_network_loads_for_the_game_and_is_the_search_default():
   """The go 9x9 network shipped in the package (a `ResNetPolicyValueNet`, from the
   training race of docs/training.md) loads for `make_game("go_9x9")` by its shapes
