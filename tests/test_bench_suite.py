@@ -31,8 +31,9 @@ KEYS = {
 QUESTIONS = {"speed", "strength", "memory", "compile", "training", "scale"}
 
 # (case, part): the suite's every part, as benchmarks/__main__.py's CASES lists them.
-QUICK = [("training", "training_tables"), ("fingerprint", "fingerprint")]
+QUICK = [("training", "training_tables")]
 SLOW = [
+  ("fingerprint", "fingerprint"),
   ("speed", "parallel"),
   ("speed", "profile_ply"),
   ("speed", "selfplay_time"),

@@ -283,6 +283,7 @@ def test_random_legal_actions_pick_legal_moves_only():
   assert set(actions[:-1]) == {1, 4} and actions[-1] == 0
 
 
+@pytest.mark.slow
 def test_a_second_search_calls_the_stored_program_without_tracing(capsys, tmp_path, monkeypatch):
   """With the compilation cache on, `mcgs-jax search` keeps its traced program
   (`program_cache`): a second identical run reads it instead of tracing and prints
@@ -320,6 +321,7 @@ def test_a_second_search_calls_the_stored_program_without_tracing(capsys, tmp_pa
     jax.config.update("jax_compilation_cache_dir", before)
 
 
+@pytest.mark.slow
 def test_a_shipped_network_is_the_default_evaluator_and_gives_the_prior(capsys):
   """Where the package ships a network (connect four), the search evaluates with it
   unless told otherwise: the prior column is the network's softmax over the legal

@@ -85,6 +85,7 @@ def test_another_key_width_is_refused():
     search(jax.random.PRNGKey(1), _next_root(), RECURRENT, graph=graph, hash_fn=one_lane)
 
 
+@pytest.mark.slow
 def test_a_stochastic_graph_is_refused_by_muzero_policy():
   graph = _rerooted()
   stochastic_kind = type("StochasticLike", (type(graph),), {})

@@ -178,6 +178,7 @@ def test_the_network_value_lies_within_the_game_bounds():
   )
 
 
+@pytest.mark.slow
 def test_one_player_self_play_targets_the_return_to_go():
   """Self-play on a jumanji env records, for every move, the return from that move
   on: the value of the item it packs plus every later one (Knapsack pays each
@@ -222,6 +223,7 @@ def test_one_player_self_play_targets_the_return_to_go():
   assert history[-1]["eval_gap"] >= -1e-6
 
 
+@pytest.mark.slow
 def test_the_set_network_scores_each_item_from_its_row_in_any_order(tmp_path):
   """`EntityPolicyValueNet` on Knapsack's rows: permuting the items permutes the
   logits and keeps the value; a checkpoint of it loads by its shapes alone; it is

@@ -29,7 +29,7 @@ def _states(game, count: int, seed: int):
 
 
 @pytest.mark.parametrize("game_id", ["connect_four", "othello", "animal_shogi"])
-@pytest.mark.quick_variants("othello")
+@pytest.mark.quick_variants("connect_four")
 def test_resnet_maps_board_planes_to_logits_and_a_bounded_value(game_id):
   game = make_game(game_id)
   apply_fn, params = networks.init_network(game.env, jax.random.PRNGKey(0), network="resnet:2,16")
