@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from mcgs_jax.apps import cli
-from mcgs_jax.apps.cli import search_command
+from mcgs_jax.apps.cli import positions, search_command
 
 
 def run_search(capsys, *argv):
@@ -111,10 +111,10 @@ def test_tree_mode_has_no_transpositions_and_more_nodes(capsys):
 
 
 def test_parse_moves():
-  assert search_command.parse_moves(" 3, 2,4 ") == [3, 2, 4]
-  assert search_command.parse_moves("") == []
+  assert positions.parse_moves(" 3, 2,4 ") == [3, 2, 4]
+  assert positions.parse_moves("") == []
   with pytest.raises(ValueError, match="'x' is not an integer"):
-    search_command.parse_moves("3,x")
+    positions.parse_moves("3,x")
 
 
 @pytest.mark.parametrize(
