@@ -69,9 +69,19 @@ def missing(part) -> str | None:
     return "libtpu is not installed: pip install 'jax[tpu]==<jax's version>'"
   if part in ("jumanji_a2c", "planning_race") and not importlib.util.find_spec("jumanji"):
     return "jumanji is not installed"
-  if part == "jumanji_a2c" and importlib.util.find_spec("jumanji.training") is None:
-    return "jumanji's training extras are not installed"
+  if part == "jumanji_a2c" and not importable("jumanji.training.setup_train"):
+    return "jumanji's training extras (dm-haiku, distrax, rlax, ...) are not installed"
   return None
+
+
+def importable(module: str) -> bool:
+  """Whether `module` imports (its package present is not enough: jumanji ships
+  `jumanji.training` without the libraries it imports)."""
+  try:
+    importlib.import_module(module)
+  except ImportError:
+    return False
+  return True
 
 
 def extra_flags(part, tmp_path) -> list[str]:
