@@ -24,6 +24,7 @@ import ast
 import pathlib
 
 import pytest
+import source_imports
 
 import mcgs_jax
 
@@ -61,14 +62,9 @@ SHARED_STEMS = ("__init__", "__main__")
 def module_files(repo=REPO):
   """`{module name: path}` of every module of `mcgs_jax`, `mcgs_jax_cli` and the
   checkout's `benchmarks`."""
-  modules = {}
-  for base, top in ((repo, "mcgs_jax"), (repo, "mcgs_jax_cli"), (CHECKOUT, "benchmarks")):
-    for path in sorted((base / top).rglob("*.py")):
-      parts = list(path.relative_to(base).with_suffix("").parts)
-      if parts[-1] == "__init__":
-        parts.pop()
-      modules[".".join(parts)] = path
-  return modules
+  return source_imports.module_files(
+    repo / "mcgs_jax", repo / "mcgs_jax_cli", CHECKOUT / "benchmarks"
+  )
 
 
 def scanned_modules(repo=REPO):
@@ -89,31 +85,10 @@ def is_private(name: str) -> bool:
   return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def import_source(node: ast.ImportFrom, module: str, modules) -> str:
-  """The module `node` (`from X import ...`) imports from, relative imports resolved."""
-  if not node.level:
-    return node.module or ""
-  package = module.split(".")
-  if modules.get(module, pathlib.Path()).name != "__init__.py":
-    package.pop()
-  package = package[: len(package) - node.level + 1]
-  return ".".join(package + ([node.module] if node.module else []))
-
-
 def imported_modules(tree, module: str, modules) -> set[str]:
-  """The modules of `modules` that `tree` (the source of `module`) imports: `from X
-  import y` imports `X.y` when that is a module, else `X`; every import counts, those
-  inside functions and under `if TYPE_CHECKING:` too."""
-  imported = set()
-  for node in ast.walk(tree):
-    if isinstance(node, ast.Import):
-      imported.update(alias.name for alias in node.names)
-    elif isinstance(node, ast.ImportFrom):
-      source = import_source(node, module, modules)
-      for alias in node.names:
-        submodule = f"{source}.{alias.name}"
-        imported.add(submodule if submodule in modules else source)
-  return {name for name in imported if name in modules and name != module}
+  """What `tree` (the source of `module`) imports of `modules`, those under `if
+  TYPE_CHECKING:` too (a type-only import of the command line still ties to it)."""
+  return source_imports.imported_modules(tree, module, modules, type_checking=True)
 
 
 def module_aliases(tree, module: str, modules) -> dict[str, str]:
@@ -125,7 +100,7 @@ def module_aliases(tree, module: str, modules) -> dict[str, str]:
         name = alias.name if alias.asname else alias.name.split(".")[0]
         aliases[alias.asname or name] = name
     elif isinstance(node, ast.ImportFrom):
-      source = import_source(node, module, modules)
+      source = source_imports.import_source(node, module, modules)
       for alias in node.names:
         if f"{source}.{alias.name}" in modules:
           aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
@@ -150,7 +125,7 @@ def private_uses(source: str, module: str, modules) -> list[str]:
   found = []
   for node in ast.walk(tree):
     if isinstance(node, ast.ImportFrom):
-      owner = import_source(node, module, modules)
+      owner = source_imports.import_source(node, module, modules)
       names = [alias.name for alias in node.names if f"{owner}.{alias.name}" not in modules]
     elif isinstance(node, ast.Attribute):
       owner, names = dotted_module(node.value, aliases), [node.attr]

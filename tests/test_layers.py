@@ -13,6 +13,7 @@ import ast
 import pathlib
 
 import pytest
+import source_imports
 
 import mcgs_jax
 
@@ -22,51 +23,13 @@ LEAF = "mcgs_jax._src.rows"
 
 def module_files():
   """`{module name: path}` of every module of the package."""
-  modules = {}
-  for path in sorted(PACKAGE_DIR.rglob("*.py")):
-    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-      parts.pop()
-    modules[".".join(parts)] = path
-  return modules
-
-
-def is_type_checking(test):
-  """`TYPE_CHECKING` or `typing.TYPE_CHECKING` (any module's attribute of that name)."""
-  if isinstance(test, ast.Name):
-    return test.id == "TYPE_CHECKING"
-  return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+  return source_imports.module_files(PACKAGE_DIR)
 
 
 def imported_modules(tree, module, modules):
-  """The modules of `modules` that the source `tree` of `module` imports: `from X
-  import y` imports `X.y` when that is a module, else `X`; relative imports are
-  resolved, the body of `if TYPE_CHECKING:` left out."""
-  imported = set()
-
-  def visit(node):
-    if isinstance(node, ast.If) and is_type_checking(node.test):
-      for child in node.orelse:
-        visit(child)
-      return
-    if isinstance(node, ast.Import):
-      imported.update(alias.name for alias in node.names)
-    elif isinstance(node, ast.ImportFrom):
-      source = node.module or ""
-      if node.level:
-        package = module.split(".")
-        if modules.get(module, pathlib.Path()).name != "__init__.py":
-          package.pop()
-        package = package[: len(package) - node.level + 1]
-        source = ".".join(package + ([node.module] if node.module else []))
-      for alias in node.names:
-        submodule = f"{source}.{alias.name}"
-        imported.add(submodule if submodule in modules else source)
-    for child in ast.iter_child_nodes(node):
-      visit(child)
-
-  visit(tree)
-  return {name for name in imported if name in modules and name != module}
+  """What `tree` (the source of `module`) imports of `modules`, the body of `if
+  TYPE_CHECKING:` left out (it never runs)."""
+  return source_imports.imported_modules(tree, module, modules, type_checking=False)
 
 
 def import_graph():
